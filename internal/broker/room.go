@@ -1,0 +1,173 @@
+package broker
+
+import (
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Errors returned by Room.
+var (
+	ErrMemberExists = errors.New("broker: member already in room")
+	ErrRoomClosed   = errors.New("broker: room closed")
+)
+
+// Member describes an endpoint joining a room.
+type Member struct {
+	ID       string
+	Kind     Kind
+	Sends    bool // the member publishes a track of Kind
+	Receives bool // the member subscribes to other members' tracks of Kind
+	// Sink receives RTP of the tracks the member subscribes to.
+	Sink Sink
+	// RTCPSink, if set, receives RTCP that other members of the same kind send.
+	RTCPSink Sink
+}
+
+type rtcpSub struct {
+	member string
+	sink   Sink
+}
+
+// Room is the media of one session: its members and their tracks.
+type Room struct {
+	id string
+
+	mu      sync.Mutex // guards members, tracks, closed; never held while calling a Sink
+	members map[string]Member
+	tracks  map[string]*Track // by publishing member ID
+	closed  bool
+
+	rtcp [2]atomic.Pointer[[]rtcpSub] // copy-on-write, by Kind
+}
+
+// NewRoom returns an empty room.
+func NewRoom(id string) *Room {
+	r := &Room{id: id, members: map[string]Member{}, tracks: map[string]*Track{}}
+	for k := range r.rtcp {
+		r.rtcp[k].Store(&[]rtcpSub{})
+	}
+	return r
+}
+
+// ID returns the room's identifier (its session's ID).
+func (r *Room) ID() string { return r.id }
+
+// Join adds a member. If the member sends, Join returns the track it must
+// publish its packets on; otherwise the track is nil. The member is
+// subscribed to every existing track of its kind, and every receiving member
+// of that kind to its new track, except to its own.
+func (r *Room) Join(m Member) (*Track, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrRoomClosed
+	}
+	if _, ok := r.members[m.ID]; ok {
+		return nil, ErrMemberExists
+	}
+	r.members[m.ID] = m
+	if m.Receives && m.Sink != nil {
+		for pub, t := range r.tracks {
+			if pub != m.ID && t.kind == m.Kind {
+				t.subscribe(m.ID, m.Sink)
+			}
+		}
+	}
+	var own *Track
+	if m.Sends {
+		own = newTrack(m.ID+"/"+m.Kind.String(), m.ID, m.Kind)
+		for id, o := range r.members {
+			if id != m.ID && o.Receives && o.Sink != nil && o.Kind == m.Kind {
+				own.subscribe(id, o.Sink)
+			}
+		}
+		r.tracks[m.ID] = own
+	}
+	if m.RTCPSink != nil {
+		old := *r.rtcp[m.Kind].Load()
+		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{m.ID, m.RTCPSink})
+		r.rtcp[m.Kind].Store(&next)
+	}
+	return own, nil
+}
+
+// Leave removes a member, its track and its subscriptions. Packets already
+// handed to its sink stay the sink's to release.
+func (r *Room) Leave(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[id]
+	if !ok {
+		return
+	}
+	delete(r.members, id)
+	delete(r.tracks, id)
+	for _, t := range r.tracks {
+		if t.kind == m.Kind {
+			t.unsubscribe(id)
+		}
+	}
+	if m.RTCPSink != nil {
+		old := *r.rtcp[m.Kind].Load()
+		next := make([]rtcpSub, 0, len(old))
+		for _, s := range old {
+			if s.member != id {
+				next = append(next, s)
+			}
+		}
+		r.rtcp[m.Kind].Store(&next)
+	}
+}
+
+// PublishRTCP sends an RTCP packet from member `from` of the given kind to
+// every other member of that kind that takes RTCP. It takes over the caller's
+// reference.
+func (r *Room) PublishRTCP(from string, kind Kind, p *Packet) {
+	p.Kind = kind
+	p.RTCP = true
+	subs := *r.rtcp[kind].Load()
+	n := 0
+	for i := range subs {
+		if subs[i].member != from {
+			n++
+		}
+	}
+	if n == 0 {
+		p.Release()
+		return
+	}
+	p.Retain(n - 1)
+	for i := range subs {
+		if subs[i].member != from {
+			subs[i].sink.Deliver(p, nil)
+		}
+	}
+}
+
+// Close marks the room closed: no member may join any more.
+func (r *Room) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+// Members returns the number of members.
+func (r *Room) Members() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.members)
+}
+
+// Tracks returns the room's tracks ordered by ID.
+func (r *Room) Tracks() []*Track {
+	r.mu.Lock()
+	ts := make([]*Track, 0, len(r.tracks))
+	for _, t := range r.tracks {
+		ts = append(ts, t)
+	}
+	r.mu.Unlock()
+	sort.Slice(ts, func(i, j int) bool { return ts[i].id < ts[j].id })
+	return ts
+}

@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// recorder is a Sink that keeps copies of what it gets.
+type recorder struct {
+	mu   sync.Mutex
+	got  [][]byte
+	from []string
+}
+
+func (r *recorder) Deliver(p *Packet, t *Track) {
+	r.mu.Lock()
+	r.got = append(r.got, append([]byte(nil), p.Bytes()...))
+	if t != nil {
+		r.from = append(r.from, t.Publisher())
+	} else {
+		r.from = append(r.from, "")
+	}
+	r.mu.Unlock()
+	p.Release()
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+func packet(b ...byte) *Packet {
+	p := NewPacket()
+	p.SetLen(copy(p.Buffer(), b))
+	return p
+}
+
+func TestRoomFanOutNoEcho(t *testing.T) {
+	r := NewRoom("s1")
+	recs := map[string]*recorder{}
+	tracks := map[string]*Track{}
+	for _, id := range []string{"a", "b", "c"} {
+		rec := &recorder{}
+		recs[id] = rec
+		tr, err := r.Join(Member{ID: id, Kind: Audio, Sends: true, Receives: true, Sink: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tracks[id] = tr
+	}
+	// A video member must not get audio; a receive-only audio member must.
+	vid := &recorder{}
+	if _, err := r.Join(Member{ID: "v", Kind: Video, Sends: true, Receives: true, Sink: vid}); err != nil {
+		t.Fatal(err)
+	}
+	listener := &recorder{}
+	tr, err := r.Join(Member{ID: "l", Kind: Audio, Receives: true, Sink: listener})
+	if err != nil || tr != nil {
+		t.Fatalf("listener track %v err %v", tr, err)
+	}
+
+	tracks["a"].Publish(packet(1, 2, 3))
+	tracks["b"].Publish(packet(4))
+	if got := recs["a"].count(); got != 1 {
+		t.Errorf("a got %d packets, want 1 (b's only)", got)
+	}
+	for _, f := range recs["a"].from {
+		if f == "a" {
+			t.Error("a received its own packet")
+		}
+	}
+	if recs["b"].count() != 1 || recs["c"].count() != 2 || listener.count() != 2 {
+		t.Errorf("counts b=%d c=%d l=%d", recs["b"].count(), recs["c"].count(), listener.count())
+	}
+	if vid.count() != 0 {
+		t.Errorf("video member got %d audio packets", vid.count())
+	}
+	if string(recs["c"].got[0]) != "\x01\x02\x03" {
+		t.Errorf("payload changed: %v", recs["c"].got[0])
+	}
+	if n, b := tracks["a"].Stats(); n != 1 || b != 3 {
+		t.Errorf("track stats %d %d", n, b)
+	}
+
+	r.Leave("c")
+	tracks["a"].Publish(packet(9))
+	if recs["c"].count() != 2 {
+		t.Error("member got packets after leaving")
+	}
+	if tracks["a"].Subscribers() != 2 { // b and l
+		t.Errorf("subscribers %d, want 2", tracks["a"].Subscribers())
+	}
+	if _, err := r.Join(Member{ID: "a", Kind: Audio}); err != ErrMemberExists {
+		t.Errorf("duplicate join err %v", err)
+	}
+	r.Close()
+	if _, err := r.Join(Member{ID: "z", Kind: Audio}); err != ErrRoomClosed {
+		t.Errorf("join closed room err %v", err)
+	}
+}
+
+func TestLateJoinerSubscribesToExistingTracks(t *testing.T) {
+	r := NewRoom("s")
+	pub, _ := r.Join(Member{ID: "p", Kind: Video, Sends: true})
+	late := &recorder{}
+	if _, err := r.Join(Member{ID: "x", Kind: Video, Receives: true, Sink: late}); err != nil {
+		t.Fatal(err)
+	}
+	pub.Publish(packet(7))
+	if late.count() != 1 {
+		t.Fatalf("late joiner got %d", late.count())
+	}
+}
+
+func TestRTCPFanOut(t *testing.T) {
+	r := NewRoom("s")
+	a, b := &recorder{}, &recorder{}
+	r.Join(Member{ID: "a", Kind: Audio, Receives: true, Sink: a, RTCPSink: a})
+	r.Join(Member{ID: "b", Kind: Audio, Receives: true, Sink: b, RTCPSink: b})
+	r.PublishRTCP("a", Audio, packet(0x80, 200))
+	if a.count() != 0 || b.count() != 1 {
+		t.Fatalf("rtcp a=%d b=%d", a.count(), b.count())
+	}
+	r.Leave("b")
+	r.PublishRTCP("a", Audio, packet(0x80, 200)) // no one left: released, no panic
+}
+
+func TestPacketRefcount(t *testing.T) {
+	p := NewPacket()
+	p.Retain(2)
+	p.Release()
+	p.Release()
+	p.Release()
+	defer func() {
+		if recover() == nil {
+			t.Error("over-release did not panic")
+		}
+	}()
+	p.Release()
+}
+
+func TestBrokerRooms(t *testing.T) {
+	b := New()
+	r := b.Open("x")
+	if b.Open("x") != r || b.Room("x") != r {
+		t.Fatal("Open not idempotent")
+	}
+	b.Open("a")
+	if rs := b.Rooms(); len(rs) != 2 || rs[0].ID() != "a" {
+		t.Fatalf("rooms %v", rs)
+	}
+	b.Remove("x")
+	if b.Room("x") != nil {
+		t.Fatal("room not removed")
+	}
+	if _, err := r.Join(Member{ID: "m"}); err != ErrRoomClosed {
+		t.Fatal("removed room still open")
+	}
+}
+
+type discard struct{}
+
+func (discard) Deliver(p *Packet, _ *Track) { p.Release() }
+
+// BenchmarkPublish measures the broker's own fan-out cost; one op is one
+// packet handed to every subscriber.
+func BenchmarkPublish(b *testing.B) {
+	for _, n := range []int{1, 100, 6000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			r := NewRoom("s")
+			tr, _ := r.Join(Member{ID: "pub", Kind: Audio, Sends: true})
+			for i := 0; i < n; i++ {
+				r.Join(Member{ID: "sub" + strconv.Itoa(i), Kind: Audio, Receives: true, Sink: discard{}})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p := NewPacket()
+				p.SetLen(252)
+				tr.Publish(p)
+			}
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"sync/atomic"
+)
+
+// A Sink receives the packets of the tracks its member subscribes to.
+//
+// Deliver is handed one reference to p and must Release it, now or later.
+// It must not block: a sink that cannot keep up drops and counts.
+type Sink interface {
+	Deliver(p *Packet, from *Track)
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(p *Packet, from *Track)
+
+// Deliver calls f.
+func (f SinkFunc) Deliver(p *Packet, from *Track) { f(p, from) }
+
+type subscriber struct {
+	member string
+	sink   Sink
+}
+
+// Track is the media of one kind sent by one member.
+type Track struct {
+	id        string
+	kind      Kind
+	publisher string
+	subs      atomic.Pointer[[]subscriber]
+
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+}
+
+func newTrack(id, publisher string, kind Kind) *Track {
+	t := &Track{id: id, kind: kind, publisher: publisher}
+	t.subs.Store(&[]subscriber{})
+	return t
+}
+
+// ID returns the track's identifier.
+func (t *Track) ID() string { return t.id }
+
+// Kind returns the track's media kind.
+func (t *Track) Kind() Kind { return t.kind }
+
+// Publisher returns the ID of the member that sends the track.
+func (t *Track) Publisher() string { return t.publisher }
+
+// Subscribers returns how many members receive the track.
+func (t *Track) Subscribers() int { return len(*t.subs.Load()) }
+
+// Stats returns the packets and bytes published on the track.
+func (t *Track) Stats() (packets, bytes uint64) { return t.packets.Load(), t.bytes.Load() }
+
+// Publish sends p to every subscriber. It takes over the caller's reference.
+// It takes no lock and allocates nothing.
+func (t *Track) Publish(p *Packet) {
+	p.Kind = t.kind
+	t.packets.Add(1)
+	t.bytes.Add(uint64(p.n))
+	subs := *t.subs.Load()
+	if len(subs) == 0 {
+		p.Release()
+		return
+	}
+	p.Retain(len(subs) - 1)
+	for i := range subs {
+		subs[i].sink.Deliver(p, t)
+	}
+}
+
+// subscribe and unsubscribe are called with the room's mutex held.
+func (t *Track) subscribe(member string, s Sink) {
+	old := *t.subs.Load()
+	for _, x := range old {
+		if x.member == member {
+			return
+		}
+	}
+	next := make([]subscriber, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, subscriber{member: member, sink: s})
+	t.subs.Store(&next)
+}
+
+func (t *Track) unsubscribe(member string) {
+	old := *t.subs.Load()
+	next := make([]subscriber, 0, len(old))
+	for _, x := range old {
+		if x.member != member {
+			next = append(next, x)
+		}
+	}
+	t.subs.Store(&next)
+}

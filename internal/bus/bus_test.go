@@ -1,0 +1,559 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+const waitFor = 5 * time.Second
+
+var fixedTime = time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func newBus(t *testing.T, opts Options) *Bus {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	b, err := Connect(ctx, opts)
+	if err != nil {
+		t.Fatalf("Connect(%+v): %v", opts, err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+func subscribe(t *testing.T, nc *nats.Conn, subject string) *nats.Subscription {
+	t.Helper()
+	sub, err := nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", subject, err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return sub
+}
+
+func next(t *testing.T, sub *nats.Subscription) *nats.Msg {
+	t.Helper()
+	msg, err := sub.NextMsg(waitFor)
+	if err != nil {
+		t.Fatalf("waiting on %s: %v", sub.Subject, err)
+	}
+	return msg
+}
+
+// wireEvent mirrors Event with raw data for precise JSON assertions.
+type wireEvent struct {
+	Type      string          `json:"type"`
+	SessionID string          `json:"session_id"`
+	NodeID    string          `json:"node_id"`
+	Time      time.Time       `json:"time"`
+	Data      json.RawMessage `json:"data"`
+}
+
+func decode(t *testing.T, msg *nats.Msg) (wireEvent, map[string]any) {
+	t.Helper()
+	var ev wireEvent
+	if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		t.Fatalf("decode %s: %v (%s)", msg.Subject, err, msg.Data)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(msg.Data, &raw); err != nil {
+		t.Fatalf("decode %s: %v", msg.Subject, err)
+	}
+	return ev, raw
+}
+
+func TestEmbeddedInProcess(t *testing.T) {
+	b := newBus(t, Options{NodeID: "node-1", Now: func() time.Time { return fixedTime }})
+	if !b.Embedded() {
+		t.Error("Embedded() = false, want true")
+	}
+	if got := b.ClientURL(); got != "" {
+		t.Errorf("ClientURL() = %q, want empty for in-process only", got)
+	}
+	if b.Conn() == nil || !b.Conn().IsConnected() {
+		t.Fatal("Conn() not connected")
+	}
+	if got := b.NodeID(); got != "node-1" {
+		t.Errorf("NodeID() = %q", got)
+	}
+}
+
+func TestSessionEvents(t *testing.T) {
+	b := newBus(t, Options{NodeID: "node-1", Now: func() time.Time { return fixedTime }})
+	sub := subscribe(t, b.Conn(), AllSessionEvents)
+
+	type linkData struct {
+		LinkID string `json:"link_id"`
+	}
+	tests := []struct {
+		typ     string
+		subject string
+		data    any
+		want    string // JSON of data, "" for omitted
+	}{
+		{EventCreated, "convene.session.s-42.created", map[string]string{"name": "standup"}, `{"name":"standup"}`},
+		{EventActivated, "convene.session.s-42.activated", nil, ""},
+		{EventDeactivated, "convene.session.s-42.deactivated", nil, ""},
+		{EventFinished, "convene.session.s-42.finished", nil, ""},
+		{EventCanceled, "convene.session.s-42.canceled", nil, ""},
+		{EventLinkAdded, "convene.session.s-42.link.added", linkData{"l-1"}, `{"link_id":"l-1"}`},
+		{EventLinkRemoved, "convene.session.s-42.link.removed", linkData{"l-1"}, `{"link_id":"l-1"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.typ, func(t *testing.T) {
+			if subj, err := SessionSubject("s-42", tc.typ); err != nil || subj != tc.subject {
+				t.Fatalf("SessionSubject = %q, %v; want %q", subj, err, tc.subject)
+			}
+			if err := b.SessionEvent("s-42", tc.typ, tc.data); err != nil {
+				t.Fatalf("SessionEvent: %v", err)
+			}
+			msg := next(t, sub)
+			if msg.Subject != tc.subject {
+				t.Fatalf("subject = %q, want %q", msg.Subject, tc.subject)
+			}
+			ev, raw := decode(t, msg)
+			if ev.Type != tc.typ || ev.SessionID != "s-42" || ev.NodeID != "node-1" || !ev.Time.Equal(fixedTime) {
+				t.Errorf("event = %+v", ev)
+			}
+			if raw["time"] != "2024-05-06T07:08:09Z" {
+				t.Errorf("time = %v", raw["time"])
+			}
+			if tc.want == "" {
+				if _, ok := raw["data"]; ok {
+					t.Errorf("data present, want omitted: %s", msg.Data)
+				}
+			} else if string(ev.Data) != tc.want {
+				t.Errorf("data = %s, want %s", ev.Data, tc.want)
+			}
+		})
+	}
+
+	if err := b.SessionEvent("s-42", "exploded", nil); !errors.Is(err, ErrUnknownEvent) {
+		t.Errorf("unknown type: err = %v, want ErrUnknownEvent", err)
+	}
+}
+
+func TestPublishDefaultsAndOverrides(t *testing.T) {
+	b := newBus(t, Options{NodeID: "node-1", Now: func() time.Time { return fixedTime.In(time.FixedZone("X", 3600)) }})
+	sub := subscribe(t, b.Conn(), "convene.custom")
+
+	if err := b.Publish("convene.custom", Event{Type: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	ev, raw := decode(t, next(t, sub))
+	if ev.NodeID != "node-1" || raw["time"] != "2024-05-06T07:08:09Z" {
+		t.Errorf("defaults not applied: %+v", raw)
+	}
+	if _, ok := raw["session_id"]; ok {
+		t.Errorf("empty session_id not omitted: %v", raw)
+	}
+
+	other := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := b.Publish("convene.custom", Event{Type: "x", NodeID: "node-9", Time: other}); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ = decode(t, next(t, sub))
+	if ev.NodeID != "node-9" || !ev.Time.Equal(other) {
+		t.Errorf("explicit fields overridden: %+v", ev)
+	}
+
+	if err := b.Publish("", Event{}); err == nil {
+		t.Error("Publish with empty subject succeeded")
+	}
+	if err := b.Publish("convene.custom", Event{Data: make(chan int)}); err == nil {
+		t.Error("Publish with unencodable data succeeded")
+	}
+}
+
+func TestNodeEvents(t *testing.T) {
+	b := newBus(t, Options{NodeID: "node-7"})
+	sub := subscribe(t, b.Conn(), AllNodeEvents)
+	for _, typ := range []string{EventDraining, EventStopped} {
+		if err := b.NodeEvent(typ, map[string]int{"sessions": 3}); err != nil {
+			t.Fatalf("NodeEvent(%s): %v", typ, err)
+		}
+		msg := next(t, sub)
+		if want := "convene.node.node-7." + typ; msg.Subject != want {
+			t.Errorf("subject = %q, want %q", msg.Subject, want)
+		}
+		ev, _ := decode(t, msg)
+		if ev.Type != typ || ev.NodeID != "node-7" || string(ev.Data) != `{"sessions":3}` || ev.Time.IsZero() {
+			t.Errorf("event = %+v data=%s", ev, ev.Data)
+		}
+	}
+	if err := b.NodeEvent("created", nil); !errors.Is(err, ErrUnknownEvent) {
+		t.Errorf("NodeEvent(created): err = %v", err)
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	start := time.Now()
+	b := newBus(t, Options{NodeID: "hb-node", Version: "1.2.3"})
+	sub := subscribe(t, b.Conn(), AllHeartbeats)
+
+	want := Load{Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
+		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.RunHeartbeat(ctx, 50*time.Millisecond, func() Load { return want })
+	}()
+
+	for i := 0; i < 2; i++ {
+		msg := next(t, sub)
+		if msg.Subject != "convene.node.hb-node.heartbeat" {
+			t.Fatalf("subject = %q", msg.Subject)
+		}
+		ev, raw := decode(t, msg)
+		if ev.Type != EventHeartbeat || ev.NodeID != "hb-node" || ev.SessionID != "" {
+			t.Errorf("event = %+v", ev)
+		}
+		var hb Heartbeat
+		if err := json.Unmarshal(ev.Data, &hb); err != nil {
+			t.Fatal(err)
+		}
+		if hb.Load != want || hb.Version != "1.2.3" {
+			t.Errorf("heartbeat = %+v", hb)
+		}
+		if hb.UptimeSeconds < 0 || hb.UptimeSeconds > time.Since(start).Seconds() {
+			t.Errorf("uptime = %v", hb.UptimeSeconds)
+		}
+		data := raw["data"].(map[string]any)
+		for _, k := range []string{"sessions", "links", "tracks", "packets_in", "packets_out", "drops",
+			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version"} {
+			if _, ok := data[k]; !ok {
+				t.Errorf("heartbeat data lacks %q: %s", k, ev.Data)
+			}
+		}
+		if len(data) != 11 {
+			t.Errorf("heartbeat data has %d keys, want 11: %s", len(data), ev.Data)
+		}
+	}
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatal("RunHeartbeat did not return after ctx cancel")
+	}
+}
+
+func TestHeartbeatStopsOnClose(t *testing.T) {
+	b := newBus(t, Options{NodeID: "hb-node"})
+	sub := subscribe(t, b.Conn(), AllHeartbeats)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.RunHeartbeat(context.Background(), 50*time.Millisecond, nil) // nil load: zero values
+	}()
+	ev, _ := decode(t, next(t, sub))
+	var hb Heartbeat
+	if err := json.Unmarshal(ev.Data, &hb); err != nil || hb.Load != (Load{}) || hb.Version != "dev" {
+		t.Errorf("heartbeat = %+v, %v", hb, err)
+	}
+	b.Close()
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatal("RunHeartbeat did not return after Close")
+	}
+	// After Close, RunHeartbeat returns immediately.
+	b.RunHeartbeat(context.Background(), time.Hour, nil)
+}
+
+func TestInvalidIDs(t *testing.T) {
+	bad := []string{"", "a.b", ".", "a*", "*", ">", "a>", "a b", " a", "a\tb", "a\nb", "a\u00a0b", "a\x00b", "\xff"}
+	for _, id := range bad {
+		if _, err := SessionSubject(id, EventCreated); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("SessionSubject(%q): err = %v", id, err)
+		}
+		if _, err := SessionWildcard(id); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("SessionWildcard(%q): err = %v", id, err)
+		}
+		if _, err := NodeSubject(id, EventHeartbeat); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("NodeSubject(%q): err = %v", id, err)
+		}
+		if _, err := HeartbeatSubject(id); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("HeartbeatSubject(%q): err = %v", id, err)
+		}
+		if err := ValidateToken(id); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("ValidateToken(%q): err = %v", id, err)
+		}
+		if b, err := Connect(context.Background(), Options{NodeID: id}); !errors.Is(err, ErrInvalidToken) {
+			if b != nil {
+				b.Close()
+			}
+			t.Errorf("Connect(NodeID %q): err = %v", id, err)
+		}
+	}
+	for _, id := range []string{"a", "s-42", "node_1", "0190c9e0-7b7e-7b7e-8000-000000000000", "ünïcode"} {
+		if err := ValidateToken(id); err != nil {
+			t.Errorf("ValidateToken(%q) = %v", id, err)
+		}
+	}
+	if got, err := SessionWildcard("s-1"); err != nil || got != "convene.session.s-1.>" {
+		t.Errorf("SessionWildcard = %q, %v", got, err)
+	}
+	if _, err := NodeSubject("n", "link.added"); !errors.Is(err, ErrUnknownEvent) {
+		t.Errorf("NodeSubject with session type: %v", err)
+	}
+
+	b := newBus(t, Options{NodeID: "node-1"})
+	sub := subscribe(t, b.Conn(), ">")
+	for _, id := range bad {
+		if err := b.SessionEvent(id, EventCreated, nil); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("SessionEvent(%q): err = %v", id, err)
+		}
+	}
+	if err := b.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := sub.NextMsg(50 * time.Millisecond); err == nil {
+		t.Errorf("rejected event was published on %q", msg.Subject)
+	}
+}
+
+func TestConnectErrors(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Connect(ctx, Options{NodeID: "n"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled ctx: err = %v", err)
+	}
+	for _, l := range []string{"nohostport", "127.0.0.1:http", "127.0.0.1:70000"} {
+		if b, err := Connect(context.Background(), Options{NodeID: "n", Listen: l}); err == nil {
+			b.Close()
+			t.Errorf("Listen %q accepted", l)
+		}
+	}
+	port := freePort(t)
+	if b, err := Connect(context.Background(), Options{NodeID: "n", URL: fmt.Sprintf("nats://127.0.0.1:%d", port)}); err == nil {
+		b.Close()
+		t.Error("connect to closed port succeeded")
+	}
+}
+
+// freePort returns a TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestExternal starts an embedded server listening on TCP and connects a
+// second Bus to it by URL, exercising the external-NATS path.
+func TestExternal(t *testing.T) {
+	port := freePort(t)
+	srvBus := newBus(t, Options{NodeID: "hub", Listen: fmt.Sprintf("127.0.0.1:%d", port)})
+	wantURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	if !srvBus.Embedded() || srvBus.ClientURL() != wantURL {
+		t.Fatalf("embedded=%v ClientURL=%q, want %q", srvBus.Embedded(), srvBus.ClientURL(), wantURL)
+	}
+
+	ext := newBus(t, Options{NodeID: "edge", URL: srvBus.ClientURL()})
+	if ext.Embedded() {
+		t.Error("external bus reports Embedded")
+	}
+	if ext.ClientURL() != wantURL {
+		t.Errorf("external ClientURL = %q, want %q", ext.ClientURL(), wantURL)
+	}
+	if got := ext.Conn().Opts.Name; got != "convene-edge" {
+		t.Errorf("connection name = %q", got)
+	}
+
+	// external -> embedded
+	sessSub := subscribe(t, srvBus.Conn(), "convene.session.s-1.>")
+	if err := ext.SessionEvent("s-1", EventLinkAdded, map[string]string{"link_id": "l"}); err != nil {
+		t.Fatal(err)
+	}
+	msg := next(t, sessSub)
+	ev, _ := decode(t, msg)
+	if msg.Subject != "convene.session.s-1.link.added" || ev.NodeID != "edge" || ev.Type != EventLinkAdded {
+		t.Errorf("got %s %+v", msg.Subject, ev)
+	}
+
+	// embedded -> external
+	hbSub := subscribe(t, ext.Conn(), "convene.node.hub.heartbeat")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srvBus.RunHeartbeat(ctx, 50*time.Millisecond, func() Load { return Load{Sessions: 1} })
+	for i := 0; i < 2; i++ {
+		ev, _ := decode(t, next(t, hbSub))
+		if ev.NodeID != "hub" || ev.Type != EventHeartbeat {
+			t.Errorf("heartbeat %+v", ev)
+		}
+	}
+
+	// Server name is visible to outside clients.
+	raw, err := nats.Connect(wantURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if got := raw.ConnectedServerName(); got != "convene-hub" {
+		t.Errorf("server name = %q", got)
+	}
+}
+
+func TestListenRandomPort(t *testing.T) {
+	for _, l := range []string{"127.0.0.1:0", "127.0.0.1:-1"} {
+		b := newBus(t, Options{NodeID: "n", Listen: l})
+		u := b.ClientURL()
+		if !strings.HasPrefix(u, "nats://127.0.0.1:") || strings.HasSuffix(u, ":0") ||
+			strings.HasSuffix(u, ":-1") || strings.HasSuffix(u, ":4222") {
+			t.Errorf("Listen %q: ClientURL = %q", l, u)
+		}
+		nc, err := nats.Connect(u)
+		if err != nil {
+			t.Fatalf("dial %s: %v", u, err)
+		}
+		nc.Close()
+	}
+}
+
+func TestListenUnspecifiedHost(t *testing.T) {
+	b := newBus(t, Options{NodeID: "n", Listen: ":-1"})
+	if u := b.ClientURL(); !strings.HasPrefix(u, "nats://127.0.0.1:") {
+		t.Errorf("ClientURL = %q", u)
+	}
+}
+
+// ourGoroutines returns stacks of goroutines running bus or NATS code.
+func ourGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "ourGoroutines") || strings.Contains(g, "testing.tRunner") {
+			continue // the calling test itself
+		}
+		if strings.Contains(g, "github.com/nats-io/") || strings.Contains(g, "convene/internal/bus.") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func TestCloseIdempotentNoLeaks(t *testing.T) {
+	// Let goroutines of earlier tests wind down first.
+	deadline := time.Now().Add(waitFor)
+	base := ourGoroutines()
+	for len(base) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		base = ourGoroutines()
+	}
+
+	for _, mode := range []string{"in-process", "listen", "external"} {
+		t.Run(mode, func(t *testing.T) {
+			var hub *Bus
+			opts := Options{NodeID: "leak", Logger: testLogger(t)}
+			switch mode {
+			case "listen":
+				opts.Listen = "127.0.0.1:-1"
+			case "external":
+				var err error
+				hub, err = Connect(context.Background(), Options{NodeID: "hub", Listen: "127.0.0.1:-1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.URL = hub.ClientURL()
+			}
+			b, err := Connect(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub := subscribe(t, b.Conn(), AllHeartbeats)
+			hbDone := make(chan struct{})
+			go func() {
+				defer close(hbDone)
+				b.RunHeartbeat(context.Background(), 50*time.Millisecond, nil)
+			}()
+			next(t, sub)
+
+			var wg sync.WaitGroup
+			for i := 0; i < 3; i++ {
+				wg.Add(1)
+				go func() { defer wg.Done(); b.Close() }()
+			}
+			wg.Wait()
+			b.Close()
+			<-hbDone
+			if !b.Conn().IsClosed() {
+				t.Error("connection not closed after Close")
+			}
+			if err := b.SessionEvent("s", EventCreated, nil); err == nil {
+				t.Error("publish after Close succeeded")
+			}
+			if hub != nil {
+				hub.Close()
+				hub.Close()
+			}
+
+			deadline := time.Now().Add(waitFor)
+			left := ourGoroutines()
+			for len(left) > len(base) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				left = ourGoroutines()
+			}
+			if len(left) > len(base) {
+				t.Errorf("%d goroutines left running (baseline %d):\n%s", len(left), len(base), strings.Join(left, "\n\n"))
+			}
+		})
+	}
+}
+
+func TestProcessCPUSeconds(t *testing.T) {
+	a := ProcessCPUSeconds()
+	x := 0
+	for i := 0; i < 50_000_000; i++ {
+		x += i % 7
+	}
+	_ = x
+	b := ProcessCPUSeconds()
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		return
+	}
+	if a <= 0 || b < a {
+		t.Errorf("ProcessCPUSeconds: %v then %v", a, b)
+	}
+}

@@ -1,0 +1,294 @@
+// Package config defines the configuration of a convene node and loads it
+// from layered sources.
+//
+// A configuration is built from, in increasing order of precedence:
+//
+//  1. the built-in defaults (Default),
+//  2. one YAML file (see config/convene.sample.yaml for every key),
+//  3. environment variables named CONVENE_ + the upper-cased YAML path with
+//     dots replaced by underscores (rtp.port -> CONVENE_RTP_PORT),
+//  4. command-line flags named after the YAML path with dots and
+//     underscores replaced by dashes (rtp.port -> -rtp-port).
+//
+// Environment variable and flag names are derived from the yaml struct tags by
+// reflection, so adding a field to Config makes it configurable everywhere.
+// Values are Go-syntax strings everywhere: integers in base 10, booleans as
+// accepted by strconv.ParseBool, durations as accepted by time.ParseDuration.
+//
+// Load returns the merged, validated configuration without derived values;
+// call Config.Resolved before use to fill the node ID and catalog DSN.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the complete configuration of a convene node.
+type Config struct {
+	// NodeID identifies this node in the cluster. Empty means the hostname
+	// (filled in by Resolved).
+	NodeID string `yaml:"node_id"`
+	// DataDir holds persistent node state, e.g. the SQLite catalog.
+	DataDir string        `yaml:"data_dir"`
+	HTTP    HTTPConfig    `yaml:"http"`
+	RTP     RTPConfig     `yaml:"rtp"`
+	NATS    NATSConfig    `yaml:"nats"`
+	Catalog CatalogConfig `yaml:"catalog"`
+	Log     LogConfig     `yaml:"log"`
+	// HeartbeatInterval is how often the node announces itself.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// ShutdownTimeout bounds graceful shutdown.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+}
+
+// HTTPConfig configures the HTTP API / signalling listener.
+type HTTPConfig struct {
+	// Addr is the host:port to listen on.
+	Addr string `yaml:"addr"`
+}
+
+// RTPConfig configures the media plane.
+type RTPConfig struct {
+	// Addr is the IP address the media sockets bind.
+	Addr string `yaml:"addr"`
+	// Port is the shared RTP port; RTCP uses Port+1. 0 picks a free pair.
+	Port int `yaml:"port"`
+	// Queue is the per-subscriber queue bound, in packets.
+	Queue int `yaml:"queue"`
+	// Batch sends with sendmmsg batches.
+	Batch bool `yaml:"batch"`
+}
+
+// NATSConfig configures the cluster bus.
+type NATSConfig struct {
+	// URL of an external NATS server (comma-separated list allowed).
+	// Empty runs an embedded in-process server.
+	URL string `yaml:"url"`
+	// Listen makes the embedded server also accept outside clients on this
+	// host:port. Empty means in-process only. Ignored when URL is set.
+	Listen string `yaml:"listen"`
+}
+
+// CatalogConfig configures the catalog database.
+type CatalogConfig struct {
+	// Driver is DriverSQLite or DriverPostgres.
+	Driver string `yaml:"driver"`
+	// DSN is the data source name. Empty with sqlite means
+	// <data_dir>/convene.db (filled in by Resolved).
+	DSN string `yaml:"dsn"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	// Level is one of debug, info, warn, error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// Catalog drivers.
+const (
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// EnvPrefix prefixes every environment variable read by Load.
+const EnvPrefix = "CONVENE_"
+
+// EnvConfigFile names the environment variable that selects the config file
+// when neither Load's path argument nor the -config flag does.
+const EnvConfigFile = EnvPrefix + "CONFIG"
+
+// sqliteFile is the catalog file name inside DataDir.
+const sqliteFile = "convene.db"
+
+// Default returns the built-in defaults. NodeID and Catalog.DSN are left
+// empty: they are derived by Resolved.
+func Default() Config {
+	return Config{
+		DataDir: "./data",
+		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080"},
+		RTP: RTPConfig{
+			Addr:  "127.0.0.1",
+			Port:  40000,
+			Queue: 512,
+			Batch: true,
+		},
+		Catalog:           CatalogConfig{Driver: DriverSQLite},
+		Log:               LogConfig{Level: "info", Format: "text"},
+		HeartbeatInterval: Duration(2 * time.Second),
+		ShutdownTimeout:   Duration(10 * time.Second),
+	}
+}
+
+// Resolved returns a copy of c with derived defaults filled in: NodeID from
+// the hostname (or "convene" if it is unavailable) when empty, and for the
+// sqlite driver Catalog.DSN = filepath.Join(DataDir, "convene.db") when
+// empty. Resolved is idempotent.
+func (c Config) Resolved() Config {
+	if c.NodeID == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "convene"
+		}
+		c.NodeID = h
+	}
+	if c.Catalog.DSN == "" && c.Catalog.Driver == DriverSQLite {
+		c.Catalog.DSN = filepath.Join(c.DataDir, sqliteFile)
+	}
+	return c
+}
+
+// Validate reports every invalid value in c, joined into one error. It
+// accepts both resolved and unresolved configurations.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, val any, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: invalid value %s: %s",
+			key, quote(val), fmt.Sprintf(format, args...)))
+	}
+
+	if strings.IndexFunc(c.NodeID, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	}) >= 0 {
+		bad("node_id", c.NodeID, "must not contain spaces or control characters")
+	}
+	if c.DataDir == "" {
+		bad("data_dir", c.DataDir, "must not be empty")
+	}
+	if err := checkHostPort(c.HTTP.Addr); err != nil {
+		bad("http.addr", c.HTTP.Addr, "%v", err)
+	}
+	if net.ParseIP(c.RTP.Addr) == nil {
+		bad("rtp.addr", c.RTP.Addr, "want an IP address such as 127.0.0.1, 0.0.0.0 or ::")
+	}
+	if c.RTP.Port < 0 || c.RTP.Port > 65534 {
+		bad("rtp.port", c.RTP.Port, "want 0..65534 (RTCP uses port+1; 0 picks a free pair)")
+	}
+	if c.RTP.Queue < 1 {
+		bad("rtp.queue", c.RTP.Queue, "must be at least 1")
+	}
+	if c.NATS.URL != "" {
+		if err := checkNATSURL(c.NATS.URL); err != nil {
+			bad("nats.url", c.NATS.URL, "%v", err)
+		}
+	}
+	if c.NATS.Listen != "" {
+		if err := checkHostPort(c.NATS.Listen); err != nil {
+			bad("nats.listen", c.NATS.Listen, "%v", err)
+		}
+	}
+	switch c.Catalog.Driver {
+	case DriverSQLite:
+	case DriverPostgres:
+		if c.Catalog.DSN == "" {
+			bad("catalog.dsn", c.Catalog.DSN, "required with the postgres driver")
+		}
+	default:
+		bad("catalog.driver", c.Catalog.Driver, "want %s or %s", DriverSQLite, DriverPostgres)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", c.Log.Level, "want debug, info, warn or error")
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", c.Log.Format, "want text or json")
+	}
+	if c.HeartbeatInterval <= 0 {
+		bad("heartbeat_interval", c.HeartbeatInterval, "must be positive")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
+	}
+	return errors.Join(errs...)
+}
+
+func quote(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case fmt.Stringer:
+		return strconv.Quote(v.String())
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// checkHostPort accepts host:port with a numeric port in 0..65535; the host
+// may be empty (all interfaces).
+func checkHostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New("want host:port with a port in 0..65535")
+	}
+	return nil
+}
+
+// checkNATSURL accepts what nats.Connect does: a comma-separated list of
+// URLs, each with an optional scheme (nats:// is implied).
+func checkNATSURL(s string) error {
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if !strings.Contains(part, "://") {
+			part = "nats://" + part
+		}
+		u, err := url.Parse(part)
+		if err != nil || u.Host == "" {
+			return errors.New("want a NATS URL such as nats://host:4222")
+		}
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as a Go duration string ("2s",
+// "500ms") in YAML, environment variables and flags.
+type Duration time.Duration
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// String formats d like time.Duration.String.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler using time.ParseDuration.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want %s)", b, wantDuration)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want %s", n.Line, wantDuration)
+	}
+	return d.UnmarshalText([]byte(n.Value))
+}
+
+const wantDuration = `a Go duration such as "2s" or "500ms"`

@@ -1,0 +1,204 @@
+package udpmux
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/convene/convene/internal/broker"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+)
+
+// ErrAddrInUse is returned by Register when the remote address already has a
+// handler on the socket.
+var ErrAddrInUse = errors.New("udpmux: remote address already registered")
+
+// A Handler takes the datagrams that arrive from its registered address. It is
+// handed one reference to p and must release it. It runs on the socket's read
+// goroutine and must not block.
+type Handler interface {
+	HandleDatagram(p *broker.Packet, from netip.AddrPort)
+}
+
+// Options configure a socket.
+type Options struct {
+	// Batch sends with sendmmsg; false sends one datagram per system call.
+	Batch bool
+	// QueueLimit bounds each of the writer's two queues (default 65536).
+	QueueLimit int
+	// ReadBuffer and WriteBuffer set SO_RCVBUF/SO_SNDBUF when > 0.
+	ReadBuffer, WriteBuffer int
+	Logger                  *slog.Logger
+}
+
+// Stats are a socket's counters.
+type Stats struct {
+	Received      uint64 // datagrams read
+	UnknownSource uint64 // dropped: no handler for the source address
+	Oversize      uint64 // dropped: may have been truncated
+	ReadErrors    uint64
+	QueueDrops    uint64 // dropped by the writer: queue full or closing
+	SendBatches   uint64 // sendmmsg calls
+}
+
+// Socket is one UDP socket shared by many links.
+type Socket struct {
+	conn *net.UDPConn
+	w    *writer
+	log  *slog.Logger
+
+	mu       sync.RWMutex
+	handlers map[netip.AddrPort]Handler
+
+	received, unknown, oversize, readErrs atomic.Uint64
+	closed                                atomic.Bool
+	readDone                              chan struct{}
+	closeOnce                             sync.Once
+}
+
+// Listen opens a socket on addr ("127.0.0.1:0" picks a port) and starts its
+// reader and writer goroutines.
+func Listen(addr string, o Options) (*Socket, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("udpmux: %w", err)
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("udpmux: %w", err)
+	}
+	return New(conn, o), nil
+}
+
+// New shares an open UDP socket and starts its goroutines. The socket owns
+// conn from now on.
+func New(conn *net.UDPConn, o Options) *Socket {
+	if o.QueueLimit <= 0 {
+		o.QueueLimit = 65536
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReadBuffer > 0 {
+		_ = conn.SetReadBuffer(o.ReadBuffer)
+	}
+	if o.WriteBuffer > 0 {
+		_ = conn.SetWriteBuffer(o.WriteBuffer)
+	}
+	var bc batchConn
+	if o.Batch {
+		if la, ok := conn.LocalAddr().(*net.UDPAddr); ok && la.IP.To4() == nil && !la.IP.IsUnspecified() {
+			bc = ipv6.NewPacketConn(conn)
+		} else {
+			bc = ipv4.NewPacketConn(conn)
+		}
+	}
+	s := &Socket{
+		conn:     conn,
+		w:        newWriter(conn, bc, o.QueueLimit),
+		log:      o.Logger.With("socket", conn.LocalAddr().String()),
+		handlers: map[netip.AddrPort]Handler{},
+		readDone: make(chan struct{}),
+	}
+	go s.w.run()
+	go s.read()
+	return s
+}
+
+// LocalAddr returns the socket's address.
+func (s *Socket) LocalAddr() netip.AddrPort {
+	return s.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// Conn returns the underlying socket, for options such as multicast.
+func (s *Socket) Conn() *net.UDPConn { return s.conn }
+
+func norm(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// Register routes datagrams from remote to h.
+func (s *Socket) Register(remote netip.AddrPort, h Handler) error {
+	remote = norm(remote)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.handlers[remote]; ok {
+		return fmt.Errorf("%w: %s", ErrAddrInUse, remote)
+	}
+	s.handlers[remote] = h
+	return nil
+}
+
+// Unregister stops routing datagrams from remote.
+func (s *Socket) Unregister(remote netip.AddrPort) {
+	s.mu.Lock()
+	delete(s.handlers, norm(remote))
+	s.mu.Unlock()
+}
+
+// Send queues p for d. It takes over one reference to p and never blocks;
+// it returns false when the packet was dropped.
+func (s *Socket) Send(p *broker.Packet, d *Dest) bool { return s.w.send(p, d) }
+
+// Stats returns the socket's counters.
+func (s *Socket) Stats() Stats {
+	return Stats{
+		Received:      s.received.Load(),
+		UnknownSource: s.unknown.Load(),
+		Oversize:      s.oversize.Load(),
+		ReadErrors:    s.readErrs.Load(),
+		QueueDrops:    s.w.drops.Load(),
+		SendBatches:   s.w.batches.Load(),
+	}
+}
+
+func (s *Socket) read() {
+	defer close(s.readDone)
+	for {
+		p := broker.NewPacket()
+		n, from, err := s.conn.ReadFromUDPAddrPort(p.Buffer())
+		if err != nil {
+			p.Release()
+			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.readErrs.Add(1)
+			continue
+		}
+		s.received.Add(1)
+		if n >= broker.BufSize {
+			s.oversize.Add(1)
+			p.Release()
+			continue
+		}
+		p.SetLen(n)
+		from = norm(from)
+		s.mu.RLock()
+		h := s.handlers[from]
+		s.mu.RUnlock()
+		if h == nil {
+			s.unknown.Add(1)
+			p.Release()
+			continue
+		}
+		h.HandleDatagram(p, from)
+	}
+}
+
+// Close sends what is queued, then closes the socket and waits for its
+// goroutines.
+func (s *Socket) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.w.close()
+		s.closed.Store(true)
+		err = s.conn.Close()
+		<-s.readDone
+	})
+	return err
+}

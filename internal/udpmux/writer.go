@@ -1,0 +1,221 @@
+package udpmux
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/convene/convene/internal/broker"
+	"golang.org/x/net/ipv4"
+)
+
+// maxBatch is the number of datagrams per sendmmsg call. The kernel takes at
+// most UIO_MAXIOV (1024); smaller batches let audio overtake video sooner.
+const maxBatch = 256
+
+type entry struct {
+	p *broker.Packet
+	d *Dest
+}
+
+// batchConn is satisfied by ipv4.PacketConn and ipv6.PacketConn.
+type batchConn interface {
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+// writer owns the sending side of a socket. Producers append to the
+// queues under mu; one goroutine (run) swaps them out and sends.
+type writer struct {
+	conn  *net.UDPConn
+	bc    batchConn // nil: one sendto per datagram
+	limit int       // bound of each queue
+
+	mu       sync.Mutex
+	q        [2][]entry // by broker.Kind
+	sleeping bool
+	closing  bool
+	wake     chan struct{}
+	audioLen atomic.Int32 // mirrors len(q[Audio]) for the lock-free peek
+
+	drops   atomic.Uint64 // dropped because a queue was full or closing
+	batches atomic.Uint64
+	done    chan struct{}
+
+	// owned by run
+	spare [2][]entry
+	msgs  []ipv4.Message
+}
+
+func newWriter(conn *net.UDPConn, bc batchConn, limit int) *writer {
+	w := &writer{conn: conn, bc: bc, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w.msgs = make([]ipv4.Message, maxBatch)
+	for i := range w.msgs {
+		w.msgs[i].Buffers = make([][]byte, 1)
+	}
+	return w
+}
+
+// send queues p for d. It takes over one reference to p and never blocks.
+func (w *writer) send(p *broker.Packet, d *Dest) bool {
+	if d.inflight.Add(1) > d.limit {
+		d.inflight.Add(-1)
+		d.drops.Add(1)
+		p.Release()
+		return false
+	}
+	k := p.Kind
+	w.mu.Lock()
+	if w.closing || len(w.q[k]) >= w.limit {
+		w.mu.Unlock()
+		d.inflight.Add(-1)
+		d.drops.Add(1)
+		w.drops.Add(1)
+		p.Release()
+		return false
+	}
+	w.q[k] = append(w.q[k], entry{p, d})
+	if k == broker.Audio {
+		w.audioLen.Store(int32(len(w.q[k])))
+	}
+	wake := w.sleeping
+	w.sleeping = false
+	w.mu.Unlock()
+	if wake {
+		w.wake <- struct{}{}
+	}
+	return true
+}
+
+// take swaps out queue k, waiting while both are empty. It returns false
+// when the writer is closing and everything has been sent.
+func (w *writer) take() (batch []entry, ok bool) {
+	w.mu.Lock()
+	for len(w.q[broker.Audio]) == 0 && len(w.q[broker.Video]) == 0 {
+		if w.closing {
+			w.mu.Unlock()
+			return nil, false
+		}
+		w.sleeping = true
+		w.mu.Unlock()
+		<-w.wake
+		w.mu.Lock()
+	}
+	k := broker.Audio
+	if len(w.q[k]) == 0 {
+		k = broker.Video
+	}
+	batch = w.swap(k)
+	w.mu.Unlock()
+	return batch, true
+}
+
+// swap is called with mu held.
+func (w *writer) swap(k broker.Kind) []entry {
+	b := w.q[k]
+	w.q[k] = w.spare[k][:0]
+	w.spare[k] = nil
+	if k == broker.Audio {
+		w.audioLen.Store(0)
+	}
+	return b
+}
+
+func (w *writer) recycle(k broker.Kind, b []entry) {
+	clear(b)
+	w.mu.Lock()
+	if w.spare[k] == nil {
+		w.spare[k] = b[:0]
+	}
+	w.mu.Unlock()
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	for {
+		batch, ok := w.take()
+		if !ok {
+			return
+		}
+		k := batch[0].p.Kind
+		for i := 0; i < len(batch); i += maxBatch {
+			w.flush(batch[i:min(i+maxBatch, len(batch))])
+			if k == broker.Video && w.audioLen.Load() > 0 {
+				w.mu.Lock()
+				audio := w.swap(broker.Audio)
+				w.mu.Unlock()
+				for j := 0; j < len(audio); j += maxBatch {
+					w.flush(audio[j:min(j+maxBatch, len(audio))])
+				}
+				w.recycle(broker.Audio, audio)
+			}
+		}
+		w.recycle(k, batch)
+	}
+}
+
+// flush sends up to maxBatch entries and releases them.
+func (w *writer) flush(es []entry) {
+	if w.bc == nil {
+		for _, e := range es {
+			if _, err := w.conn.WriteToUDP(e.p.Bytes(), e.d.udpAddr); err != nil {
+				e.d.errors.Add(1)
+			} else {
+				e.d.sent.Add(1)
+				e.d.bytes.Add(uint64(e.p.Len()))
+			}
+		}
+	} else {
+		ms := w.msgs[:len(es)]
+		for i, e := range es {
+			ms[i].Buffers[0] = e.p.Bytes()
+			ms[i].Addr = e.d.udpAddr
+		}
+		for off := 0; off < len(ms); {
+			n, err := w.bc.WriteBatch(ms[off:], 0)
+			w.batches.Add(1)
+			if n <= 0 && err == nil {
+				err = io.ErrShortWrite
+			}
+			n = max(n, 0)
+			for _, e := range es[off : off+n] {
+				e.d.sent.Add(1)
+				e.d.bytes.Add(uint64(e.p.Len()))
+			}
+			off += n
+			if err != nil && off < len(ms) {
+				// The datagram at off failed; skip it.
+				es[off].d.errors.Add(1)
+				off++
+			}
+		}
+		for i := range ms {
+			ms[i].Buffers[0] = nil
+			ms[i].Addr = nil
+		}
+	}
+	for _, e := range es {
+		e.d.inflight.Add(-1)
+		e.p.Release()
+	}
+}
+
+// close stops accepting packets, lets run send what is queued and waits.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closing = true
+	wake := w.sleeping
+	w.sleeping = false
+	w.mu.Unlock()
+	if wake {
+		w.wake <- struct{}{}
+	}
+	<-w.done
+}
+
+// pending returns the number of queued datagrams.
+func (w *writer) pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.q[broker.Audio]) + len(w.q[broker.Video])
+}
