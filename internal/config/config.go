@@ -123,7 +123,7 @@ func Default() Config {
 			Addr:  "127.0.0.1",
 			Port:  40000,
 			Queue: 512,
-			Batch: true,
+			Batch: false,
 		},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},

@@ -135,7 +135,7 @@ func TestPrintFlags(t *testing.T) {
 		"-rtp-port port", "(default 40000)", "CONVENE_RTP_PORT",
 		"-http-addr host:port", `(default 127.0.0.1:8080)`,
 		"-heartbeat-interval duration", "(default 2s)",
-		"-rtp-batch", "(default true)",
+		"-rtp-batch", "-rtp-queue", "(default 512)",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("PrintFlags output lacks %q:\n%s", s, out)

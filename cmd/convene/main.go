@@ -1,0 +1,117 @@
+// Command convene runs a Convene conferencing node and its tools.
+//
+//	convene serve [flags]   run a node (see `convene serve -h`)
+//	convene version         print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/node"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: convene <command> [flags]
+
+commands:
+  serve     run a node: HTTP API, media broker, embedded NATS, SQLite catalog
+  version   print the version
+`)
+}
+
+func run(args, env []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], env, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "convene", version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "convene: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serve(args, env []string, stdout, stderr io.Writer) int {
+	cfg, rest, err := config.Load("", env, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "usage: convene serve [flags]")
+		config.PrintFlags(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "convene:", err)
+		return 2
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "convene: unexpected arguments %q\n", rest)
+		return 2
+	}
+	log := newLogger(cfg.Log, stderr)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	n, err := node.Start(context.Background(), cfg, log, version)
+	if err != nil {
+		log.Error("node failed to start", "err", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Convene is running: %s  (RTP on %s; Ctrl-C to stop)\n", n.URL(), n.RTPAddr())
+
+	select {
+	case sig := <-sigs:
+		log.Info("signal received; draining (send it again to force)", "signal", sig.String())
+	case err := <-n.Served():
+		log.Error("http server stopped", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Std())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- n.Drain(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("drain", "err", err)
+			return 1
+		}
+		return 0
+	case sig := <-sigs:
+		log.Warn("second signal: forcing exit", "signal", sig.String())
+		return 1
+	}
+}

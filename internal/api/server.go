@@ -1,0 +1,224 @@
+package api
+
+import (
+	_ "embed"
+	"errors"
+	"html"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/convene/convene/internal/session"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// NodeInfo is what GET /api/v1/node shows about the node.
+type NodeInfo struct {
+	ID       string `json:"id"`
+	Version  string `json:"version"`
+	NATSURL  string `json:"nats_url,omitempty"`
+	Embedded bool   `json:"nats_embedded"`
+	RTPAddr  string `json:"rtp_addr"`
+	RTCPAddr string `json:"rtcp_addr"`
+}
+
+// Options configure a Server.
+type Options struct {
+	Sessions *session.Service
+	Node     NodeInfo
+	// Health reports whether the node can serve; nil means healthy.
+	Health   func() error
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+}
+
+// Server is the HTTP handler of a node.
+type Server struct {
+	o   Options
+	log *slog.Logger
+	mux *http.ServeMux
+	m   *metrics
+}
+
+// New returns the node's HTTP handler.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry)}
+	s.route("GET /healthz", s.healthz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}))
+	s.route("GET /api/v1/openapi.json", s.openapi)
+	s.route("GET /api/v1/node", s.node)
+	s.route("GET /api/v1/sessions", s.listSessions)
+	s.route("POST /api/v1/sessions", s.createSession)
+	s.route("GET /api/v1/sessions/{id}", s.getSession)
+	s.route("DELETE /api/v1/sessions/{id}", s.endSession)
+	s.route("POST /api/v1/sessions/{id}/rtp-links", s.addRTPLink)
+	s.route("DELETE /api/v1/sessions/{id}/rtp-links/{link}", s.removeLink(session.LinkRTP))
+	s.route("POST /api/v1/sessions/{id}/multicast-links", s.addMulticastLink)
+	s.route("DELETE /api/v1/sessions/{id}/multicast-links/{link}", s.removeLink(session.LinkMulticast))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			s.index(w, r)
+			return
+		}
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// route registers h for pattern and counts its requests by status.
+func (s *Server) route(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h(sw, r)
+		s.m.requests.WithLabelValues(pattern, strconv.Itoa(sw.status)).Inc()
+		s.m.latency.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
+		if sw.status >= 400 && sw.status < 500 {
+			s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "status", sw.status)
+		}
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if s.o.Health != nil {
+		if err := s.o.Health(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "error": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(openAPI)
+}
+
+func (s *Server) node(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.o.Node) }
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write([]byte(`<!doctype html><title>Convene</title><h1>Convene node ` + html.EscapeString(s.o.Node.ID) + `</h1>
+<ul><li><a href="/api/v1/sessions">/api/v1/sessions</a></li>
+<li><a href="/api/v1/openapi.json">/api/v1/openapi.json</a> (the API)</li>
+<li><a href="/metrics">/metrics</a></li><li><a href="/healthz">/healthz</a></li></ul>`))
+}
+
+type createSessionRequest struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := decodeBody(r, v); err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		writeError(w, status, "invalid_request", err.Error())
+		return false
+	}
+	return true
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req createSessionRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	sess, err := s.o.Sessions.Create(r.Context(), req.Name)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/sessions/"+sess.ID)
+	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	ss, err := s.o.Sessions.List(r.Context())
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": ss})
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.o.Sessions.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.o.Sessions.End(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+func (s *Server) addRTPLink(w http.ResponseWriter, r *http.Request) {
+	var req session.NewRTPLink
+	if !s.decode(w, r, &req) {
+		return
+	}
+	l, err := s.o.Sessions.AddRTPLink(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/sessions/"+r.PathValue("id")+"/rtp-links/"+l.ID)
+	writeJSON(w, http.StatusCreated, l)
+}
+
+func (s *Server) addMulticastLink(w http.ResponseWriter, r *http.Request) {
+	var req session.NewMulticastLink
+	if !s.decode(w, r, &req) {
+		return
+	}
+	l, err := s.o.Sessions.AddMulticastLink(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/sessions/"+r.PathValue("id")+"/multicast-links/"+l.ID)
+	writeJSON(w, http.StatusCreated, l)
+}
+
+func (s *Server) removeLink(typ string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.o.Sessions.RemoveLink(r.Context(), r.PathValue("id"), typ, r.PathValue("link")); err != nil {
+			s.writeServiceError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}

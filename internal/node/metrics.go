@@ -1,0 +1,83 @@
+package node
+
+import (
+	"github.com/convene/convene/internal/rtplink"
+	"github.com/convene/convene/internal/session"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// mediaCollector reads the media counters when /metrics is scraped, so the
+// hot path only bumps its own atomics. Metrics:
+//
+//	convene_sessions_active                        sessions with their media running
+//	convene_media_links                            links attached
+//	convene_media_tracks                           tracks published
+//	convene_media_packets_received_total           RTP packets accepted from endpoints
+//	convene_media_bytes_received_total
+//	convene_media_packets_sent_total               RTP packets sent to endpoints
+//	convene_media_bytes_sent_total
+//	convene_media_dropped_packets_total{reason}    truncated, bad_version, direction, queue_full,
+//	                                               loop, oversize, unknown_source, read_error
+//	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
+type mediaCollector struct {
+	svc   *session.Service
+	socks rtplink.Sockets
+
+	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches *prometheus.Desc
+}
+
+func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &mediaCollector{svc: svc, socks: socks,
+		sessions: d("convene_sessions_active", "Sessions whose media runs on this node."),
+		links:    d("convene_media_links", "Media links attached."),
+		tracks:   d("convene_media_tracks", "Tracks published."),
+		pIn:      d("convene_media_packets_received_total", "RTP packets accepted from endpoints."),
+		bIn:      d("convene_media_bytes_received_total", "Bytes of RTP accepted from endpoints."),
+		pOut:     d("convene_media_packets_sent_total", "RTP packets sent to endpoints."),
+		bOut:     d("convene_media_bytes_sent_total", "Bytes of RTP sent to endpoints."),
+		dropped:  d("convene_media_dropped_packets_total", "Media packets dropped, by reason.", "reason"),
+		batches:  d("convene_udp_send_batches_total", "sendmmsg calls, by socket.", "socket"),
+	}
+}
+
+func (c *mediaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches} {
+		ch <- d
+	}
+}
+
+func (c *mediaCollector) Collect(ch chan<- prometheus.Metric) {
+	ld := c.svc.Load()
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+	}
+	gauge(c.sessions, float64(ld.Sessions))
+	gauge(c.links, float64(ld.Links))
+	gauge(c.tracks, float64(ld.Tracks))
+	counter(c.pIn, ld.PacketsIn)
+	counter(c.bIn, ld.BytesIn)
+	counter(c.pOut, ld.PacketsOut)
+	counter(c.bOut, ld.BytesOut)
+	rtp, rtcp := c.socks.RTP.Stats(), c.socks.RTCP.Stats()
+	drops := map[string]uint64{}
+	for _, r := range []string{"truncated", "bad_version", "direction", "queue_full", "loop"} {
+		drops[r] = ld.Dropped[r]
+	}
+	for r, v := range ld.Dropped {
+		drops[r] = v
+	}
+	drops["unknown_source"] = rtp.UnknownSource + rtcp.UnknownSource
+	drops["oversize"] += rtp.Oversize + rtcp.Oversize
+	drops["read_error"] = rtp.ReadErrors + rtcp.ReadErrors
+	for r, v := range drops {
+		counter(c.dropped, v, r)
+	}
+	counter(c.batches, rtp.SendBatches, "rtp")
+	counter(c.batches, rtcp.SendBatches, "rtcp")
+}

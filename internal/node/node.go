@@ -1,0 +1,202 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/convene/convene/internal/api"
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/bus"
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/rtplink"
+	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/udpmux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Node is one running Convene node.
+type Node struct {
+	cfg     config.Config
+	log     *slog.Logger
+	version string
+
+	cat      *catalog.Store
+	bus      *bus.Bus
+	socks    rtplink.Sockets
+	sessions *session.Service
+	ln       net.Listener
+	http     *http.Server
+
+	hbCancel context.CancelFunc
+	hbDone   chan struct{}
+	served   chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// busToken turns a node ID (often a hostname with dots) into a NATS subject
+// token.
+func busToken(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '*' || r == '>' || r <= ' ' {
+			return '-'
+		}
+		return r
+	}, id)
+}
+
+// Start opens everything a node needs and starts serving. cfg must be
+// validated; Start resolves its derived defaults.
+func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version string) (n *Node, err error) {
+	cfg = cfg.Resolved()
+	n = &Node{cfg: cfg, log: log, version: version, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			n.closeAll()
+		}
+	}()
+
+	if n.cat, err = catalog.Open(ctx, cfg.Catalog.Driver, cfg.Catalog.DSN); err != nil {
+		return nil, err
+	}
+	if n.bus, err = bus.Connect(ctx, bus.Options{URL: cfg.NATS.URL, Listen: cfg.NATS.Listen, NodeID: busToken(cfg.NodeID),
+		Logger: log, Version: version}); err != nil {
+		return nil, err
+	}
+	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Logger: log}); err != nil {
+		return nil, err
+	}
+	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.bus, Sockets: n.socks,
+		Queue: cfg.RTP.Queue, Logger: log})
+	if err = n.sessions.Restore(ctx); err != nil {
+		return nil, fmt.Errorf("restore sessions: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newMediaCollector(n.sessions, n.socks))
+	handler := api.New(api.Options{
+		Sessions: n.sessions,
+		Node: api.NodeInfo{ID: cfg.NodeID, Version: version, NATSURL: n.bus.ClientURL(), Embedded: n.bus.Embedded(),
+			RTPAddr: n.socks.RTP.LocalAddr().String(), RTCPAddr: n.socks.RTCP.LocalAddr().String()},
+		Health: func() error {
+			if !n.bus.Conn().IsConnected() {
+				return errors.New("not connected to NATS")
+			}
+			return n.cat.Ping(context.Background())
+		},
+		Registry: reg,
+		Logger:   log,
+	})
+	if n.ln, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	n.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { n.served <- n.http.Serve(n.ln) }()
+
+	hbCtx, cancel := context.WithCancel(context.Background())
+	n.hbCancel, n.hbDone = cancel, make(chan struct{})
+	go func() {
+		defer close(n.hbDone)
+		n.bus.RunHeartbeat(hbCtx, cfg.HeartbeatInterval.Std(), n.load)
+	}()
+	log.Info("node started", "node", cfg.NodeID, "url", n.URL(), "rtp", n.socks.RTP.LocalAddr().String(),
+		"rtcp", n.socks.RTCP.LocalAddr().String(), "nats", natsDesc(n.bus), "catalog", cfg.Catalog.Driver, "data_dir", cfg.DataDir)
+	return n, nil
+}
+
+func natsDesc(b *bus.Bus) string {
+	if b.Embedded() && b.ClientURL() == "" {
+		return "embedded (in-process)"
+	}
+	if b.Embedded() {
+		return "embedded at " + b.ClientURL()
+	}
+	return b.ClientURL()
+}
+
+// URL returns the node's HTTP address as a URL.
+func (n *Node) URL() string { return "http://" + n.ln.Addr().String() }
+
+// RTPAddr returns the shared RTP socket's address.
+func (n *Node) RTPAddr() string { return n.socks.RTP.LocalAddr().String() }
+
+// Bus returns the node's NATS connection holder.
+func (n *Node) Bus() *bus.Bus { return n.bus }
+
+// Served is closed with the HTTP server's error if it stops on its own.
+func (n *Node) Served() <-chan error { return n.served }
+
+func (n *Node) load() bus.Load {
+	ld := n.sessions.Load()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var drops uint64
+	for _, v := range ld.Dropped {
+		drops += v
+	}
+	return bus.Load{Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
+		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
+		CPUSeconds: bus.ProcessCPUSeconds()}
+}
+
+// Drain stops the node gracefully: no new requests, every session's media
+// stopped with queued packets sent, NATS told, catalog flushed. If ctx ends
+// first, what remains is closed at once.
+func (n *Node) Drain(ctx context.Context) error {
+	n.stopOnce.Do(func() {
+		n.log.Info("node draining", "node", n.cfg.NodeID)
+		if err := n.bus.NodeEvent(bus.EventDraining, nil); err != nil {
+			n.log.Warn("publish draining", "err", err)
+		}
+		if err := n.http.Shutdown(ctx); err != nil {
+			n.log.Warn("http shutdown", "err", err)
+			n.http.Close()
+		}
+		n.sessions.Drain()
+		n.stopErr = n.closeAll()
+		n.log.Info("node stopped", "node", n.cfg.NodeID)
+	})
+	return n.stopErr
+}
+
+// closeAll releases what was opened, in reverse order; it tolerates nils so
+// a failed Start can use it.
+func (n *Node) closeAll() error {
+	var errs []error
+	if n.hbCancel != nil {
+		n.hbCancel()
+		<-n.hbDone
+	}
+	if n.http != nil {
+		n.http.Close()
+	}
+	if n.socks.RTP != nil {
+		errs = append(errs, n.socks.RTP.Close())
+	}
+	if n.socks.RTCP != nil {
+		errs = append(errs, n.socks.RTCP.Close())
+	}
+	if n.bus != nil {
+		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {
+			n.log.Debug("publish stopped", "err", err)
+		}
+		n.bus.Close()
+	}
+	if n.cat != nil {
+		errs = append(errs, n.cat.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,41 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/convene/convene/internal/rtplink"
+	"github.com/convene/convene/internal/udpmux"
+)
+
+// openSockets opens the shared RTP socket on addr:port and the RTCP socket on
+// port+1. Port 0 picks a free pair.
+func openSockets(addr string, port int, o udpmux.Options) (rtplink.Sockets, error) {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return rtplink.Sockets{}, fmt.Errorf("rtp.addr: %w", err)
+	}
+	bind := func(p int) (*net.UDPConn, error) {
+		return net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(p))))
+	}
+	for try := 0; try < 100; try++ {
+		rtp, err := bind(port)
+		if err != nil {
+			return rtplink.Sockets{}, fmt.Errorf("rtp socket: %w", err)
+		}
+		p := rtp.LocalAddr().(*net.UDPAddr).Port
+		rtcp, err := bind(p + 1)
+		if err != nil {
+			rtp.Close()
+			if port != 0 {
+				return rtplink.Sockets{}, fmt.Errorf("rtcp socket: %w", err)
+			}
+			continue // the random port's neighbour is taken: try another pair
+		}
+		buffers := 8 << 20
+		o.ReadBuffer, o.WriteBuffer = buffers, buffers
+		return rtplink.Sockets{RTP: udpmux.New(rtp, o), RTCP: udpmux.New(rtcp, o)}, nil
+	}
+	return rtplink.Sockets{}, fmt.Errorf("no free pair of UDP ports on %s", addr)
+}

@@ -1,0 +1,239 @@
+package rtplink
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/udpmux"
+)
+
+// Direction is the endpoint's media direction, as in SDP.
+type Direction string
+
+// Directions.
+const (
+	SendRecv Direction = "sendrecv"
+	SendOnly Direction = "sendonly" // the endpoint only sends
+	RecvOnly Direction = "recvonly" // the endpoint only receives
+)
+
+// Valid reports whether d is one of the directions.
+func (d Direction) Valid() bool { return d == SendRecv || d == SendOnly || d == RecvOnly }
+
+// Sends reports whether the endpoint sends media into the session.
+func (d Direction) Sends() bool { return d == SendRecv || d == SendOnly }
+
+// Receives reports whether the endpoint receives the session's media.
+func (d Direction) Receives() bool { return d == SendRecv || d == RecvOnly }
+
+// Config describes a link.
+type Config struct {
+	ID        string
+	Kind      broker.Kind
+	Direction Direction
+	// Remote is where the endpoint sends RTP from and receives it at.
+	Remote netip.AddrPort
+	// RemoteRTCP is the endpoint's RTCP address. Unset: Remote's port + 1,
+	// or Remote itself when RTCPMux is set.
+	RemoteRTCP netip.AddrPort
+	RTCPMux    bool
+	// Queue bounds the packets in flight to the endpoint.
+	Queue int
+}
+
+// Sockets are the node's shared media sockets.
+type Sockets struct {
+	RTP, RTCP *udpmux.Socket
+}
+
+// Stats are a link's counters.
+type Stats struct {
+	PacketsIn, BytesIn uint64 // accepted from the endpoint (RTP)
+	RTCPIn             uint64
+	Out                udpmux.DestStats // RTP sent to the endpoint
+	RTCPOut            udpmux.DestStats
+	Dropped            map[string]uint64 // by reason
+}
+
+// Drop reasons counted per link.
+const (
+	DropTruncated  = "truncated"
+	DropBadVersion = "bad_version"
+	DropDirection  = "direction" // media from an endpoint that may not send
+)
+
+// Link is one plain RTP endpoint in a room.
+type Link struct {
+	cfg   Config
+	socks Sockets
+	room  *broker.Room
+	track *broker.Track
+
+	dest, rtcpDest *udpmux.Dest
+	rtcpSock       *udpmux.Socket
+
+	packetsIn, bytesIn, rtcpIn atomic.Uint64
+	truncated, badVersion, dir atomic.Uint64
+
+	// open is set once the link holds its addresses on the sockets. Until
+	// then, and after Close, the room's packets for it are not sent: an Open
+	// that fails must not send to an address another link owns.
+	open      atomic.Bool
+	closeOnce sync.Once
+}
+
+// Open attaches an endpoint to room through the shared sockets.
+func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
+	if !cfg.Direction.Valid() {
+		return nil, fmt.Errorf("rtplink: invalid direction %q", cfg.Direction)
+	}
+	if !cfg.Remote.IsValid() || cfg.Remote.Port() == 0 {
+		return nil, errors.New("rtplink: remote address needs an IP and a port")
+	}
+	if !cfg.RemoteRTCP.IsValid() {
+		if cfg.RTCPMux {
+			cfg.RemoteRTCP = cfg.Remote
+		} else {
+			if cfg.Remote.Port() == 65535 {
+				return nil, errors.New("rtplink: remote RTP port 65535 leaves no port for RTCP")
+			}
+			cfg.RemoteRTCP = netip.AddrPortFrom(cfg.Remote.Addr(), cfg.Remote.Port()+1)
+		}
+	}
+	l := &Link{cfg: cfg, socks: socks, room: room}
+	l.dest = udpmux.NewDest(cfg.Remote, cfg.Queue)
+	l.rtcpDest = udpmux.NewDest(cfg.RemoteRTCP, cfg.Queue)
+	l.rtcpSock = socks.RTCP
+	if cfg.RTCPMux {
+		l.rtcpSock = socks.RTP
+	}
+
+	// Join before registering: once registered, the socket's read goroutine
+	// may hand the link a datagram at any time, and l.track must be set by
+	// then (Register's lock orders the write before that read).
+	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives()}
+	if m.Receives {
+		m.Sink = l
+		m.RTCPSink = broker.SinkFunc(l.deliverRTCP)
+	}
+	track, err := room.Join(m)
+	if err != nil {
+		return nil, err
+	}
+	l.track = track
+	if err := socks.RTP.Register(cfg.Remote, l); err != nil {
+		room.Leave(cfg.ID)
+		return nil, err
+	}
+	if !cfg.RTCPMux {
+		if err := socks.RTCP.Register(cfg.RemoteRTCP, rtcpHandler{l}); err != nil {
+			socks.RTP.Unregister(cfg.Remote)
+			room.Leave(cfg.ID)
+			return nil, err
+		}
+	}
+	l.open.Store(true)
+	return l, nil
+}
+
+// Config returns the link's configuration with defaults filled in.
+func (l *Link) Config() Config { return l.cfg }
+
+// Track returns the link's track, or nil for a receive-only endpoint.
+func (l *Link) Track() *broker.Track { return l.track }
+
+// HandleDatagram takes a datagram that arrived on the RTP socket from the
+// endpoint.
+func (l *Link) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
+	switch Classify(p.Bytes(), l.cfg.RTCPMux) {
+	case ClassRTP:
+		if l.track == nil {
+			l.dir.Add(1)
+			p.Release()
+			return
+		}
+		l.packetsIn.Add(1)
+		l.bytesIn.Add(uint64(p.Len()))
+		l.track.Publish(p)
+	case ClassRTCP:
+		l.rtcpIn.Add(1)
+		l.room.PublishRTCP(l.cfg.ID, l.cfg.Kind, p)
+	case ClassTruncated:
+		l.truncated.Add(1)
+		p.Release()
+	default:
+		l.badVersion.Add(1)
+		p.Release()
+	}
+}
+
+type rtcpHandler struct{ l *Link }
+
+// HandleDatagram takes a datagram from the endpoint's RTCP port.
+func (h rtcpHandler) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
+	switch ClassifyRTCP(p.Bytes()) {
+	case ClassRTCP:
+		h.l.rtcpIn.Add(1)
+		h.l.room.PublishRTCP(h.l.cfg.ID, h.l.cfg.Kind, p)
+	case ClassTruncated:
+		h.l.truncated.Add(1)
+		p.Release()
+	default:
+		h.l.badVersion.Add(1)
+		p.Release()
+	}
+}
+
+// Deliver sends a packet of another member's track to the endpoint.
+func (l *Link) Deliver(p *broker.Packet, _ *broker.Track) {
+	if !l.open.Load() {
+		p.Release()
+		return
+	}
+	l.socks.RTP.Send(p, l.dest)
+}
+
+func (l *Link) deliverRTCP(p *broker.Packet, _ *broker.Track) {
+	if !l.open.Load() {
+		p.Release()
+		return
+	}
+	l.rtcpSock.Send(p, l.rtcpDest)
+}
+
+// Stats returns the link's counters.
+func (l *Link) Stats() Stats {
+	return Stats{
+		PacketsIn: l.packetsIn.Load(),
+		BytesIn:   l.bytesIn.Load(),
+		RTCPIn:    l.rtcpIn.Load(),
+		Out:       l.dest.Stats(),
+		RTCPOut:   l.rtcpDest.Stats(),
+		Dropped: map[string]uint64{
+			DropTruncated:  l.truncated.Load(),
+			DropBadVersion: l.badVersion.Load(),
+			DropDirection:  l.dir.Load(),
+		},
+	}
+}
+
+func (l *Link) unregister() {
+	l.socks.RTP.Unregister(l.cfg.Remote)
+	if !l.cfg.RTCPMux {
+		l.socks.RTCP.Unregister(l.cfg.RemoteRTCP)
+	}
+}
+
+// Close detaches the endpoint. Packets already queued for it are still sent;
+// packets the room hands it from now on are dropped.
+func (l *Link) Close() {
+	l.closeOnce.Do(func() {
+		l.open.Store(false)
+		l.unregister()
+		l.room.Leave(l.cfg.ID)
+	})
+}

@@ -1,0 +1,340 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/multicast"
+	"github.com/convene/convene/internal/rtplink"
+	"github.com/convene/convene/internal/udpmux"
+)
+
+func parseKindDir(kind, dir string) (broker.Kind, rtplink.Direction, error) {
+	k, ok := broker.ParseKind(kind)
+	if !ok {
+		return 0, "", fmt.Errorf("%w: kind must be \"audio\" or \"video\", not %q", ErrInvalid, kind)
+	}
+	if dir == "" {
+		dir = string(rtplink.SendRecv)
+	}
+	d := rtplink.Direction(dir)
+	if !d.Valid() {
+		return 0, "", fmt.Errorf("%w: direction must be sendrecv, sendonly or recvonly, not %q", ErrInvalid, dir)
+	}
+	return k, d, nil
+}
+
+func parseAddr(field, s string) (netip.AddrPort, error) {
+	a, err := netip.ParseAddrPort(s)
+	if err != nil || a.Port() == 0 || a.Addr().IsUnspecified() {
+		return netip.AddrPort{}, fmt.Errorf("%w: %s must be an IP address and a non-zero port such as 127.0.0.1:5004, not %q", ErrInvalid, field, s)
+	}
+	return a, nil
+}
+
+// rtpRecord checks a request and turns it into a catalog record.
+func rtpRecord(req NewRTPLink) (catalog.Link, error) {
+	if _, _, err := parseKindDir(req.Kind, req.Direction); err != nil {
+		return catalog.Link{}, err
+	}
+	if _, err := parseAddr("remote", req.Remote); err != nil {
+		return catalog.Link{}, err
+	}
+	if req.RemoteRTCP != "" {
+		if _, err := parseAddr("remote_rtcp", req.RemoteRTCP); err != nil {
+			return catalog.Link{}, err
+		}
+	}
+	dir := req.Direction
+	if dir == "" {
+		dir = string(rtplink.SendRecv)
+	}
+	return catalog.Link{ID: newID("l_"), Type: LinkRTP, Kind: req.Kind, Direction: dir, Remote: req.Remote,
+		RemoteRTCP: req.RemoteRTCP, RTCPMux: req.RTCPMux}, nil
+}
+
+func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
+	if _, _, err := parseKindDir(req.Kind, req.Direction); err != nil {
+		return catalog.Link{}, err
+	}
+	g, err := netip.ParseAddrPort(req.Group)
+	if err != nil || !g.Addr().Is4() || !g.Addr().IsMulticast() || g.Port() == 0 {
+		return catalog.Link{}, fmt.Errorf("%w: group must be an IPv4 multicast address and port such as 239.1.2.3:5004, not %q", ErrInvalid, req.Group)
+	}
+	if req.TTL < 0 || req.TTL > 255 {
+		return catalog.Link{}, fmt.Errorf("%w: ttl must be 0..255", ErrInvalid)
+	}
+	dir := req.Direction
+	if dir == "" {
+		dir = string(rtplink.SendRecv)
+	}
+	ttl := req.TTL
+	if ttl == 0 {
+		ttl = 1
+	}
+	return catalog.Link{ID: newID("l_"), Type: LinkMulticast, Kind: req.Kind, Direction: dir, Remote: req.Group,
+		TTL: ttl, Interface: req.Interface}, nil
+}
+
+// open starts the media of a link record in a room.
+func (s *Service) open(rec catalog.Link, room *broker.Room) (media, error) {
+	kind, dir, err := parseKindDir(rec.Kind, rec.Direction)
+	if err != nil {
+		return nil, err
+	}
+	switch rec.Type {
+	case LinkRTP:
+		remote, err := parseAddr("remote", rec.Remote)
+		if err != nil {
+			return nil, err
+		}
+		cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue}
+		if rec.RemoteRTCP != "" {
+			if cfg.RemoteRTCP, err = parseAddr("remote_rtcp", rec.RemoteRTCP); err != nil {
+				return nil, err
+			}
+		}
+		l, err := rtplink.Open(cfg, s.o.Sockets, room)
+		if err != nil {
+			if errors.Is(err, udpmux.ErrAddrInUse) {
+				return nil, fmt.Errorf("%w: another link already uses remote address %s", ErrConflict, rec.Remote)
+			}
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		return rtpMedia{l, s.o.Sockets}, nil
+	case LinkMulticast:
+		g, err := netip.ParseAddrPort(rec.Remote)
+		if err != nil {
+			return nil, fmt.Errorf("%w: group %q", ErrInvalid, rec.Remote)
+		}
+		b, err := multicast.Open(multicast.Config{ID: rec.ID, Kind: kind, Group: g, Interface: rec.Interface,
+			TTL: rec.TTL, Direction: dir, Queue: s.o.Queue, Logger: s.log}, room)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		return mcastMedia{b}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown link type %q", ErrInvalid, rec.Type)
+}
+
+// AddRTPLink attaches a plain RTP endpoint to an active session.
+func (s *Service) AddRTPLink(ctx context.Context, sessionID string, req NewRTPLink) (Link, error) {
+	rec, err := rtpRecord(req)
+	if err != nil {
+		return Link{}, err
+	}
+	return s.addLink(ctx, sessionID, rec)
+}
+
+// AddMulticastLink bridges an active session to a multicast group.
+func (s *Service) AddMulticastLink(ctx context.Context, sessionID string, req NewMulticastLink) (Link, error) {
+	rec, err := multicastRecord(req)
+	if err != nil {
+		return Link{}, err
+	}
+	return s.addLink(ctx, sessionID, rec)
+}
+
+func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link) (Link, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return Link{}, ErrDraining
+	}
+	sess, err := s.o.Catalog.GetSession(ctx, sessionID)
+	if err != nil {
+		return Link{}, wrapCatalog(err)
+	}
+	ls := s.live[sessionID]
+	if ls == nil {
+		return Link{}, fmt.Errorf("%w: session is %s, not %s", ErrConflict, sess.State, StateActivated)
+	}
+	rec.SessionID = sessionID
+	rec.CreatedAt = s.o.Now().UTC()
+	m, err := s.open(rec, ls.room)
+	if err != nil {
+		return Link{}, err
+	}
+	if err := s.o.Catalog.AddLink(ctx, rec); err != nil {
+		m.Close()
+		return Link{}, wrapCatalog(err)
+	}
+	l := &liveLink{rec: rec, media: m}
+	ls.links[rec.ID] = l
+	v := linkView(l)
+	s.publish(sessionID, "link.added", v)
+	s.log.Info("link added", "session", sessionID, "link", rec.ID, "type", rec.Type, "remote", rec.Remote, "kind", rec.Kind, "direction", rec.Direction)
+	return v, nil
+}
+
+// RemoveLink detaches a link of the given type from a session.
+func (s *Service) RemoveLink(ctx context.Context, sessionID, typ, linkID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.o.Catalog.GetLink(ctx, linkID)
+	if err != nil || rec.SessionID != sessionID || rec.Type != typ {
+		return fmt.Errorf("%w: session %s has no %s link %s", ErrNotFound, sessionID, typ, linkID)
+	}
+	if err := s.o.Catalog.RemoveLink(ctx, linkID); err != nil {
+		return wrapCatalog(err)
+	}
+	if ls := s.live[sessionID]; ls != nil {
+		if l := ls.links[linkID]; l != nil {
+			s.closeLink(l)
+			delete(ls.links, linkID)
+		}
+	}
+	s.publish(sessionID, "link.removed", map[string]string{"id": linkID})
+	s.log.Info("link removed", "session", sessionID, "link", linkID)
+	return nil
+}
+
+// Restore opens the rooms of the sessions that are active in the catalog and
+// reattaches their links. A link that cannot be reopened is logged and left
+// in the catalog.
+func (s *Service) Restore(ctx context.Context) error {
+	recs, err := s.o.Catalog.ListSessions(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rec := range recs {
+		if rec.State != StateActivated || s.live[rec.ID] != nil {
+			continue
+		}
+		ls := &liveSession{room: s.o.Broker.Open(rec.ID), links: map[string]*liveLink{}}
+		s.live[rec.ID] = ls
+		links, err := s.o.Catalog.ListLinks(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		for _, lr := range links {
+			m, err := s.open(lr, ls.room)
+			if err != nil {
+				s.log.Error("restore link", "session", rec.ID, "link", lr.ID, "err", err)
+				continue
+			}
+			ls.links[lr.ID] = &liveLink{rec: lr, media: m}
+		}
+		s.log.Info("session restored", "session", rec.ID, "links", len(ls.links))
+	}
+	return nil
+}
+
+// Drain refuses new sessions and links, then stops the media of every live
+// session. The catalog is not changed: sessions that were active are active
+// again when the node restarts.
+func (s *Service) Drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	for id, ls := range s.live {
+		for _, l := range ls.links {
+			s.closeLink(l)
+		}
+		s.o.Broker.Remove(id)
+	}
+	s.live = map[string]*liveSession{}
+}
+
+// Load are the figures of a node's media.
+type Load struct {
+	Sessions, Links, Tracks int
+	PacketsIn, PacketsOut   uint64
+	BytesIn, BytesOut       uint64
+	Dropped                 map[string]uint64
+}
+
+// Load sums the counters of every link this node has run.
+func (s *Service) Load() Load {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.retired
+	ld := Load{Sessions: len(s.live), Dropped: map[string]uint64{},
+		PacketsIn: r.PacketsIn, BytesIn: r.BytesIn, PacketsOut: r.PacketsOut, BytesOut: r.BytesOut}
+	for k, v := range r.Dropped {
+		ld.Dropped[k] = v
+	}
+	for _, ls := range s.live {
+		ld.Tracks += len(ls.room.Tracks())
+		for _, l := range ls.links {
+			ld.Links++
+			st := l.media.stats()
+			ld.PacketsIn += st.PacketsIn
+			ld.BytesIn += st.BytesIn
+			ld.PacketsOut += st.PacketsOut
+			ld.BytesOut += st.BytesOut
+			for k, v := range st.Dropped {
+				ld.Dropped[k] += v
+			}
+		}
+	}
+	return ld
+}
+
+func sortedLinks(m map[string]*liveLink) []*liveLink {
+	out := make([]*liveLink, 0, len(m))
+	for _, l := range m {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].rec.CreatedAt.Equal(out[j].rec.CreatedAt) {
+			return out[i].rec.CreatedAt.Before(out[j].rec.CreatedAt)
+		}
+		return out[i].rec.ID < out[j].rec.ID
+	})
+	return out
+}
+
+type rtpMedia struct {
+	l     *rtplink.Link
+	socks rtplink.Sockets
+}
+
+func (m rtpMedia) Close() { m.l.Close() }
+
+func (m rtpMedia) local() Local {
+	rtp := m.socks.RTP.LocalAddr()
+	rtcp := m.socks.RTCP.LocalAddr()
+	if m.l.Config().RTCPMux {
+		rtcp = rtp
+	}
+	return Local{Addr: rtp.Addr().String(), RTPPort: int(rtp.Port()), RTCPPort: int(rtcp.Port())}
+}
+
+func (m rtpMedia) stats() LinkStats {
+	st := m.l.Stats()
+	return LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
+		PacketsOut: st.Out.Packets, BytesOut: st.Out.Bytes, RTCPOut: st.RTCPOut.Packets,
+		Dropped: withQueueDrops(st.Dropped, st.Out.Drops+st.RTCPOut.Drops)}
+}
+
+type mcastMedia struct{ b *multicast.Bridge }
+
+func (m mcastMedia) Close() { m.b.Close() }
+
+func (m mcastMedia) local() Local {
+	g := m.b.Config().Group
+	return Local{Addr: g.Addr().String(), RTPPort: int(g.Port()), RTCPPort: int(g.Port()) + 1}
+}
+
+func (m mcastMedia) stats() LinkStats {
+	st := m.b.Stats()
+	return LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, PacketsOut: st.Out.Packets,
+		BytesOut: st.Out.Bytes, Dropped: withQueueDrops(st.Dropped, st.Out.Drops)}
+}
+
+func withQueueDrops(m map[string]uint64, q uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out["queue_full"] = q
+	return out
+}

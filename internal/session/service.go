@@ -1,0 +1,221 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/rtplink"
+)
+
+// Publisher announces session events; *bus.Bus is one.
+type Publisher interface {
+	SessionEvent(sessionID, typ string, data any) error
+}
+
+// Options configure a Service.
+type Options struct {
+	Catalog *catalog.Store
+	Broker  *broker.Broker
+	Events  Publisher
+	Sockets rtplink.Sockets
+	// Queue bounds the packets in flight to each endpoint.
+	Queue  int
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Service is the session service of one node.
+type Service struct {
+	o   Options
+	log *slog.Logger
+
+	mu       sync.Mutex // serializes mutations; guards live, retired and draining
+	live     map[string]*liveSession
+	retired  LinkStats // counters of closed links, so node totals never go down
+	draining bool
+}
+
+type liveSession struct {
+	room  *broker.Room
+	links map[string]*liveLink
+}
+
+type liveLink struct {
+	rec   catalog.Link
+	media media
+}
+
+// media is what every kind of link has in common.
+type media interface {
+	Close()
+	stats() LinkStats
+	local() Local
+}
+
+// New returns a service. Call Restore to bring back the sessions that were
+// active when the node stopped.
+func New(o Options) *Service {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Queue <= 0 {
+		o.Queue = 512
+	}
+	return &Service{o: o, log: o.Logger, live: map[string]*liveSession{}}
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func (s *Service) publish(sessionID, typ string, data any) {
+	if s.o.Events == nil {
+		return
+	}
+	if err := s.o.Events.SessionEvent(sessionID, typ, data); err != nil {
+		s.log.Warn("publish session event", "session", sessionID, "event", typ, "err", err)
+	}
+}
+
+func wrapCatalog(err error) error {
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	case errors.Is(err, catalog.ErrExists):
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	return err
+}
+
+// Create stores a new session and activates it: its room is open for links.
+func (s *Service) Create(ctx context.Context, name string) (Session, error) {
+	if len(name) > 200 {
+		return Session{}, fmt.Errorf("%w: name is longer than 200 bytes", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return Session{}, ErrDraining
+	}
+	now := s.o.Now().UTC()
+	rec := catalog.Session{ID: newID("s_"), Name: name, State: StateActivated, CreatedAt: now, UpdatedAt: now}
+	if err := s.o.Catalog.CreateSession(ctx, rec); err != nil {
+		return Session{}, wrapCatalog(err)
+	}
+	s.live[rec.ID] = &liveSession{room: s.o.Broker.Open(rec.ID), links: map[string]*liveLink{}}
+	s.publish(rec.ID, StateCreated, map[string]any{"name": name})
+	s.publish(rec.ID, StateActivated, nil)
+	s.log.Info("session created", "session", rec.ID, "name", name)
+	return s.view(rec), nil
+}
+
+// Get returns a session with its links, tracks and counters.
+func (s *Service) Get(ctx context.Context, id string) (Session, error) {
+	rec, err := s.o.Catalog.GetSession(ctx, id)
+	if err != nil {
+		return Session{}, wrapCatalog(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view(rec), nil
+}
+
+// List returns every session in the catalog.
+func (s *Service) List(ctx context.Context) ([]Session, error) {
+	recs, err := s.o.Catalog.ListSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Session, len(recs))
+	for i, r := range recs {
+		out[i] = s.view(r)
+	}
+	return out, nil
+}
+
+// End finishes a session: its links are closed and removed, its room closed.
+func (s *Service) End(ctx context.Context, id string) (Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.o.Catalog.GetSession(ctx, id)
+	if err != nil {
+		return Session{}, wrapCatalog(err)
+	}
+	if rec.State == StateFinished || rec.State == StateCanceled {
+		return Session{}, fmt.Errorf("%w: session is %s", ErrConflict, rec.State)
+	}
+	now := s.o.Now().UTC()
+	if err := s.o.Catalog.SetSessionState(ctx, id, StateFinished, now); err != nil {
+		return Session{}, wrapCatalog(err)
+	}
+	if ls := s.live[id]; ls != nil {
+		for _, l := range ls.links {
+			s.closeLink(l)
+		}
+		delete(s.live, id)
+	}
+	s.o.Broker.Remove(id)
+	rec.State, rec.UpdatedAt = StateFinished, now
+	s.publish(id, StateFinished, nil)
+	s.log.Info("session finished", "session", id)
+	return s.view(rec), nil
+}
+
+// view is called with mu held.
+func (s *Service) view(rec catalog.Session) Session {
+	out := Session{ID: rec.ID, Name: rec.Name, State: rec.State, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
+		Links: []Link{}, Tracks: []Track{}}
+	ls := s.live[rec.ID]
+	if ls == nil {
+		return out
+	}
+	for _, l := range sortedLinks(ls.links) {
+		out.Links = append(out.Links, linkView(l))
+	}
+	for _, t := range ls.room.Tracks() {
+		n, b := t.Stats()
+		out.Tracks = append(out.Tracks, Track{ID: t.ID(), Kind: t.Kind().String(), Publisher: t.Publisher(),
+			Subscribers: t.Subscribers(), Packets: n, Bytes: b})
+	}
+	return out
+}
+
+// closeLink stops a link's media and keeps its counters; mu is held.
+func (s *Service) closeLink(l *liveLink) {
+	l.media.Close()
+	st := l.media.stats()
+	s.retired.PacketsIn += st.PacketsIn
+	s.retired.BytesIn += st.BytesIn
+	s.retired.PacketsOut += st.PacketsOut
+	s.retired.BytesOut += st.BytesOut
+	if s.retired.Dropped == nil {
+		s.retired.Dropped = map[string]uint64{}
+	}
+	for k, v := range st.Dropped {
+		s.retired.Dropped[k] += v
+	}
+}
+
+func linkView(l *liveLink) Link {
+	r := l.rec
+	return Link{ID: r.ID, Type: r.Type, Kind: r.Kind, Direction: r.Direction, Remote: r.Remote,
+		RemoteRTCP: r.RemoteRTCP, RTCPMux: r.RTCPMux, TTL: r.TTL, Interface: r.Interface,
+		Local: l.media.local(), CreatedAt: r.CreatedAt, Stats: l.media.stats()}
+}

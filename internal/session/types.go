@@ -1,0 +1,102 @@
+package session
+
+import (
+	"errors"
+	"time"
+)
+
+// Session states (the XGSP lifecycle of the global-mmcs seed).
+const (
+	StateCreated     = "created"
+	StateCanceled    = "canceled"
+	StateActivated   = "activated"
+	StateDeactivated = "deactivated"
+	StateFinished    = "finished"
+)
+
+// Link types.
+const (
+	LinkRTP       = "rtp"
+	LinkMulticast = "multicast"
+)
+
+// Errors of the service, each mapped to an HTTP status by the API.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid")
+	ErrDraining = errors.New("node is draining")
+)
+
+// Session is a session as the API shows it.
+type Session struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Links     []Link    `json:"links"`
+	Tracks    []Track   `json:"tracks"`
+}
+
+// Track is a broker track with its counters.
+type Track struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	Publisher   string `json:"publisher"`
+	Subscribers int    `json:"subscribers"`
+	Packets     uint64 `json:"packets"`
+	Bytes       uint64 `json:"bytes"`
+}
+
+// Link is a media link with its counters.
+type Link struct {
+	ID         string    `json:"id"`
+	Type       string    `json:"type"`
+	Kind       string    `json:"kind"`
+	Direction  string    `json:"direction"`
+	Remote     string    `json:"remote"`
+	RemoteRTCP string    `json:"remote_rtcp,omitempty"`
+	RTCPMux    bool      `json:"rtcp_mux"`
+	TTL        int       `json:"ttl,omitempty"`
+	Interface  string    `json:"interface,omitempty"`
+	Local      Local     `json:"local"`
+	CreatedAt  time.Time `json:"created_at"`
+	Stats      LinkStats `json:"stats"`
+}
+
+// Local is where the endpoint sends to.
+type Local struct {
+	Addr     string `json:"addr"`
+	RTPPort  int    `json:"rtp_port"`
+	RTCPPort int    `json:"rtcp_port"`
+}
+
+// LinkStats are a link's counters.
+type LinkStats struct {
+	PacketsIn  uint64            `json:"packets_in"`
+	BytesIn    uint64            `json:"bytes_in"`
+	RTCPIn     uint64            `json:"rtcp_in"`
+	PacketsOut uint64            `json:"packets_out"`
+	BytesOut   uint64            `json:"bytes_out"`
+	RTCPOut    uint64            `json:"rtcp_out"`
+	Dropped    map[string]uint64 `json:"dropped"`
+}
+
+// NewRTPLink is a request to attach a plain RTP endpoint.
+type NewRTPLink struct {
+	Remote     string `json:"remote"`
+	RemoteRTCP string `json:"remote_rtcp,omitempty"`
+	RTCPMux    bool   `json:"rtcp_mux,omitempty"`
+	Kind       string `json:"kind"`
+	Direction  string `json:"direction,omitempty"`
+}
+
+// NewMulticastLink is a request to bridge a session to a multicast group.
+type NewMulticastLink struct {
+	Group     string `json:"group"`
+	Kind      string `json:"kind"`
+	Direction string `json:"direction,omitempty"`
+	TTL       int    `json:"ttl,omitempty"`
+	Interface string `json:"interface,omitempty"`
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what Convene needs on Debian 12: Go modules for `run`, plus the
+# real peers the tests drive (ffmpeg, iproute2) for `test`. Installs only
+# what is missing; needs root (or sudo) for apt-get.
+set -euo pipefail
+what=${1:-run}
+cd "$(dirname "$0")/.."
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "Go is required (https://go.dev/dl/); the module needs Go $(awk '/^go /{print $2}' go.mod)." >&2
+  exit 1
+fi
+go mod download
+
+apt_pkgs=()
+need() { command -v "$1" >/dev/null 2>&1 || apt_pkgs+=("$2"); }
+if [ "$what" = test ]; then
+  need ffmpeg ffmpeg
+  need ip iproute2
+fi
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing ${apt_pkgs[*]} with apt-get" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+fi
