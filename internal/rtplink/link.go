@@ -118,8 +118,10 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives()}
 	if m.Receives {
 		m.Sink = l
-		m.RTCPSink = broker.SinkFunc(l.deliverRTCP)
 	}
+	// Every endpoint takes RTCP: a sendonly one still needs the others'
+	// receiver reports (RFC 3264 §5.1).
+	m.RTCPSink = broker.SinkFunc(l.deliverRTCP)
 	track, err := room.Join(m)
 	if err != nil {
 		return nil, err
