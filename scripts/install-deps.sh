@@ -17,6 +17,7 @@ need() { command -v "$1" >/dev/null 2>&1 || apt_pkgs+=("$2"); }
 if [ "$what" = test ]; then
   need ffmpeg ffmpeg
   need ip iproute2
+  need nats-server nats-server
 fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   sudo=""

@@ -20,7 +20,8 @@ var errTooLarge = errors.New("request body is larger than 64 KiB")
 func decodeBody(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
+		// curl -d sends its default form type; its body is still our JSON.
+		if err != nil || (mt != "application/json" && mt != "application/x-www-form-urlencoded") {
 			return fmt.Errorf("Content-Type must be application/json, not %q", ct)
 		}
 	}
