@@ -6,6 +6,7 @@ import (
 	"html"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -35,6 +36,8 @@ type Options struct {
 	Health   func() error
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// Pprof mounts Go's profiler under /debug/pprof/.
+	Pprof bool
 }
 
 // Server is the HTTP handler of a node.
@@ -55,6 +58,10 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry)}
 	s.route("GET /healthz", s.healthz)
+	if o.Pprof {
+		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	}
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}))
 	s.route("GET /api/v1/openapi.json", s.openapi)
 	s.route("GET /api/v1/node", s.node)

@@ -56,6 +56,8 @@ type Config struct {
 type HTTPConfig struct {
 	// Addr is the host:port to listen on.
 	Addr string `yaml:"addr"`
+	// Pprof serves Go's profiler under /debug/pprof/ (for benchmarks).
+	Pprof bool `yaml:"pprof"`
 }
 
 // RTPConfig configures the media plane.

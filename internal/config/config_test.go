@@ -95,7 +95,7 @@ func TestSampleDocumentsEveryKey(t *testing.T) {
 
 func TestDerivedNames(t *testing.T) {
 	wantEnv := []string{
-		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR",
+		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF",
 		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH",
 		"CONVENE_NATS_URL", "CONVENE_NATS_LISTEN",
 		"CONVENE_CATALOG_DRIVER", "CONVENE_CATALOG_DSN",
@@ -103,7 +103,7 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
-		"node-id", "data-dir", "http-addr", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch",
+		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "log-level", "log-format",
 		"heartbeat-interval", "shutdown-timeout",
 	}

@@ -262,6 +262,7 @@ var flagUsage = map[string]string{
 	"node_id":            "`id` of this node in the cluster (default: the hostname)",
 	"data_dir":           "`directory` for persistent node state such as the SQLite catalog",
 	"http.addr":          "`host:port` the HTTP API and signalling server listens on",
+	"http.pprof":         "serve Go's profiler under /debug/pprof/ (for benchmarks; keep off in production)",
 	"rtp.addr":           "`IP` address the RTP/RTCP media sockets bind",
 	"rtp.port":           "shared RTP UDP `port`; RTCP uses port+1; 0 picks a free pair",
 	"rtp.queue":          "per-subscriber media queue bound, in `packets`",

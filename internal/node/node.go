@@ -98,6 +98,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		},
 		Registry: reg,
 		Logger:   log,
+		Pprof:    cfg.HTTP.Pprof,
 	})
 	if n.ln, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
 		return nil, fmt.Errorf("http: %w", err)
