@@ -4,7 +4,7 @@ BIN     := bin/convene
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: run build test test-deps deps bench fuzz vet clean
+.PHONY: run build test test-deps deps bench bench-quick microbench fuzz vet clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
@@ -26,9 +26,18 @@ vet: deps
 test: test-deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+# The seed's benchmark suite: Convene beside nats-server and the machine's
+# own UDP fan-out limit, in one run (about 25 minutes; bench-quick about 5).
+# Writes bench/results/<date>.md, .json, PNG plots and CPU profiles.
+bench: test-deps build microbench
+	./$(BIN) bench -out bench/results $(BENCHARGS)
+
+bench-quick: test-deps build
+	./$(BIN) bench -quick -out bench/results $(BENCHARGS)
+
 # Micro-benchmarks of the hot path (allocations per packet, fan-out rate).
-bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/broker/ ./internal/udpmux/
+microbench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/broker/ ./internal/udpmux/
 
 # Run each fuzzer for a short while (FUZZTIME=30s by default).
 FUZZTIME ?= 30s

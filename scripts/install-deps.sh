@@ -18,6 +18,7 @@ if [ "$what" = test ]; then
   need ffmpeg ffmpeg
   need ip iproute2
   need nats-server nats-server
+  need cc gcc
 fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   sudo=""

@@ -1,6 +1,8 @@
 // Command convene runs a Convene conferencing node and its tools.
 //
 //	convene serve [flags]   run a node (see `convene serve -h`)
+//	convene load [flags]    drive a running node with the seed's streams
+//	convene bench [flags]   the benchmark suite (make bench)
 //	convene version         print the version
 package main
 
@@ -31,6 +33,8 @@ func usage(w io.Writer) {
 
 commands:
   serve     run a node: HTTP API, media broker, embedded NATS, SQLite catalog
+  load      drive a running node with the seed's audio/video streams and measure
+  bench     the seed's benchmark suite against Convene and nats-server (make bench)
   version   print the version
 `)
 }
@@ -43,6 +47,10 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], env, stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
+	case "load":
+		return loadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "convene", version)
 		return 0

@@ -43,6 +43,13 @@ func ListenUDP(ip netip.Addr, listeners []*Listener, rcvbuf int, clock *Clock) (
 		if rcvbuf > 0 {
 			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
 		}
+		// The kernel stamps each datagram when it reaches the socket, so
+		// latency is measured to the listener's socket, not to whenever
+		// this process gets round to reading it.
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			u.Close()
+			return nil, fmt.Errorf("loadgen: SO_TIMESTAMPNS: %w", err)
+		}
 		sa := &unix.SockaddrInet4{Addr: ip.As4()}
 		if err := unix.Bind(fd, sa); err != nil {
 			u.Close()
@@ -100,8 +107,9 @@ const batch = 64
 
 func (u *UDPListeners) run(ep int) {
 	defer u.wg.Done()
-	events := make([]unix.EpollEvent, 256)
+	events := make([]unix.EpollEvent, 1024)
 	bufs := make([][2048]byte, batch)
+	oob := make([][64]byte, batch)
 	iovs := make([]unix.Iovec, batch)
 	msgs := make([]mmsghdr, batch)
 	for i := range msgs {
@@ -109,6 +117,7 @@ func (u *UDPListeners) run(ep int) {
 		iovs[i].SetLen(len(bufs[i]))
 		msgs[i].hdr.Iov = &iovs[i]
 		msgs[i].hdr.SetIovlen(1)
+		msgs[i].hdr.Control = &oob[i][0]
 	}
 	for {
 		select {
@@ -116,14 +125,24 @@ func (u *UDPListeners) run(ep int) {
 			return
 		default:
 		}
+		// Poll, then sleep briefly when nothing is ready: a listener that
+		// blocks in epoll_wait makes every sender pay for waking it, which
+		// real clients on other machines would not cost this one.
 		n, err := unix.EpollWait(ep, events, 50)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return
 		}
-		for _, ev := range events[:max(n, 0)] {
+		if n <= 0 {
+			time.Sleep(pollInterval)
+			continue
+		}
+		for _, ev := range events[:n] {
 			fd := int(ev.Fd)
 			l := u.byFD[fd]
 			for {
+				for i := range msgs {
+					msgs[i].hdr.SetControllen(len(oob[i]))
+				}
 				r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), batch,
 					unix.MSG_DONTWAIT, 0, 0)
 				if e != 0 || r == 0 {
@@ -132,8 +151,12 @@ func (u *UDPListeners) run(ep int) {
 				now := u.clock.Now()
 				for i := 0; i < int(r); i++ {
 					size := int(msgs[i].n)
+					at := now
+					if ts, ok := kernelStamp(oob[i][:msgs[i].hdr.Controllen]); ok {
+						at = ts - u.clock.epoch
+					}
 					if p, ok := Parse(bufs[i][:size]); ok {
-						l.Observe(p, size, now)
+						l.Observe(p, size, at)
 					} else {
 						l.Foreign++
 					}
@@ -144,6 +167,26 @@ func (u *UDPListeners) run(ep int) {
 			}
 		}
 	}
+}
+
+// pollInterval is how long an idle reader sleeps between polls.
+const pollInterval = 500 * time.Microsecond
+
+// kernelStamp finds the SCM_TIMESTAMPNS control message (struct timespec,
+// CLOCK_REALTIME) and returns it as Unix nanoseconds.
+func kernelStamp(oob []byte) (int64, bool) {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		if h.Len < unix.SizeofCmsghdr || int(h.Len) > len(oob) {
+			return 0, false
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && int(h.Len) >= unix.CmsgLen(16) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&oob[unix.CmsgLen(0)]))
+			return ts.Nano(), true
+		}
+		oob = oob[unix.CmsgSpace(int(h.Len)-unix.CmsgLen(0)):]
+	}
+	return 0, false
 }
 
 // Close stops the readers and closes the sockets.
@@ -163,7 +206,9 @@ func (u *UDPListeners) Close() {
 	u.epfds, u.fds = nil, nil
 }
 
-// RaiseFileLimit lifts RLIMIT_NOFILE to at least n (up to the hard limit).
+// RaiseFileLimit lifts RLIMIT_NOFILE to at least n. When the hard limit is
+// lower and cannot be raised, it lifts the soft limit to the hard one and
+// says how many files are allowed.
 func RaiseFileLimit(n int) error {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
@@ -172,22 +217,39 @@ func RaiseFileLimit(n int) error {
 	if rl.Cur >= uint64(n) {
 		return nil
 	}
-	want := uint64(n)
-	if want > rl.Max {
-		rl.Max = want // root may raise the hard limit
+	want := rl
+	want.Cur = uint64(n)
+	want.Max = max(rl.Max, uint64(n))
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err == nil {
+		return nil
 	}
-	rl.Cur = want
+	rl.Cur = rl.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return fmt.Errorf("loadgen: need %d open files: %w", n, err)
+		return err
+	}
+	if rl.Max < uint64(n) {
+		return fmt.Errorf("loadgen: need %d open files, the limit here is %d", n, rl.Max)
 	}
 	return nil
 }
 
-// Clock is the monotonic clock shared by senders and receivers.
-type Clock struct{ epoch time.Time }
+// FileLimit returns the soft RLIMIT_NOFILE after raising it as far as allowed.
+func FileLimit() int {
+	_ = RaiseFileLimit(1 << 20)
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 1024
+	}
+	return int(rl.Cur)
+}
+
+// Clock is the clock shared by senders and receivers: wall-clock
+// nanoseconds since it started, the same clock the kernel stamps received
+// datagrams with.
+type Clock struct{ epoch int64 }
 
 // NewClock starts a clock.
-func NewClock() *Clock { return &Clock{epoch: time.Now()} }
+func NewClock() *Clock { return &Clock{epoch: time.Now().UnixNano()} }
 
 // Now returns nanoseconds since the clock started.
-func (c *Clock) Now() int64 { return int64(time.Since(c.epoch)) }
+func (c *Clock) Now() int64 { return time.Now().UnixNano() - c.epoch }

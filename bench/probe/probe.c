@@ -1,0 +1,388 @@
+//go:build ignore
+
+// (The line above keeps the go tool from treating this file as cgo source of
+// package bench/probe, which only embeds it.)
+
+/*
+ * probe — the machine's own loopback UDP fan-out limit.
+ *
+ * What it measures: how many datagrams per second this machine can move
+ * from one UDP socket to N UDP sockets over 127.0.0.1, sending round-robin
+ * to every receiver and receiving them all, when user space does no
+ * per-packet work at all.
+ *
+ * Why: Convene's media broker fans packets out to its subscribers over
+ * loopback, and the benchmark's clients receive them on the same machine.
+ * This program is the same shape stripped to the bone: one sending thread
+ * (the broker's sending path) and one receiving thread (every client's
+ * receiving path), so both cores are busy as in the real run, with no
+ * parsing, routing, copying, timestamps or allocation per packet; the
+ * kernel is the only pacing. What it delivers is therefore a ceiling for
+ * any user-space broker on this machine, and the benchmark reports each
+ * system's delivered packets/s as a fraction of it.
+ *
+ *   sender thread:   sendmmsg() in batches of BATCH (default 64), each
+ *                    message addressed to the next receiver in turn, from
+ *                    prebuilt sockaddr_in and one shared payload buffer;
+ *   receiver thread: epoll_wait() on all receiver sockets (level-triggered)
+ *                    and drains every ready socket with recvmmsg(MSG_DONTWAIT)
+ *                    into one shared scratch buffer, only counting.
+ *
+ * After a 1 s warm-up it counts for SECONDS and prints one line of JSON:
+ *   {"subscribers":N,"packet_size":S,"sent_pps":X,"delivered_pps":Y,"seconds":T}
+ * where T is the measured length of the counting window. Datagrams the
+ * kernel drops because a receive buffer is full are sent but not delivered.
+ *
+ * Between warm-up and counting the sender pauses until the receiver has
+ * drained every buffer, so that no datagram sent before the window is
+ * counted in it (the 4 MiB buffers can hold thousands of datagrams each,
+ * and a backlog left by the warm-up would otherwise be counted as delivered
+ * in the window, above what was sent). Datagrams still queued when the
+ * window ends are not counted: if the receiver is the slower side,
+ * delivered_pps is what it drains per second, not what the buffers absorb.
+ * So delivered_pps <= sent_pps.
+ *
+ * Usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH]
+ * Exit codes: 0 ok, 2 usage, 1 error (message on stderr).
+ * It always stops by itself: a watchdog alarm ends it a few seconds after
+ * the counting window should have ended, whatever happens.
+ *
+ * Build: cc -O2 -pthread -o probe probe.c   (Linux)
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WARMUP_SECONDS 1.0
+#define BUF_BYTES (4 << 20) /* SO_RCVBUF / SO_SNDBUF asked for */
+#define MAX_BATCH 1024
+#define MAX_EVENTS 1024
+#define IDLE_MS 50       /* ms without arrivals that mean the buffers are empty */
+#define DRAIN_MAX 10.0   /* s at most spent waiting for them to empty */
+
+static int n_subs, pkt_size, batch = 64, pin = 1;
+static double seconds;
+
+static int *rx_fds;                 /* receiver sockets */
+static struct sockaddr_in *rx_addr; /* their addresses, prebuilt */
+static int tx_fd, ep_fd;
+
+static atomic_int stop;
+static atomic_int pause_req, sender_paused; /* the pause before counting */
+static atomic_uint idle_polls; /* epoll_waits that timed out: all buffers empty */
+static atomic_uint_fast64_t sent, delivered;
+static atomic_int thread_errno;
+static const char *_Atomic thread_what;
+
+static void usage(void) {
+	fprintf(stderr, "usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH]\n"
+	                "  SUBSCRIBERS 1..1000000, SIZE 1..65507 bytes, SECONDS > 0, BATCH 1..%d (default 64)\n",
+	        MAX_BATCH);
+	exit(2);
+}
+
+static void die(const char *what) {
+	fprintf(stderr, "probe: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* A thread failed: remember why and stop the run. */
+static void thread_fail(const char *what, int err) {
+	int zero = 0;
+	if (atomic_compare_exchange_strong(&thread_errno, &zero, err))
+		thread_what = what;
+	atomic_store(&stop, 1);
+}
+
+static void on_alarm(int sig) {
+	static const char msg[] = "probe: watchdog: did not finish in time\n";
+	(void)sig;
+	(void)!write(2, msg, sizeof msg - 1);
+	_exit(1);
+}
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_for(double s) {
+	struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static long parse_int(const char *s, long lo, long hi) {
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		usage();
+	return v;
+}
+
+/* Sends SIZE-byte datagrams round-robin to every receiver until stopped.
+ * msgs holds n_subs+batch prebuilt headers, entry i addressed to receiver
+ * i mod n_subs, so every window of `batch` entries starting below n_subs is
+ * contiguous and a send is just sendmmsg(&msgs[pos], batch). */
+static void *sender(void *arg) {
+	struct mmsghdr *msgs = arg;
+	unsigned pos = 0;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (atomic_load_explicit(&pause_req, memory_order_acquire)) {
+			atomic_store(&sender_paused, 1);
+			sleep_for(0.0005);
+			continue;
+		}
+		atomic_store_explicit(&sender_paused, 0, memory_order_relaxed);
+		/* Counted as sent before the call and corrected after it, so that
+		 * a datagram is never counted as delivered before it is as sent. */
+		atomic_fetch_add(&sent, (uint_fast64_t)batch);
+		int r = sendmmsg(tx_fd, &msgs[pos], batch, 0);
+		atomic_fetch_sub(&sent, (uint_fast64_t)(batch - (r > 0 ? r : 0)));
+		if (r < 0) {
+			/* Transient: a full send buffer, no kernel memory, a signal. */
+			if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)
+				continue;
+			thread_fail("sendmmsg", errno);
+			break;
+		}
+		pos = (pos + (unsigned)r) % (unsigned)n_subs;
+	}
+	return NULL;
+}
+
+/* Waits for readable receivers and drains them, counting datagrams. */
+static void *receiver(void *arg) {
+	static struct epoll_event ev[MAX_EVENTS];
+	static struct mmsghdr msgs[MAX_BATCH];
+	static struct iovec iov;
+	static char scratch[65536]; /* every datagram lands here; contents ignored */
+	(void)arg;
+	iov.iov_base = scratch;
+	iov.iov_len = sizeof scratch;
+	for (int i = 0; i < batch; i++) {
+		msgs[i].msg_hdr.msg_iov = &iov;
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		/* Short timeout so a stop is seen even when nothing arrives. */
+		int n = epoll_wait(ep_fd, ev, MAX_EVENTS, IDLE_MS);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			thread_fail("epoll_wait", errno);
+			break;
+		}
+		if (n == 0) {
+			/* Nothing arrived for IDLE_MS: every buffer is empty. */
+			atomic_fetch_add(&idle_polls, 1);
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			int fd = rx_fds[ev[i].data.u32];
+			for (;;) {
+				int r = recvmmsg(fd, msgs, batch, MSG_DONTWAIT, NULL);
+				if (r < 0) {
+					if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+						thread_fail("recvmmsg", errno);
+						return NULL;
+					}
+					break;
+				}
+				atomic_fetch_add_explicit(&delivered, (uint_fast64_t)r, memory_order_relaxed);
+				if (r < batch)
+					break; /* drained */
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Picks the first two CPUs this process may run on, one for each thread,
+ * so that the two never share a core. Returns 0 if there are fewer. */
+static int pick_cpus(cpu_set_t out[2]) {
+	cpu_set_t all;
+	int k = 0;
+	if (sched_getaffinity(0, sizeof all, &all) < 0)
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE && k < 2; c++) {
+		if (CPU_ISSET(c, &all)) {
+			CPU_ZERO(&out[k]);
+			CPU_SET(c, &out[k]);
+			k++;
+		}
+	}
+	return k == 2;
+}
+
+/* Makes room for the receivers, the sender, epoll and stdio. */
+static void raise_nofile(long need) {
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		die("getrlimit");
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= (rlim_t)need)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need)
+		rl.rlim_max = (rlim_t)need; /* only privileged processes may do this */
+	rl.rlim_cur = (rlim_t)need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		fprintf(stderr, "probe: raising the open-file limit to %ld: %s\n", need, strerror(errno));
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv) {
+	int opt;
+	int have_n = 0, have_s = 0, have_t = 0;
+	while ((opt = getopt(argc, argv, "n:s:t:b:u")) != -1) {
+		switch (opt) {
+		case 'n': n_subs = (int)parse_int(optarg, 1, 1000000); have_n = 1; break;
+		case 's': pkt_size = (int)parse_int(optarg, 1, 65507); have_s = 1; break;
+		case 'u': pin = 0; break;
+		case 'b': batch = (int)parse_int(optarg, 1, MAX_BATCH); break;
+		case 't': {
+			char *end;
+			errno = 0;
+			seconds = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(seconds > 0) || seconds > 86400)
+				usage();
+			have_t = 1;
+			break;
+		}
+		default: usage();
+		}
+	}
+	if (!have_n || !have_s || !have_t || optind != argc)
+		usage();
+
+	/* Watchdog: the run must end by itself, whatever the kernel does. */
+	signal(SIGALRM, on_alarm);
+	alarm((unsigned)(WARMUP_SECONDS + DRAIN_MAX + seconds) + 30);
+
+	raise_nofile((long)n_subs + 64);
+
+	rx_fds = calloc((size_t)n_subs, sizeof *rx_fds);
+	rx_addr = calloc((size_t)n_subs, sizeof *rx_addr);
+	struct mmsghdr *tx_msgs = calloc((size_t)n_subs + MAX_BATCH, sizeof *tx_msgs);
+	char *payload = calloc(1, (size_t)pkt_size);
+	if (!rx_fds || !rx_addr || !tx_msgs || !payload)
+		die("calloc");
+	memset(payload, 0x5a, (size_t)pkt_size);
+
+	ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ep_fd < 0)
+		die("epoll_create1");
+
+	/* Receivers: 127.0.0.1, ephemeral ports, large receive buffers (as
+	 * large as an unprivileged program gets: SO_RCVBUF is capped by
+	 * net.core.rmem_max, like the benchmark's clients). */
+	int bufsz = BUF_BYTES;
+	for (int i = 0; i < n_subs; i++) {
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			die("socket");
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof bufsz) < 0)
+			die("setsockopt SO_RCVBUF");
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+			die("bind 127.0.0.1:0");
+		socklen_t len = sizeof a;
+		if (getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+			die("getsockname");
+		rx_fds[i] = fd;
+		rx_addr[i] = a;
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+		if (epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+			die("epoll_ctl");
+	}
+
+	/* Sender: one blocking socket; the kernel alone paces it. */
+	tx_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (tx_fd < 0)
+		die("socket");
+	if (setsockopt(tx_fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz) < 0)
+		die("setsockopt SO_SNDBUF");
+	static struct iovec tx_iov;
+	tx_iov.iov_base = payload;
+	tx_iov.iov_len = (size_t)pkt_size;
+	for (int i = 0; i < n_subs + MAX_BATCH; i++) {
+		tx_msgs[i].msg_hdr.msg_name = &rx_addr[i % n_subs];
+		tx_msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+		tx_msgs[i].msg_hdr.msg_iov = &tx_iov;
+		tx_msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+
+	pthread_t rx_th, tx_th;
+	int e;
+	cpu_set_t cpus[2];
+	int pinned = pin && pick_cpus(cpus);
+	if ((e = pthread_create(&rx_th, NULL, receiver, NULL)) != 0) {
+		errno = e;
+		die("pthread_create");
+	}
+	if (pinned)
+		pthread_setaffinity_np(rx_th, sizeof cpus[1], &cpus[1]);
+	if ((e = pthread_create(&tx_th, NULL, sender, tx_msgs)) != 0) {
+		errno = e;
+		atomic_store(&stop, 1);
+		pthread_join(rx_th, NULL);
+		die("pthread_create");
+	}
+	if (pinned)
+		pthread_setaffinity_np(tx_th, sizeof cpus[0], &cpus[0]);
+
+	sleep_for(WARMUP_SECONDS);
+
+	/* Pause the sender and let the receiver drain: once its epoll_wait has
+	 * timed out after the sender stopped, every buffer is empty. If they
+	 * are not empty after DRAIN_MAX, the receiver is the slower side and
+	 * stays busy through the window anyway, so counting starts regardless. */
+	atomic_store(&pause_req, 1);
+	double give_up = now() + DRAIN_MAX;
+	while (!atomic_load(&sender_paused) && !atomic_load(&stop) && now() < give_up)
+		sleep_for(0.0005);
+	unsigned idle0 = atomic_load(&idle_polls);
+	while (atomic_load(&idle_polls) == idle0 && !atomic_load(&stop) && now() < give_up)
+		sleep_for(0.001);
+
+	/* Count: delivered is read before sent at the end so that every
+	 * datagram counted as delivered was counted as sent. */
+	uint64_t s0 = atomic_load(&sent), d0 = atomic_load(&delivered);
+	double t0 = now();
+	atomic_store_explicit(&pause_req, 0, memory_order_release);
+	sleep_for(seconds);
+	uint64_t d1 = atomic_load(&delivered), s1 = atomic_load(&sent);
+	double t1 = now();
+	atomic_store(&stop, 1);
+	pthread_join(tx_th, NULL);
+	pthread_join(rx_th, NULL);
+
+	int terr = atomic_load(&thread_errno);
+	if (terr) {
+		fprintf(stderr, "probe: %s: %s\n", thread_what, strerror(terr));
+		return 1;
+	}
+	double dt = t1 - t0;
+	printf("{\"subscribers\":%d,\"packet_size\":%d,\"sent_pps\":%.1f,\"delivered_pps\":%.1f,\"seconds\":%.3f}\n",
+	       n_subs, pkt_size, (double)(s1 - s0) / dt, (double)(d1 - d0) / dt, dt);
+	if (fflush(stdout) != 0)
+		die("writing the result");
+	return 0;
+}

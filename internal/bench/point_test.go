@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/loadgen"
+)
+
+// TestPointsOnBothSystems drives a small audio and video meeting through a
+// real convene process and a real nats-server, and checks the arithmetic
+// of the point: every counted packet arrives, nothing is lost or foreign.
+// No timing is asserted.
+func TestPointsOnBothSystems(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "convene")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/convene").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	conv, err := StartConvene(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Stop()
+	nats, err := StartNATS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nats.Stop()
+	meetings := []Meeting{{loadgen.Audio, 8}, {loadgen.Video, 8}}
+	for _, sys := range []System{conv, nats} {
+		pt := RunPoint(context.Background(), sys, "test", meetings, 4*time.Second)
+		if pt.Error != "" {
+			t.Fatalf("%s: %s", sys.Name(), pt.Error)
+		}
+		if pt.Participants != 18 || pt.Meetings != 2 || len(pt.Kinds) != 2 {
+			t.Fatalf("%s: point %+v", sys.Name(), pt)
+		}
+		for _, k := range pt.Kinds {
+			if k.LossPct != 0 || k.OutMbps <= 0 {
+				t.Errorf("%s %s: loss %.3f %% out %.2f Mb/s", sys.Name(), k.Kind, k.LossPct, k.OutMbps)
+			}
+		}
+		if len(pt.Subscribers) != 16 || pt.DeliveredPPS <= 0 {
+			t.Errorf("%s: %d subscribers reported, %.0f pkt/s", sys.Name(), len(pt.Subscribers), pt.DeliveredPPS)
+		}
+		t.Logf("%s: %s", sys.Name(), verdict(pt))
+	}
+}
+
+func TestBracket(t *testing.T) {
+	sc := scenario{start: 1000, cap: 24000, resolution: 250}
+	b := &bracket{maxSteps: 20}
+	// A system that passes up to 5000.
+	var tried []int
+	for x := b.next(sc); x != 0; x = b.next(sc) {
+		tried = append(tried, x)
+		b.steps++
+		if x <= 5000 {
+			b.lo = x
+		} else {
+			b.hi = x
+		}
+	}
+	if b.lo < 4500 || b.lo > 5000 || b.hi <= 5000 || b.hi-b.lo > 500 {
+		t.Fatalf("bracket [%d, %d] after %v", b.lo, b.hi, tried)
+	}
+	// A system that fails at the start goes down.
+	b = &bracket{maxSteps: 20}
+	for x := b.next(sc); x != 0; x = b.next(sc) {
+		b.steps++
+		if x <= 300 {
+			b.lo = x
+		} else {
+			b.hi = x
+		}
+	}
+	if b.lo == 0 || b.lo > 300 {
+		t.Fatalf("bracket [%d, %d]", b.lo, b.hi)
+	}
+}

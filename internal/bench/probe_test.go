@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestProbe(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the probe is Linux-only")
+	}
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler: ", err)
+	}
+	bin, err := BuildProbe(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := RunProbe(ctx, bin, 50, 252, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probe: %+v", p)
+	if p.Subscribers != 50 || p.PacketSize != 252 {
+		t.Errorf("probe ran %d subscribers with %d-byte packets, want 50 and 252", p.Subscribers, p.PacketSize)
+	}
+	if !(p.DeliveredPPS > 0) {
+		t.Errorf("delivered %v packets/s, want > 0", p.DeliveredPPS)
+	}
+	if p.DeliveredPPS > p.SentPPS*1.01 {
+		t.Errorf("delivered %v packets/s, more than the %v sent", p.DeliveredPPS, p.SentPPS)
+	}
+}
+
+func TestProbeParse(t *testing.T) {
+	good := `{"subscribers":50,"packet_size":252,"sent_pps":1000.5,"delivered_pps":990.0,"seconds":1.002}` + "\n"
+	p, err := parseProbe([]byte(good), 50, 252)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SentPPS != 1000.5 || p.DeliveredPPS != 990 || p.Seconds != 1.002 {
+		t.Errorf("parsed %+v", p)
+	}
+	for _, bad := range []string{
+		"",
+		"usage",
+		`{"subscribers":49,"packet_size":252,"sent_pps":1,"delivered_pps":1,"seconds":1}`,
+		`{"subscribers":50,"packet_size":252,"sent_pps":1,"delivered_pps":1,"seconds":0}`,
+		`{"subscribers":50,"packet_size":252,"sent_pps":1,"delivered_pps":1,"seconds":1,"x":1}`,
+	} {
+		if _, err := parseProbe([]byte(bad), 50, 252); err == nil {
+			t.Errorf("parseProbe(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestProbeUsage(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the probe is Linux-only")
+	}
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler: ", err)
+	}
+	bin, err := BuildProbe(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = exec.Command(bin, "-n", "0", "-s", "252", "-t", "1").Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("bad arguments: %v, want exit status 2", err)
+	}
+}
