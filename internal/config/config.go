@@ -70,6 +70,9 @@ type RTPConfig struct {
 	Queue int `yaml:"queue"`
 	// Batch sends with sendmmsg batches.
 	Batch bool `yaml:"batch"`
+	// Writers is the number of goroutines sending on each media socket;
+	// 0 means one per CPU.
+	Writers int `yaml:"writers"`
 }
 
 // NATSConfig configures the cluster bus.

@@ -96,14 +96,14 @@ func TestSampleDocumentsEveryKey(t *testing.T) {
 func TestDerivedNames(t *testing.T) {
 	wantEnv := []string{
 		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF",
-		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH",
+		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH", "CONVENE_RTP_WRITERS",
 		"CONVENE_NATS_URL", "CONVENE_NATS_LISTEN",
 		"CONVENE_CATALOG_DRIVER", "CONVENE_CATALOG_DSN",
 		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
-		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch",
+		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "log-level", "log-format",
 		"heartbeat-interval", "shutdown-timeout",
 	}

@@ -266,6 +266,7 @@ var flagUsage = map[string]string{
 	"rtp.addr":           "`IP` address the RTP/RTCP media sockets bind",
 	"rtp.port":           "shared RTP UDP `port`; RTCP uses port+1; 0 picks a free pair",
 	"rtp.queue":          "per-subscriber media queue bound, in `packets`",
+	"rtp.writers":        "goroutines sending on each media socket; 0 means one per CPU",
 	"rtp.batch":          "send media in sendmmsg batches",
 	"nats.url":           "`URL` of an external NATS server; empty runs an embedded in-process server",
 	"nats.listen":        "embedded NATS only: also accept outside clients on this `host:port`; empty means in-process only",

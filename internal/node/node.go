@@ -74,7 +74,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Logger: log, Version: version}); err != nil {
 		return nil, err
 	}
-	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Logger: log}); err != nil {
+	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
 		return nil, err
 	}
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.bus, Sockets: n.socks,

@@ -27,7 +27,7 @@ func BenchmarkFanOut(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					// Pace the producer to the writer, as a real publisher's
 					// packet rate would be far below it.
-					for s.w.pending() > 4*maxBatch {
+					for s.ws[0].pending() > 4*maxBatch {
 						runtime.Gosched()
 					}
 					p := broker.NewPacket()

@@ -12,6 +12,7 @@ type Dest struct {
 	addr    netip.AddrPort
 	udpAddr *net.UDPAddr // pre-built so sending allocates nothing
 	limit   int32
+	shard   uint32 // which of the socket's writers sends to it
 
 	inflight atomic.Int32
 	sent     atomic.Uint64
@@ -27,7 +28,11 @@ func NewDest(addr netip.AddrPort, queue int) *Dest {
 		queue = 1
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-	return &Dest{addr: addr, udpAddr: net.UDPAddrFromAddrPort(addr), limit: int32(queue)}
+	// Spread destinations over the writers by address; listeners on one
+	// host differ in port, so the port decides.
+	a := addr.Addr().As16()
+	shard := uint32(addr.Port()) ^ uint32(a[15])<<3 ^ uint32(a[14])<<11
+	return &Dest{addr: addr, udpAddr: net.UDPAddrFromAddrPort(addr), limit: int32(queue), shard: shard}
 }
 
 // Addr returns the destination's address.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,10 @@ type Options struct {
 	Batch bool
 	// QueueLimit bounds each of the writer's two queues (default 65536).
 	QueueLimit int
+	// Writers is the number of writer goroutines sharing the socket; each
+	// destination always goes through the same one. 0: one per CPU, so a
+	// large fan-out uses every core.
+	Writers int
 	// ReadBuffer and WriteBuffer set SO_RCVBUF/SO_SNDBUF when > 0.
 	ReadBuffer, WriteBuffer int
 	Logger                  *slog.Logger
@@ -49,7 +54,7 @@ type Stats struct {
 // Socket is one UDP socket shared by many links.
 type Socket struct {
 	conn *net.UDPConn
-	w    *writer
+	ws   []*writer
 	log  *slog.Logger
 
 	mu       sync.RWMutex
@@ -98,14 +103,20 @@ func New(conn *net.UDPConn, o Options) *Socket {
 			bc = ipv4.NewPacketConn(conn)
 		}
 	}
+	if o.Writers <= 0 {
+		o.Writers = runtime.GOMAXPROCS(0)
+	}
 	s := &Socket{
 		conn:     conn,
-		w:        newWriter(conn, bc, o.QueueLimit),
 		log:      o.Logger.With("socket", conn.LocalAddr().String()),
 		handlers: map[netip.AddrPort]Handler{},
 		readDone: make(chan struct{}),
 	}
-	go s.w.run()
+	for i := 0; i < o.Writers; i++ {
+		w := newWriter(conn, bc, o.QueueLimit)
+		s.ws = append(s.ws, w)
+		go w.run()
+	}
 	go s.read()
 	return s
 }
@@ -143,18 +154,23 @@ func (s *Socket) Unregister(remote netip.AddrPort) {
 
 // Send queues p for d. It takes over one reference to p and never blocks;
 // it returns false when the packet was dropped.
-func (s *Socket) Send(p *broker.Packet, d *Dest) bool { return s.w.send(p, d) }
+func (s *Socket) Send(p *broker.Packet, d *Dest) bool { return s.writerFor(d).send(p, d) }
+
+func (s *Socket) writerFor(d *Dest) *writer { return s.ws[d.shard%uint32(len(s.ws))] }
 
 // Stats returns the socket's counters.
 func (s *Socket) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Received:      s.received.Load(),
 		UnknownSource: s.unknown.Load(),
 		Oversize:      s.oversize.Load(),
 		ReadErrors:    s.readErrs.Load(),
-		QueueDrops:    s.w.drops.Load(),
-		SendBatches:   s.w.batches.Load(),
 	}
+	for _, w := range s.ws {
+		st.QueueDrops += w.drops.Load()
+		st.SendBatches += w.batches.Load()
+	}
+	return st
 }
 
 func (s *Socket) read() {
@@ -195,7 +211,9 @@ func (s *Socket) read() {
 func (s *Socket) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		s.w.close()
+		for _, w := range s.ws {
+			w.close()
+		}
 		s.closed.Store(true)
 		err = s.conn.Close()
 		<-s.readDone

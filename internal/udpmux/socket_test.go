@@ -148,25 +148,26 @@ func TestAudioOvertakesVideo(t *testing.T) {
 	d := NewDest(addrOf(rc), 100000)
 	// Queue a video burst and then one audio packet in one go, as if they
 	// had arrived while the writer was busy.
-	s.w.mu.Lock()
+	w := s.writerFor(d)
+	w.mu.Lock()
 	const nVideo = 4 * maxBatch
 	for i := 0; i < nVideo; i++ {
 		p := broker.NewPacket()
 		p.Kind = broker.Video
 		p.SetLen(copy(p.Buffer(), "v"))
 		d.inflight.Add(1)
-		s.w.q[broker.Video] = append(s.w.q[broker.Video], entry{p, d})
+		w.q[broker.Video] = append(w.q[broker.Video], entry{p, d})
 	}
 	a := broker.NewPacket()
 	a.SetLen(copy(a.Buffer(), "a"))
 	d.inflight.Add(1)
-	s.w.q[broker.Audio] = append(s.w.q[broker.Audio], entry{a, d})
-	s.w.audioLen.Store(1)
-	wake := s.w.sleeping
-	s.w.sleeping = false
-	s.w.mu.Unlock()
+	w.q[broker.Audio] = append(w.q[broker.Audio], entry{a, d})
+	w.audioLen.Store(1)
+	wake := w.sleeping
+	w.sleeping = false
+	w.mu.Unlock()
 	if wake {
-		s.w.wake <- struct{}{}
+		w.wake <- struct{}{}
 	}
 	buf := make([]byte, 16)
 	rc.SetReadDeadline(time.Now().Add(5 * time.Second))
