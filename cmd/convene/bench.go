@@ -100,8 +100,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	prog := bench.NewProgress(stdout, budget, bench.IsTTY(os.Stdout))
 	start := time.Now()
-	r := bench.Run(ctx, systems, func() (bench.Probe, error) {
-		return bench.RunProbe(ctx, probeBin, 1000, loadgen.AudioPacketSize, 5)
+	r := bench.Run(ctx, systems, func(n int) (bench.Probe, error) {
+		return bench.RunProbe(ctx, probeBin, n, loadgen.AudioPacketSize, 5)
 	}, bench.Options{Quick: *quick, Scenarios: list, OutDir: *out, Progress: prog, MaxListeners: files - 512,
 		Log: func(f string, a ...any) {
 			fmt.Fprintf(stderr, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)

@@ -81,3 +81,15 @@ func TestBracket(t *testing.T) {
 		t.Fatalf("bracket [%d, %d]", b.lo, b.hi)
 	}
 }
+
+func TestNearestProbe(t *testing.T) {
+	ps := []Probe{{Subscribers: 1000, DeliveredPPS: 1}, {Subscribers: 4000, DeliveredPPS: 2}, {Subscribers: 16000, DeliveredPPS: 3}, {Subscribers: 1000, DeliveredPPS: 9}}
+	for n, want := range map[int]float64{10: 1, 1900: 1, 2100: 2, 6000: 2, 9000: 3, 50000: 3} {
+		if p, ok := nearestProbe(ps, n); !ok || p.DeliveredPPS != want {
+			t.Errorf("n=%d: got %+v", n, p)
+		}
+	}
+	if _, ok := nearestProbe(nil, 5); ok {
+		t.Error("no probes, yet one found")
+	}
+}

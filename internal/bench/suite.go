@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -110,12 +111,26 @@ type Options struct {
 
 // Run measures every scenario on every system, alternating between them at
 // each bisection step so that drift of the machine hits all alike.
-func Run(ctx context.Context, systems []System, probe func() (Probe, error), o Options) Report {
+//
+// probe measures the machine's fan-out limit to n subscribers. It runs for
+// several sizes first, because the kernel's cost per datagram grows with
+// the number of sockets it delivers to; each point is compared with the
+// probe of the nearest size.
+func Run(ctx context.Context, systems []System, probe func(n int) (Probe, error), o Options) Report {
 	r := Report{Started: time.Now(), Quick: o.Quick, Host: hostDescription()}
-	if p, err := probe(); err != nil {
-		r.Notes = append(r.Notes, "probe failed: "+err.Error())
-	} else {
-		r.Probes = append(r.Probes, p)
+	sizes := []int{1000, 2000, 4000, 8000, 16000}
+	if o.Quick {
+		sizes = []int{1000, 4000, 16000}
+	}
+	for _, n := range sizes {
+		if o.MaxListeners > 0 && n > o.MaxListeners {
+			continue
+		}
+		if p, err := probe(n); err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("probe at %d subscribers failed: %v", n, err))
+		} else {
+			r.Probes = append(r.Probes, p)
+		}
 	}
 	maxSteps := 7
 	if o.Quick {
@@ -153,8 +168,8 @@ func Run(ctx context.Context, systems []System, probe func() (Probe, error), o O
 					o.Progress.Step(fmt.Sprintf("%s %s x=%d", sc.name, sys.Name(), x), 0)
 				}
 				pt := RunPoint(ctx, sys, sc.name, meetings, sc.duration(o.Quick))
-				if len(r.Probes) > 0 && r.Probes[0].DeliveredPPS > 0 {
-					pt.ProbeFraction = pt.DeliveredPPS / r.Probes[0].DeliveredPPS
+				if p, ok := nearestProbe(r.Probes, pt.Participants-pt.Meetings); ok && p.DeliveredPPS > 0 {
+					pt.ProbeFraction = pt.DeliveredPPS / p.DeliveredPPS
 				}
 				r.Points = append(r.Points, pt)
 				o.Log("%-18s %-12s x=%-6d participants=%-6d %s", sc.name, sys.Name(), x, pt.Participants, verdict(pt))
@@ -191,12 +206,26 @@ func Run(ctx context.Context, systems []System, probe func() (Probe, error), o O
 			}
 		}
 	}
-	if p, err := probe(); err == nil {
+	// Once more at the end, to show how far the machine drifted.
+	if p, err := probe(sizes[0]); err == nil {
 		r.Probes = append(r.Probes, p)
 	}
 	r.Notes = append(r.Notes, targetNotes(r)...)
 	r.Finished = time.Now()
 	return r
+}
+
+// nearestProbe returns the probe whose subscriber count is closest to n on
+// a log scale (the first one measured for that count).
+func nearestProbe(ps []Probe, n int) (Probe, bool) {
+	best, bestD := Probe{}, math.Inf(1)
+	for _, p := range ps {
+		d := math.Abs(math.Log(float64(p.Subscribers)) - math.Log(float64(max(n, 1))))
+		if d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best, !math.IsInf(bestD, 1)
 }
 
 func meetingsAt(sc scenario, x int) int {
