@@ -91,7 +91,7 @@ func markdown(r Report, started time.Time, pngs []string, plotNotes []string) st
 	b.WriteString("- Pass: 0 % late (later than 100 ms) or lost packets at every listener, and average latency under 20 ms\n\n")
 
 	b.WriteString("## Probe\n\n")
-	b.WriteString("The machine's own UDP fan-out limit, measured at the start and at the end of the run; × probe in the tables below is a point's delivered packets/s over the first probe's.\n\n")
+	b.WriteString("The machine's own UDP fan-out limit (bench/probe/probe.c: one sendmmsg thread, one epoll/recvmmsg thread, no per-packet work), measured for several subscriber counts at the start and once more at the end of the run; × probe in the tables below is a point's delivered packets/s over the probe's with the nearest subscriber count.\n\n")
 	pt := probeTables(r)
 	if len(pt) == 0 {
 		b.WriteString("No probe result.\n\n")
@@ -241,11 +241,8 @@ func probeTables(r Report) []table {
 	t := table{title: "Probe: the machine's UDP fan-out limit",
 		header: []string{"Probe", "Subscribers", "Packet size (B)", "Delivered pkt/s", "Sent pkt/s", "Seconds"}}
 	for i, p := range r.Probes {
-		name := strconv.Itoa(i + 1)
-		switch {
-		case len(r.Probes) == 2 && i == 0:
-			name = "start"
-		case len(r.Probes) == 2 && i == 1:
+		name := "start"
+		if i == len(r.Probes)-1 && i > 0 {
 			name = "end"
 		}
 		t.rows = append(t.rows, []string{name, strconv.Itoa(p.Subscribers), strconv.Itoa(p.PacketSize),

@@ -198,6 +198,9 @@ func Run(ctx context.Context, systems []System, probe func(n int) (Probe, error)
 				errc <- conv.Profile(int(d/time.Second)/2, path)
 			}()
 			pt := RunPoint(ctx, sys, sc.name, sc.plan(br[i].hi), d)
+			if p, ok := nearestProbe(r.Probes, pt.Participants-pt.Meetings); ok && p.DeliveredPPS > 0 {
+				pt.ProbeFraction = pt.DeliveredPPS / p.DeliveredPPS
+			}
 			if err := <-errc; err != nil {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: profile at the knee failed: %v", sc.name, err))
 			} else {
