@@ -3,23 +3,18 @@ package loadgen
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/convene/convene/internal/broker"
 )
 
-// Kind of a stream.
-type Kind uint8
+// Kind of a stream: the broker's media kinds.
+type Kind = broker.Kind
 
 // Stream kinds.
 const (
-	Audio Kind = iota
-	Video
+	Audio = broker.Audio
+	Video = broker.Video
 )
-
-func (k Kind) String() string {
-	if k == Video {
-		return "video"
-	}
-	return "audio"
-}
 
 // Item is one packet of a stream: when to send it relative to the stream's
 // start, how big it is, and its RTP marker and timestamp.
