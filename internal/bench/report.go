@@ -239,14 +239,15 @@ func probeTables(r Report) []table {
 		return nil
 	}
 	t := table{title: "Probe: the machine's UDP fan-out limit",
-		header: []string{"Probe", "Subscribers", "Packet size (B)", "Delivered pkt/s", "Sent pkt/s", "Seconds"}}
+		header: []string{"Probe", "Subscribers", "Packet size (B)", "Delivered pkt/s", "Sent pkt/s", "Seconds", "Steal (%)"}}
 	for i, p := range r.Probes {
 		name := "start"
 		if i == len(r.Probes)-1 && i > 0 {
 			name = "end"
 		}
 		t.rows = append(t.rows, []string{name, strconv.Itoa(p.Subscribers), strconv.Itoa(p.PacketSize),
-			fmt.Sprintf("%.0f", p.DeliveredPPS), fmt.Sprintf("%.0f", p.SentPPS), fmt.Sprintf("%.1f", p.Seconds)})
+			fmt.Sprintf("%.0f", p.DeliveredPPS), fmt.Sprintf("%.0f", p.SentPPS), fmt.Sprintf("%.1f", p.Seconds),
+			fmt.Sprintf("%.0f", p.CPUStealPct)})
 	}
 	return []table{t}
 }
@@ -377,7 +378,7 @@ func scenarioTables(r Report, scenario string) []table {
 		case layoutMulti:
 			t.header = []string{"System", "Total meetings", users, "Avg. latency (ms)", "Avg. jitter (ms)", "Avg. late arrivals (%)", "In BW (Mbps)", "Out BW (Mbps)"}
 		}
-		t.header = append(t.header, "Late, all (%)", "Loss (%)", "Delivered pkt/s", "× probe", "Pass")
+		t.header = append(t.header, "Late, all (%)", "Loss (%)", "Delivered pkt/s", "× probe", "CPU busy (%)", "Steal (%)", "Pass")
 		for _, p := range pts {
 			var in, outBW float64
 			for _, k := range p.Kinds {
@@ -415,7 +416,8 @@ func scenarioTables(r Report, scenario string) []table {
 			}
 			row = append(row, bw(outBW),
 				num(func() string { return fmtPct(k.LatePct) }), num(func() string { return fmtPct(k.LossPct) }),
-				fmt.Sprintf("%.0f", p.DeliveredPPS), fmtRatio(p.ProbeFraction), passCell(p))
+				fmt.Sprintf("%.0f", p.DeliveredPPS), fmtRatio(p.ProbeFraction),
+				fmt.Sprintf("%.0f", p.CPUBusyPct), fmt.Sprintf("%.0f", p.CPUStealPct), passCell(p))
 			t.rows = append(t.rows, row)
 		}
 		out = append(out, t)

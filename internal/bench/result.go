@@ -53,6 +53,11 @@ type Point struct {
 	// divided by the machine probe's delivered packets/s in the same run.
 	DeliveredPPS  float64 `json:"delivered_pps"`
 	ProbeFraction float64 `json:"probe_fraction"`
+	// CPUBusyPct and CPUStealPct are the whole machine's CPU while the
+	// speakers ran: busy (user, system, softirq…) and stolen by the
+	// hypervisor, in % of all cores.
+	CPUBusyPct  float64 `json:"cpu_busy_pct"`
+	CPUStealPct float64 `json:"cpu_steal_pct"`
 	// Pass: 0 % late (and lost) packets and average latency under 20 ms.
 	Pass  bool   `json:"pass"`
 	Error string `json:"error,omitempty"`
@@ -75,6 +80,7 @@ type Probe struct {
 	DeliveredPPS float64 `json:"delivered_pps"`
 	SentPPS      float64 `json:"sent_pps"`
 	Seconds      float64 `json:"seconds"`
+	CPUStealPct  float64 `json:"cpu_steal_pct"` // CPU stolen by the hypervisor meanwhile
 }
 
 // Report is a whole run of the suite.

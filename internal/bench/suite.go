@@ -118,6 +118,15 @@ type Options struct {
 // probe of the nearest size.
 func Run(ctx context.Context, systems []System, probe func(n int) (Probe, error), o Options) Report {
 	r := Report{Started: time.Now(), Quick: o.Quick, Host: hostDescription()}
+	measure := probe
+	probe = func(n int) (Probe, error) {
+		before, _ := readCPU()
+		p, err := measure(n)
+		if after, e := readCPU(); e == nil && after.total > before.total {
+			p.CPUStealPct = 100 * float64(after.steal-before.steal) / float64(after.total-before.total)
+		}
+		return p, err
+	}
 	sizes := []int{1000, 2000, 4000, 8000, 16000}
 	if o.Quick {
 		sizes = []int{1000, 4000, 16000}
@@ -261,7 +270,8 @@ func verdict(pt Point) string {
 	for _, k := range pt.Kinds {
 		s += fmt.Sprintf(" %s: avg %.1f ms, jitter %.2f ms, late %.3f %%, loss %.3f %%", k.Kind, k.AvgLatencyMs, k.AvgJitterMs, k.LatePct, k.LossPct)
 	}
-	return s + fmt.Sprintf(", delivered %.0f pkt/s (%.2f × probe)", pt.DeliveredPPS, pt.ProbeFraction)
+	return s + fmt.Sprintf(", delivered %.0f pkt/s (%.2f × probe), CPU busy %.0f %%, stolen %.0f %%",
+		pt.DeliveredPPS, pt.ProbeFraction, pt.CPUBusyPct, pt.CPUStealPct)
 }
 
 // targetNotes says which of the targets were met, and by how much
