@@ -106,6 +106,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		Log: func(f string, a ...any) {
 			fmt.Fprintf(stderr, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
 		}})
+	prog.Done("done")
 	r.Notes = append(notes, r.Notes...)
 	md, js, pngs, err := bench.WriteReport(*out, r)
 	if err != nil {

@@ -41,8 +41,9 @@ func writePlots(dir, stamp string, r Report) (pngs, notes []string) {
 }
 
 type series struct {
-	name string
-	xys  plotter.XYs
+	name, system string
+	video        bool // the second kind of a two-kind scenario
+	xys          plotter.XYs
 }
 
 // scenarioSeries returns our lines of a scenario: per system, per kind, the
@@ -52,9 +53,10 @@ func scenarioSeries(r Report, sc string) []series {
 	var out []series
 	for _, sys := range systemsOf(r) {
 		for _, kt := range kinds {
-			s := series{name: sys}
+			s := series{name: sys, system: sys}
 			if len(kinds) > 1 {
 				s.name += " " + kt.kind
+				s.video = kt.kind == "video"
 			}
 			for _, p := range r.Points {
 				if p.System != sys || p.Scenario != sc || p.Error != "" {
@@ -112,15 +114,23 @@ func plotScenario(path string, r Report, sc string) (ok bool, err error) {
 			ymin, ymax = min(ymin, v.Y), max(ymax, v.Y)
 		}
 	}
-	for i, s := range ours {
+	// A system keeps its colour; in two-kind scenarios video is dashed
+	// with square marks.
+	systems := systemsOf(r)
+	for _, s := range ours {
 		line, points, err := plotter.NewLinePoints(s.xys)
 		if err != nil {
 			return false, err
 		}
-		c := plotutil.DarkColors[i%len(plotutil.DarkColors)]
+		i := slices.Index(systems, s.system)
+		c := plotutil.DarkColors[max(i, 0)%len(plotutil.DarkColors)]
 		line.Color, points.Color = c, c
 		line.Width = vg.Points(1.5)
-		points.Shape = plotutil.Shape(i)
+		points.Shape = draw.CircleGlyph{}
+		if s.video {
+			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			points.Shape = draw.SquareGlyph{}
+		}
 		p.Add(line, points)
 		p.Legend.Add(s.name, line, points)
 		extend(s.xys)
@@ -135,14 +145,15 @@ func plotScenario(path string, r Report, sc string) (ok bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		c := color.RGBA{R: 90, G: 90, B: 90, A: 255}
-		if j > 0 {
-			c = color.RGBA{R: 160, G: 120, B: 60, A: 255}
-		}
+		c := color.RGBA{R: 110, G: 110, B: 110, A: 255}
 		line.Color, points.Color = c, c
-		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		line.Width = vg.Points(1.5)
 		points.Shape = draw.CrossGlyph{}
+		if j > 0 {
+			line.Dashes = []vg.Length{vg.Points(6), vg.Points(2), vg.Points(1), vg.Points(2)}
+			points.Shape = draw.PlusGlyph{}
+		}
 		p.Add(line, points)
 		p.Legend.Add(fmt.Sprintf("seed Table %d (%s, NaradaBrokering 2005)", t.Number, t.Kind), line, points)
 		extend(xys)
@@ -161,8 +172,11 @@ func plotScenario(path string, r Report, sc string) (ok bool, err error) {
 
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min = math.Pow(10, math.Floor(math.Log10(ymin)))
-	// Room above the data for the legend.
-	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(ymax))+1)
+	// Room above the data for the legend (drawn inside, at the top left):
+	// each entry takes about 4 % of the height.
+	decades := math.Ceil(math.Log10(ymax)) - math.Log10(p.Y.Min)
+	room := min(0.04*float64(len(ours)+len(seedTablesFor(sc))+1)+0.03, 0.6)
+	p.Y.Max = math.Pow(10, math.Log10(p.Y.Min)+math.Ceil(decades/(1-room)))
 
 	c := vgimg.NewWith(vgimg.UseWH(9*vg.Inch, 5.5*vg.Inch), vgimg.UseDPI(110))
 	p.Draw(draw.New(c))

@@ -157,6 +157,7 @@ func markdown(r Report, started time.Time, pngs []string, plotNotes []string) st
 type table struct {
 	title  string
 	header []string
+	short  []string // header for aligned text, when the Markdown's is long
 	rows   [][]string
 	foot   string // a line under the table
 }
@@ -188,6 +189,9 @@ func (t table) markdown(b *strings.Builder) {
 }
 
 func (t table) text(b *strings.Builder) {
+	if len(t.short) == len(t.header) {
+		t.header = t.short
+	}
 	w := make([]int, len(t.header))
 	for i, h := range t.header {
 		w[i] = utf8.RuneCountInString(h)
@@ -370,15 +374,23 @@ func scenarioTables(r Report, scenario string) []table {
 		if scenario == ScenarioCombined {
 			users = "Users (each meeting)"
 		}
+		shortUsers := "Users"
+		if scenario == ScenarioCombined {
+			shortUsers = "Users/mtg"
+		}
 		switch kt.layout {
 		case layoutSingle:
 			t.header = []string{"System", users, "First user latency (ms)", "Last user latency (ms)", "Avg. latency (ms)", "Avg. jitter (ms)", "Avg. late arrivals (%)", "Out BW (Mbps)"}
+			t.short = []string{"System", shortUsers, "First ms", "Last ms", "Avg ms", "Jitter ms", "Avg late %", "Out Mbps"}
 		case layoutSingleLast:
 			t.header = []string{"System", users, "First user latency (ms)", "Last user latency (ms)", "Avg. latency (ms)", "Avg. jitter (ms)", "Last late arrivals (%)", "Avg. late arrivals (%)", "Out BW (Mbps)"}
+			t.short = []string{"System", shortUsers, "First ms", "Last ms", "Avg ms", "Jitter ms", "Last late %", "Avg late %", "Out Mbps"}
 		case layoutMulti:
 			t.header = []string{"System", "Total meetings", users, "Avg. latency (ms)", "Avg. jitter (ms)", "Avg. late arrivals (%)", "In BW (Mbps)", "Out BW (Mbps)"}
+			t.short = []string{"System", "Meetings", shortUsers, "Avg ms", "Jitter ms", "Avg late %", "In Mbps", "Out Mbps"}
 		}
 		t.header = append(t.header, "Late, all (%)", "Loss (%)", "Delivered pkt/s", "× probe", "CPU busy (%)", "Steal (%)", "Pass")
+		t.short = append(t.short, "All late %", "Loss %", "pkt/s", "×probe", "Busy %", "Steal %", "Pass")
 		for _, p := range pts {
 			var in, outBW float64
 			for _, k := range p.Kinds {

@@ -97,6 +97,9 @@ func TestAgainstNode(t *testing.T) {
 	}
 	for _, l := range listeners {
 		sent := speakers[l.Meeting].Counted
+		if l.Unstamped != 0 {
+			t.Errorf("listener %d/%d: %d packets without a kernel timestamp", l.Meeting, l.Index, l.Unstamped)
+		}
 		if l.Received != sent || l.Foreign != 0 {
 			t.Errorf("listener %d/%d: received %d of %d, %d foreign", l.Meeting, l.Index, l.Received, sent, l.Foreign)
 		}

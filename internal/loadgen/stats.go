@@ -21,6 +21,9 @@ type Listener struct {
 	LatencySum time.Duration
 	LatencyMax time.Duration
 	Foreign    uint64 // packets of another meeting or not load packets
+	// Unstamped counts packets that came without a kernel receive
+	// timestamp, whose latency was taken when this process read them.
+	Unstamped uint64
 
 	jitter      float64 // RFC 3550 §6.4.1, in ns
 	prevTransit int64

@@ -154,6 +154,8 @@ func (u *UDPListeners) run(ep int) {
 					at := now
 					if ts, ok := kernelStamp(oob[i][:msgs[i].hdr.Controllen]); ok {
 						at = ts - u.clock.epoch
+					} else {
+						l.Unstamped++
 					}
 					if p, ok := Parse(bufs[i][:size]); ok {
 						l.Observe(p, size, at)
