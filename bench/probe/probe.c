@@ -42,7 +42,16 @@
  * delivered_pps is what it drains per second, not what the buffers absorb.
  * So delivered_pps <= sent_pps.
  *
- * Usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH]
+ * With -S SOCKETS the receivers are shaped as the benchmark's load
+ * generator shapes its listeners: subscriber i is the address
+ * 127.77.0.1+i on one of SOCKETS sockets bound to the unspecified address
+ * (the kernel delivers a datagram for 127.77.1.9:P to the socket on port
+ * P), so a burst to thousands of subscribers is drained with a few
+ * recvmmsg calls. Without -S every subscriber has a socket of its own on
+ * 127.0.0.1. Either way the sender sets DF (IP_PMTUDISC_DO), as Convene's
+ * media socket does, which spares the kernel a hashed IP ID per datagram.
+ *
+ * Usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH] [-S SOCKETS]
  * Exit codes: 0 ok, 2 usage, 1 error (message on stderr).
  * It always stops by itself: a watchdog alarm ends it a few seconds after
  * the counting window should have ended, whatever happens.
@@ -74,7 +83,7 @@
 #define IDLE_MS 50       /* ms without arrivals that mean the buffers are empty */
 #define DRAIN_MAX 10.0   /* s at most spent waiting for them to empty */
 
-static int n_subs, pkt_size, batch = 64, pin = 1;
+static int n_subs, pkt_size, batch = 64, pin = 1, shared_socks;
 static double seconds;
 
 static int *rx_fds;                 /* receiver sockets */
@@ -89,8 +98,9 @@ static atomic_int thread_errno;
 static const char *_Atomic thread_what;
 
 static void usage(void) {
-	fprintf(stderr, "usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH]\n"
-	                "  SUBSCRIBERS 1..1000000, SIZE 1..65507 bytes, SECONDS > 0, BATCH 1..%d (default 64)\n",
+	fprintf(stderr, "usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH] [-S SOCKETS]\n"
+	                "  SUBSCRIBERS 1..1000000, SIZE 1..65507 bytes, SECONDS > 0, BATCH 1..%d (default 64),\n"
+	                "  SOCKETS 1..64 shared receiving sockets (default: one per subscriber)\n",
 	        MAX_BATCH);
 	exit(2);
 }
@@ -247,15 +257,54 @@ static void raise_nofile(long need) {
 	}
 }
 
+/* Opens a receiving socket bound to *a (its port filled in on return),
+ * with a receive buffer of bufsz set by option opt, registered with epoll
+ * as index idx of rx_fds. */
+static int open_receiver(struct sockaddr_in *a, int opt, int bufsz, int idx) {
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket");
+	if (setsockopt(fd, SOL_SOCKET, opt, &bufsz, sizeof bufsz) < 0) {
+		if (opt != SO_RCVBUFFORCE || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof bufsz) < 0)
+			die("setsockopt SO_RCVBUF");
+	}
+	if (bind(fd, (struct sockaddr *)a, sizeof *a) < 0)
+		die("bind");
+	socklen_t len = sizeof *a;
+	if (getsockname(fd, (struct sockaddr *)a, &len) < 0)
+		die("getsockname");
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)idx};
+	if (epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		die("epoll_ctl");
+	return fd;
+}
+
+/* The -S shape: k sockets on the unspecified address, 32 MiB of buffer
+ * each (forced past rmem_max when privileged, as the load generator
+ * does), and subscriber i at 127.77.0.1+i on socket i mod k. */
+static void open_shared(int k) {
+	for (int j = 0; j < k; j++) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+		a.sin_addr.s_addr = htonl(INADDR_ANY);
+		rx_fds[j] = open_receiver(&a, SO_RCVBUFFORCE, 32 << 20, j);
+		for (int i = j; i < n_subs; i += k) {
+			rx_addr[i].sin_family = AF_INET;
+			rx_addr[i].sin_port = a.sin_port;
+			rx_addr[i].sin_addr.s_addr = htonl(0x7f4d0001u + (uint32_t)i);
+		}
+	}
+}
+
 int main(int argc, char **argv) {
 	int opt;
 	int have_n = 0, have_s = 0, have_t = 0;
-	while ((opt = getopt(argc, argv, "n:s:t:b:u")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:t:b:uS:")) != -1) {
 		switch (opt) {
 		case 'n': n_subs = (int)parse_int(optarg, 1, 1000000); have_n = 1; break;
 		case 's': pkt_size = (int)parse_int(optarg, 1, 65507); have_s = 1; break;
 		case 'u': pin = 0; break;
 		case 'b': batch = (int)parse_int(optarg, 1, MAX_BATCH); break;
+		case 'S': shared_socks = (int)parse_int(optarg, 1, 64); break;
 		case 't': {
 			char *end;
 			errno = 0;
@@ -270,12 +319,16 @@ int main(int argc, char **argv) {
 	}
 	if (!have_n || !have_s || !have_t || optind != argc)
 		usage();
+	if (shared_socks > n_subs)
+		shared_socks = n_subs;
+	if (shared_socks && n_subs > (1 << 24) - 0x4d0001)
+		usage(); /* 127.77.0.1 + n must stay inside 127.0.0.0/8 */
 
 	/* Watchdog: the run must end by itself, whatever the kernel does. */
 	signal(SIGALRM, on_alarm);
 	alarm((unsigned)(WARMUP_SECONDS + DRAIN_MAX + seconds) + 30);
 
-	raise_nofile((long)n_subs + 64);
+	raise_nofile((long)(shared_socks ? shared_socks : n_subs) + 64);
 
 	rx_fds = calloc((size_t)n_subs, sizeof *rx_fds);
 	rx_addr = calloc((size_t)n_subs, sizeof *rx_addr);
@@ -289,29 +342,19 @@ int main(int argc, char **argv) {
 	if (ep_fd < 0)
 		die("epoll_create1");
 
-	/* Receivers: 127.0.0.1, ephemeral ports, large receive buffers (as
-	 * large as an unprivileged program gets: SO_RCVBUF is capped by
-	 * net.core.rmem_max, like the benchmark's clients). */
+	/* Receivers: shared (-S), or one per subscriber on 127.0.0.1 with an
+	 * ephemeral port and as large a buffer as an unprivileged program gets
+	 * (SO_RCVBUF is capped by net.core.rmem_max). */
 	int bufsz = BUF_BYTES;
-	for (int i = 0; i < n_subs; i++) {
-		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			die("socket");
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof bufsz) < 0)
-			die("setsockopt SO_RCVBUF");
-		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
-			die("bind 127.0.0.1:0");
-		socklen_t len = sizeof a;
-		if (getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-			die("getsockname");
-		rx_fds[i] = fd;
-		rx_addr[i] = a;
-		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-		if (epoll_ctl(ep_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
-			die("epoll_ctl");
-	}
+	if (shared_socks)
+		open_shared(shared_socks);
+	else
+		for (int i = 0; i < n_subs; i++) {
+			struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+			a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			rx_fds[i] = open_receiver(&a, SO_RCVBUF, BUF_BYTES, i);
+			rx_addr[i] = a;
+		}
 
 	/* Sender: one blocking socket; the kernel alone paces it. */
 	tx_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -319,6 +362,9 @@ int main(int argc, char **argv) {
 		die("socket");
 	if (setsockopt(tx_fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz) < 0)
 		die("setsockopt SO_SNDBUF");
+	int pmtu = IP_PMTUDISC_DO;
+	if (setsockopt(tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) < 0)
+		die("setsockopt IP_MTU_DISCOVER");
 	static struct iovec tx_iov;
 	tx_iov.iov_base = payload;
 	tx_iov.iov_len = (size_t)pkt_size;

@@ -20,6 +20,9 @@ import (
 	"github.com/convene/convene/internal/loadgen"
 )
 
+// listenerBase is the first listener's address; the others follow it.
+var listenerBase = netip.MustParseAddr("127.77.0.1")
+
 // Convene is a convene node in its own process, driven through its REST API
 // with plain RTP links.
 type Convene struct {
@@ -132,7 +135,10 @@ func (c *Convene) Prepare(ctx context.Context, meetings []Meeting, clock *loadge
 	fail := func(err error) (*Setup, error) { st.Close(); return nil, err }
 
 	var err error
-	lis, err = loadgen.ListenUDP(netip.MustParseAddr("127.0.0.1"), st.Listeners, 1<<20, clock)
+	// Every listener has an address of its own on two shared sockets
+	// (see loadgen.UDPListeners); 32 MiB of buffer each holds a burst to
+	// 16000 listeners.
+	lis, err = loadgen.ListenUDP(listenerBase, st.Listeners, probeSockets, 32<<20, clock)
 	if err != nil {
 		return fail(err)
 	}
@@ -168,9 +174,7 @@ func (c *Convene) Prepare(ctx context.Context, meetings []Meeting, clock *loadge
 	if err := parallel(ctx, 8, jobs); err != nil {
 		return fail(err)
 	}
-	if err := lis.Start(2); err != nil {
-		return fail(err)
-	}
+	lis.Start()
 	return st, nil
 }
 

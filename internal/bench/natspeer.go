@@ -52,6 +52,9 @@ func StartNATS() (*NATSPeer, error) {
 // Name implements System.
 func (p *NATSPeer) Name() string { return "nats-server" }
 
+// FilePerListener is true: every listener is a TCP connection.
+func (p *NATSPeer) FilePerListener() bool { return true }
+
 // Stop ends the server.
 func (p *NATSPeer) Stop() {
 	if p.cmd.Process != nil {

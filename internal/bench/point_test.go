@@ -52,7 +52,7 @@ func TestPointsOnBothSystems(t *testing.T) {
 
 func TestBracket(t *testing.T) {
 	sc := scenario{start: 1000, cap: 24000, resolution: 250}
-	b := &bracket{maxSteps: 20}
+	b := &bracket{maxSteps: 20, cap: sc.cap}
 	// A system that passes up to 5000.
 	var tried []int
 	for x := b.next(sc); x != 0; x = b.next(sc) {
@@ -68,7 +68,7 @@ func TestBracket(t *testing.T) {
 		t.Fatalf("bracket [%d, %d] after %v", b.lo, b.hi, tried)
 	}
 	// A system that fails at the start goes down.
-	b = &bracket{maxSteps: 20}
+	b = &bracket{maxSteps: 20, cap: sc.cap}
 	for x := b.next(sc); x != 0; x = b.next(sc) {
 		b.steps++
 		if x <= 300 {
@@ -79,6 +79,19 @@ func TestBracket(t *testing.T) {
 	}
 	if b.lo == 0 || b.lo > 300 {
 		t.Fatalf("bracket [%d, %d]", b.lo, b.hi)
+	}
+	// A system capped below the start (the open-file limit) never tries
+	// more than its cap, even when it passes everything.
+	b = &bracket{maxSteps: 20, cap: 700}
+	for x := b.next(sc); x != 0; x = b.next(sc) {
+		if x > 700 {
+			t.Fatalf("tried %d above the cap", x)
+		}
+		b.steps++
+		b.lo = x
+	}
+	if b.lo != 700 {
+		t.Fatalf("capped system ended at %d, want 700", b.lo)
 	}
 }
 

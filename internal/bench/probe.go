@@ -42,10 +42,18 @@ func BuildProbe(dir string) (path string, err error) {
 }
 
 // RunProbe runs the probe built by BuildProbe: one sending thread fans
-// size-byte datagrams out round-robin to subscribers receiving UDP sockets on
-// 127.0.0.1, one receiving thread drains them, and after a 1 s warm-up it
+// size-byte datagrams out round-robin to subscribers, one receiving thread
+// drains them, and after a 1 s warm-up it
 // counts for seconds. It returns the measured packets/s sent and delivered.
+// The subscribers are shaped as the load generator's listeners (an address
+// each in 127.0.0.0/8 on probeSockets shared sockets; see
+// loadgen.UDPListeners), so that the probe and the benchmark's points put
+// the same work on the receiving side.
 // The probe stops by itself (about seconds+1 s); ctx can end it earlier.
+// probeSockets is the number of shared receiving sockets, as in Convene's
+// points (internal/bench/convene.go).
+const probeSockets = 2
+
 func RunProbe(ctx context.Context, bin string, subscribers, size int, seconds float64) (Probe, error) {
 	if subscribers < 1 || size < 1 || size > 65507 || !(seconds > 0) {
 		return Probe{}, fmt.Errorf("probe: bad arguments: %d subscribers, %d-byte packets, %g s", subscribers, size, seconds)
@@ -53,7 +61,8 @@ func RunProbe(ctx context.Context, bin string, subscribers, size int, seconds fl
 	cmd := exec.CommandContext(ctx, bin,
 		"-n", strconv.Itoa(subscribers),
 		"-s", strconv.Itoa(size),
-		"-t", strconv.FormatFloat(seconds, 'f', -1, 64))
+		"-t", strconv.FormatFloat(seconds, 'f', -1, 64),
+		"-S", strconv.Itoa(probeSockets))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second

@@ -71,6 +71,13 @@ type bracket struct {
 	hiPart   int
 	steps    int
 	maxSteps int
+	cap      int // largest x to try
+}
+
+// Limited is a System whose listeners each need an open file (a TCP
+// connection), so the open-file limit caps its meetings.
+type Limited interface {
+	FilePerListener() bool
 }
 
 // next returns the next x to try, or 0 when done.
@@ -80,12 +87,12 @@ func (b *bracket) next(s scenario) int {
 	}
 	switch {
 	case b.hi == 0 && b.lo == 0:
-		return s.start
+		return min(s.start, b.cap)
 	case b.hi == 0:
-		if b.lo >= s.cap {
+		if b.lo >= b.cap {
 			return 0
 		}
-		return min(b.lo*2, s.cap)
+		return min(b.lo*2, b.cap)
 	case b.lo == 0:
 		if b.hi <= 1 {
 			return 0
@@ -104,7 +111,8 @@ type Options struct {
 	Scenarios []string // empty: all
 	OutDir    string
 	Log       func(format string, args ...any)
-	// MaxListeners caps a point's listeners (the open-file limit).
+	// MaxListeners caps a point's listeners on systems that need an open
+	// file per listener (see Limited); 0: no cap.
 	MaxListeners int
 	Progress     *Progress
 }
@@ -132,9 +140,6 @@ func Run(ctx context.Context, systems []System, probe func(n int) (Probe, error)
 		sizes = []int{1000, 4000, 16000}
 	}
 	for _, n := range sizes {
-		if o.MaxListeners > 0 && n > o.MaxListeners {
-			continue
-		}
 		if p, err := probe(n); err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("probe at %d subscribers failed: %v", n, err))
 		} else {
@@ -155,14 +160,14 @@ func Run(ctx context.Context, systems []System, probe func(n int) (Probe, error)
 		if !selected(sc.name, o.Scenarios) {
 			continue
 		}
-		if o.MaxListeners > 0 {
-			for sc.cap > 1 && total(sc.plan(sc.cap)) > o.MaxListeners {
-				sc.cap = sc.cap * 9 / 10
-			}
-		}
 		br := make([]*bracket, len(systems))
-		for i := range br {
-			br[i] = &bracket{maxSteps: maxSteps}
+		for i, sys := range systems {
+			br[i] = &bracket{maxSteps: maxSteps, cap: sc.cap}
+			if l, ok := sys.(Limited); ok && l.FilePerListener() && o.MaxListeners > 0 {
+				for br[i].cap > 1 && total(sc.plan(br[i].cap)) > o.MaxListeners {
+					br[i].cap = br[i].cap * 9 / 10
+				}
+			}
 		}
 		for active := true; active && ctx.Err() == nil; {
 			active = false

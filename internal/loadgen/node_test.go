@@ -58,7 +58,7 @@ func TestAgainstNode(t *testing.T) {
 		}
 	}
 	clock := loadgen.NewClock()
-	lis, err := loadgen.ListenUDP(netip.MustParseAddr("127.0.0.1"), listeners, 1<<20, clock)
+	lis, err := loadgen.ListenUDP(netip.MustParseAddr("127.0.0.1"), listeners, 2, 4<<20, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,9 +83,7 @@ func TestAgainstNode(t *testing.T) {
 		speakers = append(speakers, &loadgen.Speaker{Meeting: m, Stream: stream, SSRC: uint32(m + 1),
 			Send: func(b []byte) error { _, err := conn.WriteToUDP(b, rtp); return err }})
 	}
-	if err := lis.Start(2); err != nil {
-		t.Fatal(err)
-	}
+	lis.Start()
 	loadgen.RunSpeakers(context.Background(), clock, speakers, 4*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	lis.Close()

@@ -1,10 +1,10 @@
 package loadgen
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -12,35 +12,51 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// UDPListeners are many receiving UDP sockets read by a few goroutines with
-// epoll and recvmmsg, so that thousands of listeners cost the load
-// generator little more than the kernel's own work.
+// UDPListeners are many listeners, each with an address of its own in
+// 127.0.0.0/8, sharing a few UDP sockets bound to the unspecified address:
+// a datagram to 127.77.1.9:P reaches the socket bound to port P, and the
+// IP_PKTINFO control message says which listener it was for. To the
+// system under test every listener is a distinct destination, as on a real
+// network; to this machine a burst to thousands of listeners costs a few
+// recvmmsg calls instead of one epoll wake-up and one system call per
+// listener, and the open-file limit no longer caps the listener count.
+// (A real client on another machine would cost this one nothing; the less
+// the load generator takes, the more of the two cores the system under
+// test gets.)
 type UDPListeners struct {
 	fds       []int
+	ports     []int
+	base      uint32 // the first listener's IPv4 address
 	addrs     []netip.AddrPort
 	listeners []*Listener
-	byFD      []*Listener // indexed by fd
-	epfds     []int
 	clock     *Clock
 	stop      chan struct{}
 	wg        sync.WaitGroup
+	stray     atomic.Uint64
 }
 
-// ListenUDP opens one socket per listener on ip (port chosen by the
-// kernel), with rcvbuf bytes of receive buffer each.
-func ListenUDP(ip netip.Addr, listeners []*Listener, rcvbuf int, clock *Clock) (*UDPListeners, error) {
-	if err := RaiseFileLimit(len(listeners) + 256); err != nil {
-		return nil, err
+// ListenUDP gives listener i the address base+i (which must stay inside
+// 127.0.0.0/8) on one of sockets shared sockets, each with rcvbuf bytes of
+// receive buffer (forced past net.core.rmem_max when the process may).
+func ListenUDP(base netip.Addr, listeners []*Listener, sockets, rcvbuf int, clock *Clock) (*UDPListeners, error) {
+	if !base.Is4() || base.As4()[0] != 127 {
+		return nil, fmt.Errorf("loadgen: listener base %s is not in 127.0.0.0/8", base)
 	}
-	u := &UDPListeners{listeners: listeners, clock: clock, stop: make(chan struct{})}
-	for range listeners {
+	b4 := base.As4()
+	first := uint32(b4[0])<<24 | uint32(b4[1])<<16 | uint32(b4[2])<<8 | uint32(b4[3])
+	if last := uint64(first) + uint64(len(listeners)); last > 0x80000000 {
+		return nil, fmt.Errorf("loadgen: %d listeners from %s run past 127.255.255.255", len(listeners), base)
+	}
+	sockets = max(1, min(sockets, len(listeners)))
+	u := &UDPListeners{listeners: listeners, clock: clock, stop: make(chan struct{}), base: first}
+	for range sockets {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			u.Close()
 			return nil, fmt.Errorf("loadgen: socket: %w", err)
 		}
 		u.fds = append(u.fds, fd)
-		if rcvbuf > 0 {
+		if rcvbuf > 0 && unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
 			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
 		}
 		// The kernel stamps each datagram when it reaches the socket, so
@@ -50,17 +66,25 @@ func ListenUDP(ip netip.Addr, listeners []*Listener, rcvbuf int, clock *Clock) (
 			u.Close()
 			return nil, fmt.Errorf("loadgen: SO_TIMESTAMPNS: %w", err)
 		}
-		sa := &unix.SockaddrInet4{Addr: ip.As4()}
-		if err := unix.Bind(fd, sa); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1); err != nil {
+			u.Close()
+			return nil, fmt.Errorf("loadgen: IP_PKTINFO: %w", err)
+		}
+		if err := unix.Bind(fd, &unix.SockaddrInet4{}); err != nil {
 			u.Close()
 			return nil, fmt.Errorf("loadgen: bind: %w", err)
 		}
 		got, err := unix.Getsockname(fd)
 		if err != nil {
 			u.Close()
-			return nil, err
+			return nil, fmt.Errorf("loadgen: getsockname: %w", err)
 		}
-		u.addrs = append(u.addrs, netip.AddrPortFrom(ip, uint16(got.(*unix.SockaddrInet4).Port)))
+		u.ports = append(u.ports, got.(*unix.SockaddrInet4).Port)
+	}
+	for i := range listeners {
+		a := first + uint32(i)
+		ip := netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
+		u.addrs = append(u.addrs, netip.AddrPortFrom(ip, uint16(u.ports[i%len(u.fds)])))
 	}
 	return u, nil
 }
@@ -68,32 +92,16 @@ func ListenUDP(ip netip.Addr, listeners []*Listener, rcvbuf int, clock *Clock) (
 // Addrs returns the listeners' addresses, in listener order.
 func (u *UDPListeners) Addrs() []netip.AddrPort { return u.addrs }
 
-// Start reads with n goroutines, each owning a share of the sockets.
-func (u *UDPListeners) Start(n int) error {
-	maxfd := 0
-	for _, fd := range u.fds {
-		maxfd = max(maxfd, fd)
-	}
-	u.byFD = make([]*Listener, maxfd+1)
+// Stray returns the number of datagrams that reached the sockets addressed
+// to no listener of theirs (or without IP_PKTINFO).
+func (u *UDPListeners) Stray() uint64 { return u.stray.Load() }
+
+// Start starts one reader goroutine per socket.
+func (u *UDPListeners) Start() {
 	for i, fd := range u.fds {
-		u.byFD[fd] = u.listeners[i]
-	}
-	for g := 0; g < n; g++ {
-		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			return err
-		}
-		u.epfds = append(u.epfds, ep)
-		for i := g; i < len(u.fds); i += n {
-			ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(u.fds[i])}
-			if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, u.fds[i], &ev); err != nil {
-				return err
-			}
-		}
 		u.wg.Add(1)
-		go u.run(ep)
+		go u.run(i, fd)
 	}
-	return nil
 }
 
 // mmsghdr is struct mmsghdr of recvmmsg(2).
@@ -103,13 +111,15 @@ type mmsghdr struct {
 	_   [4]byte
 }
 
-const batch = 64
+const (
+	batch   = 64
+	oobSize = 128 // room for SCM_TIMESTAMPNS and IP_PKTINFO
+)
 
-func (u *UDPListeners) run(ep int) {
+func (u *UDPListeners) run(sock, fd int) {
 	defer u.wg.Done()
-	events := make([]unix.EpollEvent, 1024)
 	bufs := make([][2048]byte, batch)
-	oob := make([][64]byte, batch)
+	oob := make([][oobSize]byte, batch)
 	iovs := make([]unix.Iovec, batch)
 	msgs := make([]mmsghdr, batch)
 	for i := range msgs {
@@ -125,70 +135,87 @@ func (u *UDPListeners) run(ep int) {
 			return
 		default:
 		}
-		// Poll, then sleep briefly when nothing is ready: a listener that
-		// blocks in epoll_wait makes every sender pay for waking it, which
-		// real clients on other machines would not cost this one.
-		n, err := unix.EpollWait(ep, events, 50)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return
+		for i := range msgs {
+			msgs[i].hdr.SetControllen(oobSize)
 		}
-		if n <= 0 {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), batch,
+			unix.MSG_DONTWAIT, 0, 0)
+		if e != 0 || r == 0 {
+			// Drained: sleep rather than block, since a reader blocked in
+			// the kernel makes the sender pay for waking it, which real
+			// clients on other machines would not cost it.
 			time.Sleep(pollInterval)
 			continue
 		}
-		for _, ev := range events[:n] {
-			fd := int(ev.Fd)
-			l := u.byFD[fd]
-			for {
-				for i := range msgs {
-					msgs[i].hdr.SetControllen(len(oob[i]))
-				}
-				r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), batch,
-					unix.MSG_DONTWAIT, 0, 0)
-				if e != 0 || r == 0 {
-					break // EAGAIN: drained
-				}
-				now := u.clock.Now()
-				for i := 0; i < int(r); i++ {
-					size := int(msgs[i].n)
-					at := now
-					if ts, ok := kernelStamp(oob[i][:msgs[i].hdr.Controllen]); ok {
-						at = ts - u.clock.epoch
-					} else {
-						l.Unstamped++
-					}
-					if p, ok := Parse(bufs[i][:size]); ok {
-						l.Observe(p, size, at)
-					} else {
-						l.Foreign++
-					}
-				}
-				if int(r) < batch {
-					break
-				}
+		now := u.clock.Now()
+		for i := 0; i < int(r); i++ {
+			size := int(msgs[i].n)
+			st := parseControl(oob[i][:msgs[i].hdr.Controllen])
+			l := u.listener(sock, st)
+			if l == nil {
+				u.stray.Add(1)
+				continue
+			}
+			at := now
+			if st.stamped {
+				at = st.stamp - u.clock.epoch
+			} else {
+				l.Unstamped++
+			}
+			if p, ok := Parse(bufs[i][:size]); ok {
+				l.Observe(p, size, at)
+			} else {
+				l.Foreign++
 			}
 		}
 	}
 }
 
+// listener returns the listener a datagram on socket sock was addressed to,
+// or nil when it was for no listener of that socket.
+func (u *UDPListeners) listener(sock int, c control) *Listener {
+	if !c.hasDst {
+		return nil
+	}
+	i := c.dst - u.base
+	if c.dst < u.base || int(i) >= len(u.listeners) || int(i)%len(u.fds) != sock {
+		return nil
+	}
+	return u.listeners[i]
+}
+
 // pollInterval is how long an idle reader sleeps between polls.
 const pollInterval = 500 * time.Microsecond
 
-// kernelStamp finds the SCM_TIMESTAMPNS control message (struct timespec,
-// CLOCK_REALTIME) and returns it as Unix nanoseconds.
-func kernelStamp(oob []byte) (int64, bool) {
+// control is what the control messages of one datagram say.
+type control struct {
+	stamp   int64 // SCM_TIMESTAMPNS (CLOCK_REALTIME) as Unix nanoseconds
+	stamped bool
+	dst     uint32 // IP_PKTINFO's ipi_addr: the header's destination
+	hasDst  bool
+}
+
+// parseControl walks the control messages of one datagram.
+func parseControl(oob []byte) control {
+	var c control
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		if h.Len < unix.SizeofCmsghdr || int(h.Len) > len(oob) {
-			return 0, false
+			return c
 		}
-		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && int(h.Len) >= unix.CmsgLen(16) {
-			ts := (*unix.Timespec)(unsafe.Pointer(&oob[unix.CmsgLen(0)]))
-			return ts.Nano(), true
+		data := oob[unix.CmsgLen(0):h.Len]
+		switch {
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= 16:
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
+			c.stamp, c.stamped = ts.Nano(), true
+		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
+			pi := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
+			a := pi.Addr
+			c.dst, c.hasDst = uint32(a[0])<<24|uint32(a[1])<<16|uint32(a[2])<<8|uint32(a[3]), true
 		}
-		oob = oob[unix.CmsgSpace(int(h.Len)-unix.CmsgLen(0)):]
+		oob = oob[min(len(oob), unix.CmsgSpace(int(h.Len)-unix.CmsgLen(0))):]
 	}
-	return 0, false
+	return c
 }
 
 // Close stops the readers and closes the sockets.
@@ -199,13 +226,10 @@ func (u *UDPListeners) Close() {
 		close(u.stop)
 	}
 	u.wg.Wait()
-	for _, ep := range u.epfds {
-		unix.Close(ep)
-	}
 	for _, fd := range u.fds {
 		unix.Close(fd)
 	}
-	u.epfds, u.fds = nil, nil
+	u.fds = nil
 }
 
 // RaiseFileLimit lifts RLIMIT_NOFILE to at least n. When the hard limit is

@@ -1,13 +1,12 @@
 package udpmux
 
 import (
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/convene/convene/internal/broker"
-	"golang.org/x/net/ipv4"
 )
 
 // maxBatch is the number of datagrams per sendmmsg call. The kernel takes at
@@ -19,17 +18,12 @@ type entry struct {
 	d *Dest
 }
 
-// batchConn is satisfied by ipv4.PacketConn and ipv6.PacketConn.
-type batchConn interface {
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
-
 // writer owns the sending side of a socket. Producers append to the
 // queues under mu; one goroutine (run) swaps them out and sends.
 type writer struct {
 	conn  *net.UDPConn
-	bc    batchConn // nil: one sendto per datagram
-	limit int       // bound of each queue
+	mm    *mmsgBatch // nil: one sendto per datagram
+	limit int        // bound of each queue
 
 	mu       sync.Mutex
 	q        [2][]entry // by broker.Kind
@@ -44,14 +38,14 @@ type writer struct {
 
 	// owned by run
 	spare [2][]entry
-	msgs  []ipv4.Message
 }
 
-func newWriter(conn *net.UDPConn, bc batchConn, limit int) *writer {
-	w := &writer{conn: conn, bc: bc, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	w.msgs = make([]ipv4.Message, maxBatch)
-	for i := range w.msgs {
-		w.msgs[i].Buffers = make([][]byte, 1)
+// newWriter returns a writer for conn; raw non-nil sends with sendmmsg on
+// it (v6: the socket is AF_INET6).
+func newWriter(conn *net.UDPConn, raw syscall.RawConn, v6 bool, limit int) *writer {
+	w := &writer{conn: conn, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if raw != nil {
+		w.mm = newMmsgBatch(raw, v6, &w.batches)
 	}
 	return w
 }
@@ -156,7 +150,7 @@ func (w *writer) run() {
 
 // flush sends up to maxBatch entries and releases them.
 func (w *writer) flush(es []entry) {
-	if w.bc == nil {
+	if w.mm == nil {
 		for _, e := range es {
 			if _, err := w.conn.WriteToUDP(e.p.Bytes(), e.d.udpAddr); err != nil {
 				e.d.errors.Add(1)
@@ -166,33 +160,7 @@ func (w *writer) flush(es []entry) {
 			}
 		}
 	} else {
-		ms := w.msgs[:len(es)]
-		for i, e := range es {
-			ms[i].Buffers[0] = e.p.Bytes()
-			ms[i].Addr = e.d.udpAddr
-		}
-		for off := 0; off < len(ms); {
-			n, err := w.bc.WriteBatch(ms[off:], 0)
-			w.batches.Add(1)
-			if n <= 0 && err == nil {
-				err = io.ErrShortWrite
-			}
-			n = max(n, 0)
-			for _, e := range es[off : off+n] {
-				e.d.sent.Add(1)
-				e.d.bytes.Add(uint64(e.p.Len()))
-			}
-			off += n
-			if err != nil && off < len(ms) {
-				// The datagram at off failed; skip it.
-				es[off].d.errors.Add(1)
-				off++
-			}
-		}
-		for i := range ms {
-			ms[i].Buffers[0] = nil
-			ms[i].Addr = nil
-		}
+		w.mm.send(es)
 	}
 	for _, e := range es {
 		e.d.inflight.Add(-1)
