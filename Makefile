@@ -31,13 +31,17 @@ test: test-deps vet
 # Writes bench/results/<date>.md, .json, PNG plots and CPU profiles.
 bench: test-deps build microbench
 	./$(BIN) bench -out bench/results $(BENCHARGS)
+	flock /tmp/convene-bench.lock ./$(BIN) bench-floor -out bench/results
+	@scripts/install-deps.sh bench
+	flock /tmp/convene-bench.lock ./$(BIN) bench-sip -out bench/results
+	flock /tmp/convene-bench.lock ./$(BIN) bench-relay -out bench/results
 
 bench-quick: test-deps build
 	./$(BIN) bench -quick -out bench/results $(BENCHARGS)
 
 # Micro-benchmarks of the hot path (allocations per packet, fan-out rate).
 microbench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/broker/ ./internal/udpmux/
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/broker/ ./internal/udpmux/ ./internal/relay/
 
 # Run each fuzzer for a short while (FUZZTIME=30s by default).
 FUZZTIME ?= 30s

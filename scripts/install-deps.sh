@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Convene needs on Debian 12: Go modules for `run`, plus the
-# real peers the tests drive (ffmpeg, iproute2) for `test`. Installs only
+# real peers the tests drive (ffmpeg, iproute2, SIPp, baresip) for `test`,
+# and the benchmark's peers (Kamailio, rtpengine) for `bench`. Installs only
 # what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 what=${1:-run}
@@ -19,6 +20,13 @@ if [ "$what" = test ]; then
   need ip iproute2
   need nats-server nats-server
   need cc gcc
+  need sipp sip-tester
+  need baresip baresip-core
+fi
+if [ "$what" = bench ]; then
+  need sipp sip-tester
+  need kamailio kamailio
+  need rtpengine rtpengine-daemon
 fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   sudo=""

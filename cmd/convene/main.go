@@ -3,6 +3,10 @@
 //	convene serve [flags]   run a node (see `convene serve -h`)
 //	convene load [flags]    drive a running node with the seed's streams
 //	convene bench [flags]   the benchmark suite (make bench)
+//	convene users ...       SIP accounts (add, list, delete)
+//	convene bench-sip       SIP benchmark beside Kamailio (make bench)
+//	convene relay [flags]   the RTP relay alone, with its ng control server
+//	convene bench-relay     RTP relay benchmark beside rtpengine (make bench)
 //	convene version         print the version
 package main
 
@@ -15,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/convene/convene/internal/config"
@@ -35,6 +40,11 @@ commands:
   serve     run a node: HTTP API, media broker, embedded NATS, SQLite catalog
   load      drive a running node with the seed's audio/video streams and measure
   bench     the seed's benchmark suite against Convene and nats-server (make bench)
+  bench-floor  floor request→grant latency over WebSocket and session create latency
+  bench-sip the SIP registrar and proxy beside Kamailio, driven by SIPp (make bench)
+  users     SIP accounts: add, list, delete (passwords kept only as digests)
+  relay     the RTP relay alone with rtpengine's ng control protocol (-relay-ng-addr)
+  bench-relay  the RTP relay beside rtpengine and the machine probe (make bench)
   version   print the version
 `)
 }
@@ -51,6 +61,16 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		return benchCmd(args[1:], stdout, stderr)
 	case "load":
 		return loadCmd(args[1:], stdout, stderr)
+	case "bench-floor":
+		return benchFloorCmd(args[1:], stdout, stderr)
+	case "bench-sip":
+		return benchSIPCmd(args[1:], stdout, stderr)
+	case "users":
+		return usersCmd(args[1:], env, os.Stdin, stdout, stderr)
+	case "relay":
+		return relayCmd(args[1:], env, stdout, stderr)
+	case "bench-relay":
+		return benchRelayCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "convene", version)
 		return 0
@@ -100,6 +120,10 @@ func serve(args, env []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "Convene is running: %s  (RTP on %s; Ctrl-C to stop)\n", n.URL(), n.RTPAddr())
+	if key := n.GeneratedAPIKey(); key != "" {
+		fmt.Fprintf(stdout, "API key: %s  (made at first start, kept in %s; send it as X-API-Key)\n", key,
+			filepath.Join(cfg.DataDir, "api_key"))
+	}
 
 	select {
 	case sig := <-sigs:

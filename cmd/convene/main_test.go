@@ -45,8 +45,8 @@ func TestServeAndDrain(t *testing.T) {
 	}
 	data := t.TempDir()
 	cmd := exec.Command(bin, "serve", "-config", "../../config/convene.sample.yaml",
-		"-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-data-dir", data)
-	cmd.Env = append(os.Environ(), "CONVENE_LOG_LEVEL=debug")
+		"-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-data-dir", data)
+	cmd.Env = append(os.Environ(), "CONVENE_LOG_LEVEL=debug", "CONVENE_AUTH_API_KEYS=main-test-key")
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -72,7 +72,10 @@ func TestServeAndDrain(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("healthz %d %s", resp.StatusCode, body)
 	}
-	resp, err = http.Post(url+"/api/v1/sessions", "application/json", strings.NewReader(`{"name":"x"}`))
+	req, _ := http.NewRequest("POST", url+"/api/v1/sessions", strings.NewReader(`{"name":"x"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", "main-test-key")
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create session: %v %v", err, resp)
 	}

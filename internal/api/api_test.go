@@ -12,12 +12,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/udpmux"
 )
+
+// testKey is the operator API key of the test server; do sends it.
+const testKey = "test-key"
 
 func newTestServer(t *testing.T) (*httptest.Server, *catalog.Store) {
 	t.Helper()
@@ -35,8 +40,11 @@ func newTestServer(t *testing.T) (*httptest.Server, *catalog.Store) {
 		t.Cleanup(func() { s.Close() })
 		*p = s
 	}
-	svc := session.New(session.Options{Catalog: cat, Broker: broker.New(), Sockets: socks})
-	srv := httptest.NewServer(New(Options{Sessions: svc, Node: NodeInfo{ID: "n1"}}))
+	hub := events.New(events.Options{})
+	svc := session.New(session.Options{Catalog: cat, Broker: broker.New(), Sockets: socks, Events: hub})
+	t.Cleanup(svc.Drain)
+	srv := httptest.NewServer(New(Options{Sessions: svc, Node: NodeInfo{ID: "n1"}, Events: hub,
+		Access: &Access{Keys: auth.NewKeys(testKey), Tokens: auth.NewSigner([]byte("test-secret"), nil)}}))
 	t.Cleanup(srv.Close)
 	return srv, cat
 }
@@ -47,6 +55,7 @@ func do(t *testing.T, srv *httptest.Server, method, path, contentType, body stri
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	req.Header.Set("X-API-Key", testKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

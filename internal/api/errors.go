@@ -29,19 +29,33 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, errorBody{errorDetail{Code: code, Message: msg}})
 }
 
-// writeServiceError maps the session service's errors to statuses.
-func (s *Server) writeServiceError(w http.ResponseWriter, r *http.Request, err error) {
+// serviceStatus maps the session service's errors to a status and code.
+func serviceStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, session.ErrInvalid):
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return http.StatusBadRequest, "invalid_request"
 	case errors.Is(err, session.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", err.Error())
+		return http.StatusNotFound, "not_found"
 	case errors.Is(err, session.ErrConflict):
-		writeError(w, http.StatusConflict, "conflict", err.Error())
+		return http.StatusConflict, "conflict"
 	case errors.Is(err, session.ErrDraining):
-		writeError(w, http.StatusServiceUnavailable, "draining", err.Error())
-	default:
+		return http.StatusServiceUnavailable, "draining"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+// writeServiceError maps the session service's errors to statuses. A
+// refused lifecycle transition also shows the session's current state.
+func (s *Server) writeServiceError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := serviceStatus(err)
+	var se *session.StateError
+	switch {
+	case errors.As(err, &se):
+		writeJSON(w, status, map[string]any{"error": errorDetail{Code: code, Message: err.Error()}, "state": se.State})
+	case status == http.StatusInternalServerError:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "internal", "internal error; see the node's log")
+		writeError(w, status, code, "internal error; see the node's log")
+	default:
+		writeError(w, status, code, err.Error())
 	}
 }

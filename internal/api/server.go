@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/convene/convene/internal/auth"
+	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/sipusers"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -38,6 +41,12 @@ type Options struct {
 	Logger   *slog.Logger
 	// Pprof mounts Go's profiler under /debug/pprof/.
 	Pprof bool
+	// Users are the SIP accounts (/api/v1/users); nil answers 503.
+	Users *sipusers.Service
+	// Access admits operators and members; nil admits everyone.
+	Access *Access
+	// Events are the sessions' event streams (WebSocket).
+	Events *events.Hub
 }
 
 // Server is the HTTP handler of a node.
@@ -46,6 +55,8 @@ type Server struct {
 	log *slog.Logger
 	mux *http.ServeMux
 	m   *metrics
+	// fallbackSigner signs tokens when there is no Access.
+	fallbackSigner *auth.Signer
 }
 
 // New returns the node's HTTP handler.
@@ -56,7 +67,8 @@ func New(o Options) *Server {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry)}
+	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry),
+		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil)}
 	s.route("GET /healthz", s.healthz)
 	if o.Pprof {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -73,6 +85,26 @@ func New(o Options) *Server {
 	s.route("DELETE /api/v1/sessions/{id}/rtp-links/{link}", s.removeLink(session.LinkRTP))
 	s.route("POST /api/v1/sessions/{id}/multicast-links", s.addMulticastLink)
 	s.route("DELETE /api/v1/sessions/{id}/multicast-links/{link}", s.removeLink(session.LinkMulticast))
+	s.route("POST /api/v1/users", s.createUser)
+	s.route("GET /api/v1/users", s.listUsers)
+	s.route("DELETE /api/v1/users/{username}", s.deleteUser)
+	// Lifecycle, access, members, subgroups, floors, events (members.go,
+	// floors.go, events.go).
+	s.route("POST /api/v1/sessions/{id}/state", s.sessionState)
+	s.route("POST /api/v1/sessions/{id}/tokens", s.issueToken)
+	s.route("GET /api/v1/sessions/{id}/members", s.listMembers)
+	s.route("POST /api/v1/sessions/{id}/members", s.join)
+	s.route("GET /api/v1/sessions/{id}/members/{member}", s.getMember)
+	s.route("DELETE /api/v1/sessions/{id}/members/{member}", s.leave)
+	s.route("PUT /api/v1/sessions/{id}/members/{member}/subgroup", s.setMemberSubgroup)
+	s.route("GET /api/v1/sessions/{id}/subgroups", s.listSubgroups)
+	s.route("POST /api/v1/sessions/{id}/subgroups", s.createSubgroup)
+	s.route("DELETE /api/v1/sessions/{id}/subgroups/{group}", s.deleteSubgroup)
+	s.route("GET /api/v1/sessions/{id}/floors", s.listFloors)
+	s.route("GET /api/v1/sessions/{id}/floors/{floor}", s.getFloor)
+	s.route("PUT /api/v1/sessions/{id}/floors/{floor}", s.setFloorStyle)
+	s.route("POST /api/v1/sessions/{id}/floors/{floor}/{action}", s.floorPrimitive)
+	s.route("GET /api/v1/sessions/{id}/events", s.sessionEvents)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" {
 			s.index(w, r)
@@ -95,6 +127,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController and the WebSocket upgrade reach the
+// connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // route registers h for pattern and counts its requests by status.
 func (s *Server) route(pattern string, h http.HandlerFunc) {
@@ -137,6 +173,10 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 
 type createSessionRequest struct {
 	Name string `json:"name"`
+	// StartAt schedules the session (RFC 3339); absent or past: now.
+	StartAt *time.Time `json:"start_at,omitempty"`
+	// EndAt finishes it at that time.
+	EndAt *time.Time `json:"end_at,omitempty"`
 }
 
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -152,11 +192,21 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
 	var req createSessionRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
-	sess, err := s.o.Sessions.Create(r.Context(), req.Name)
+	ns := session.NewSession{Name: req.Name}
+	if req.StartAt != nil {
+		ns.StartAt = *req.StartAt
+	}
+	if req.EndAt != nil {
+		ns.EndAt = *req.EndAt
+	}
+	sess, err := s.o.Sessions.CreateSession(r.Context(), ns)
 	if err != nil {
 		s.writeServiceError(w, r, err)
 		return
@@ -184,6 +234,9 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
 	sess, err := s.o.Sessions.End(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -193,8 +246,17 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addRTPLink(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.caller(w, r, r.PathValue("id"), false)
+	if !ok {
+		return
+	}
 	var req session.NewRTPLink
 	if !s.decode(w, r, &req) {
+		return
+	}
+	// A member adds links for itself; the operator for anyone or no one.
+	if !p.operator && req.Member != p.member {
+		writeError(w, http.StatusForbidden, "forbidden", "a member may add links only for itself (member \""+p.member+"\")")
 		return
 	}
 	l, err := s.o.Sessions.AddRTPLink(r.Context(), r.PathValue("id"), req)
@@ -207,6 +269,9 @@ func (s *Server) addRTPLink(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addMulticastLink(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
 	var req session.NewMulticastLink
 	if !s.decode(w, r, &req) {
 		return
@@ -222,6 +287,9 @@ func (s *Server) addMulticastLink(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) removeLink(typ string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.operator(w, r) {
+			return
+		}
 		if err := s.o.Sessions.RemoveLink(r.Context(), r.PathValue("id"), typ, r.PathValue("link")); err != nil {
 			s.writeServiceError(w, r, err)
 			return

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -31,15 +32,17 @@ type Convene struct {
 	rtp    netip.AddrPort
 	client *http.Client
 	stderr bytes.Buffer
+	key    string // operator API key
 }
 
 // StartConvene runs `bin serve` on random ports with its data in dir.
 func StartConvene(bin, dir string, extraArgs ...string) (*Convene, error) {
-	args := append([]string{"serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-data-dir", dir,
+	args := append([]string{"serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-data-dir", dir,
 		"-log-level", "warn", "-http-pprof"}, extraArgs...)
-	c := &Convene{cmd: exec.Command(bin, args...),
+	c := &Convene{cmd: exec.Command(bin, args...), key: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 	c.cmd.Stderr = &c.stderr
+	c.cmd.Env = append(os.Environ(), "CONVENE_AUTH_API_KEYS="+c.key) // the operator key it sends
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -92,6 +95,7 @@ func (c *Convene) post(ctx context.Context, path string, body any, out any) erro
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, "POST", c.url+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", c.key)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
@@ -109,6 +113,7 @@ func (c *Convene) post(ctx context.Context, path string, body any, out any) erro
 
 func (c *Convene) del(path string) {
 	req, _ := http.NewRequest("DELETE", c.url+path, nil)
+	req.Header.Set("X-API-Key", c.key)
 	if resp, err := c.client.Do(req); err == nil {
 		resp.Body.Close()
 	}

@@ -23,6 +23,13 @@ type Member struct {
 	Sink Sink
 	// RTCPSink, if set, receives RTCP that other members of the same kind send.
 	RTCPSink Sink
+	// Group is the subgroup the member is in; "" is the main session. Media
+	// flows only between members of the same group (RTCP, which carries
+	// reports and no media, still reaches every member of the kind).
+	Group string
+	// Gated starts the member's track with its floor gate closed
+	// (Track.SetGated), so nothing leaks before floor control says so.
+	Gated bool
 }
 
 type rtcpSub struct {
@@ -70,7 +77,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	r.members[m.ID] = m
 	if m.Receives && m.Sink != nil {
 		for pub, t := range r.tracks {
-			if pub != m.ID && t.kind == m.Kind {
+			if pub != m.ID && t.kind == m.Kind && r.members[pub].Group == m.Group {
 				t.subscribe(m.ID, m.Sink)
 			}
 		}
@@ -78,8 +85,9 @@ func (r *Room) Join(m Member) (*Track, error) {
 	var own *Track
 	if m.Sends {
 		own = newTrack(m.ID+"/"+m.Kind.String(), m.ID, m.Kind)
+		own.gated.Store(m.Gated)
 		for id, o := range r.members {
-			if id != m.ID && o.Receives && o.Sink != nil && o.Kind == m.Kind {
+			if id != m.ID && o.Receives && o.Sink != nil && o.Kind == m.Kind && o.Group == m.Group {
 				own.subscribe(id, o.Sink)
 			}
 		}
@@ -118,6 +126,43 @@ func (r *Room) Leave(id string) {
 			}
 		}
 		r.rtcp[m.Kind].Store(&next)
+	}
+}
+
+// SetGroup moves a member to another subgroup ("" is the main session): it
+// stops receiving the tracks of its old group, receives those of the new
+// one, and its own track reaches only the new group's members.
+func (r *Room) SetGroup(id, group string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[id]
+	if !ok || m.Group == group {
+		return
+	}
+	m.Group = group
+	r.members[id] = m
+	own := r.tracks[id]
+	for pub, t := range r.tracks {
+		if pub == id || t.kind != m.Kind {
+			continue
+		}
+		if r.members[pub].Group == group && m.Receives && m.Sink != nil {
+			t.subscribe(id, m.Sink)
+		} else {
+			t.unsubscribe(id)
+		}
+	}
+	if own != nil {
+		for oid, o := range r.members {
+			if oid == id || o.Kind != m.Kind {
+				continue
+			}
+			if o.Group == group && o.Receives && o.Sink != nil {
+				own.subscribe(oid, o.Sink)
+			} else {
+				own.unsubscribe(oid)
+			}
+		}
 	}
 }
 

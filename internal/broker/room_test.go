@@ -184,3 +184,44 @@ func BenchmarkPublish(b *testing.B) {
 		})
 	}
 }
+
+func TestSubgroupRouting(t *testing.T) {
+	r := NewRoom("s")
+	a, b, c := &recorder{}, &recorder{}, &recorder{}
+	ta, _ := r.Join(Member{ID: "a", Kind: Audio, Sends: true, Receives: true, Sink: a, Group: "g1"})
+	tb, _ := r.Join(Member{ID: "b", Kind: Audio, Sends: true, Receives: true, Sink: b, Group: "g1"})
+	tc, _ := r.Join(Member{ID: "c", Kind: Audio, Sends: true, Receives: true, Sink: c})
+	ta.Publish(packet(1))
+	tc.Publish(packet(2))
+	if a.count() != 0 || b.count() != 1 || c.count() != 0 {
+		t.Fatalf("in groups: a=%d b=%d c=%d", a.count(), b.count(), c.count())
+	}
+	r.SetGroup("b", "")
+	ta.Publish(packet(3)) // a is alone in g1 now
+	tb.Publish(packet(4)) // reaches c only
+	tc.Publish(packet(5)) // reaches b only
+	if a.count() != 0 || b.count() != 2 || c.count() != 1 {
+		t.Fatalf("after regroup: a=%d b=%d c=%d", a.count(), b.count(), c.count())
+	}
+}
+
+func TestGateDropsAndCounts(t *testing.T) {
+	r := NewRoom("s")
+	rec := &recorder{}
+	tr, _ := r.Join(Member{ID: "p", Kind: Audio, Sends: true})
+	r.Join(Member{ID: "l", Kind: Audio, Receives: true, Sink: rec})
+	tr.SetGated(true)
+	tr.Publish(packet(1))
+	tr.Publish(packet(2))
+	if rec.count() != 0 || tr.GateDrops() != 2 || !tr.Gated() {
+		t.Fatalf("gated: got %d drops %d", rec.count(), tr.GateDrops())
+	}
+	if n, _ := tr.Stats(); n != 0 {
+		t.Errorf("gated packets counted as published: %d", n)
+	}
+	tr.SetGated(false)
+	tr.Publish(packet(3))
+	if rec.count() != 1 || tr.GateDrops() != 2 {
+		t.Fatalf("open: got %d drops %d", rec.count(), tr.GateDrops())
+	}
+}

@@ -270,6 +270,8 @@ type Event struct {
 	NodeID    string    `json:"node_id"`
 	Time      time.Time `json:"time"`
 	Data      any       `json:"data,omitempty"`
+	// Seq is the event's number in its session's stream (internal/events).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Publish JSON-encodes ev and publishes it on subject. An empty NodeID is
@@ -303,6 +305,16 @@ func (b *Bus) SessionEvent(sessionID, typ string, data any) error {
 		return err
 	}
 	return b.Publish(subject, Event{Type: typ, SessionID: sessionID, Data: data})
+}
+
+// SessionEventSeq is SessionEvent with the event's sequence number in its
+// session's stream.
+func (b *Bus) SessionEventSeq(sessionID, typ string, seq uint64, data any) error {
+	subject, err := SessionSubject(sessionID, typ)
+	if err != nil {
+		return err
+	}
+	return b.Publish(subject, Event{Type: typ, SessionID: sessionID, Seq: seq, Data: data})
 }
 
 // NodeEvent publishes a node event of type typ (EventDraining, EventStopped,

@@ -32,6 +32,14 @@ const (
 	EventCanceled    = "canceled"
 	EventLinkAdded   = "link.added"
 	EventLinkRemoved = "link.removed"
+
+	EventMemberJoined    = "member.joined"
+	EventMemberLeft      = "member.left"
+	EventMemberUpdated   = "member.updated"
+	EventSubgroupCreated = "subgroup.created"
+	EventSubgroupDeleted = "subgroup.deleted"
+	EventFloorRequest    = "floor.request" // a floor request changed status (BFCP names)
+	EventFloorStyle      = "floor.style"   // a floor's style or chalkboard phase changed
 )
 
 // Node event types (the subject suffix after convene.node.<nodeID>.).
@@ -69,7 +77,8 @@ func ValidateToken(id string) error {
 func IsSessionEvent(typ string) bool {
 	switch typ {
 	case EventCreated, EventActivated, EventDeactivated, EventFinished, EventCanceled,
-		EventLinkAdded, EventLinkRemoved:
+		EventLinkAdded, EventLinkRemoved, EventMemberJoined, EventMemberLeft, EventMemberUpdated,
+		EventSubgroupCreated, EventSubgroupDeleted, EventFloorRequest, EventFloorStyle:
 		return true
 	}
 	return false

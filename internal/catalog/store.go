@@ -44,6 +44,7 @@ type Store struct {
 	db     *sql.DB
 	driver string
 
+	ckpt      *checkpointer // sqlite files: WAL checkpoints in the background (checkpoint.go)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -69,7 +70,11 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", full)
+	own := full
+	if !inMemory(full) {
+		own = withoutAutoCheckpoint(full) // checkpoint.go runs them instead
+	}
+	db, err := sql.Open("sqlite", own)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: open: %w", err)
 	}
@@ -88,6 +93,12 @@ func Open(ctx context.Context, driver, dsn string) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if !inMemory(full) {
+		if s.ckpt, err = startCheckpointer(full); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("catalog: open: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -142,6 +153,9 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		if s.ckpt != nil {
+			s.ckpt.close()
+		}
 		if s.driver == driverSQLite {
 			if _, err := s.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 				errs = append(errs, fmt.Errorf("catalog: close: checkpoint: %w", err))

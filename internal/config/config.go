@@ -43,8 +43,11 @@ type Config struct {
 	DataDir string        `yaml:"data_dir"`
 	HTTP    HTTPConfig    `yaml:"http"`
 	RTP     RTPConfig     `yaml:"rtp"`
+	Relay   RelayConfig   `yaml:"relay"`
+	SIP     SIPConfig     `yaml:"sip"`
 	NATS    NATSConfig    `yaml:"nats"`
 	Catalog CatalogConfig `yaml:"catalog"`
+	Auth    AuthConfig    `yaml:"auth"`
 	Log     LogConfig     `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
@@ -73,6 +76,62 @@ type RTPConfig struct {
 	// Writers is the number of goroutines sending on each media socket;
 	// 0 means one per CPU.
 	Writers int `yaml:"writers"`
+}
+
+// RelayConfig configures the RTP relay that carries the media of proxied
+// SIP calls (package relay).
+type RelayConfig struct {
+	// Addr is the IP address the relay's sockets bind and rewritten SDP
+	// advertises; it must be a specific address.
+	Addr string `yaml:"addr"`
+	// PortMin and PortMax bound the relay's UDP ports (two pairs per stream).
+	PortMin int `yaml:"port_min"`
+	PortMax int `yaml:"port_max"`
+	// Timeout ends a call whose media stopped for this long.
+	Timeout Duration `yaml:"timeout"`
+	// NGAddr serves rtpengine's ng control protocol on this UDP host:port.
+	// Empty turns it off.
+	NGAddr string `yaml:"ng_addr"`
+}
+
+// SIPConfig configures the SIP registrar and proxy (package sip).
+type SIPConfig struct {
+	// Listen is the host:port of the UDP and TCP listeners.
+	Listen string `yaml:"listen"`
+	// Advertise is the host put in Via and Record-Route; empty means the
+	// listen host.
+	Advertise string `yaml:"advertise"`
+	// Domain is the SIP domain and digest realm; empty means the advertised
+	// host. Accounts' password digests depend on it.
+	Domain string `yaml:"domain"`
+	// Expires is the registration lifetime granted when a client asks for none.
+	Expires Duration `yaml:"expires"`
+	// NATExpires caps the lifetime granted to clients behind NAT.
+	NATExpires Duration `yaml:"nat_expires"`
+	// ProbeInterval is how often registered contacts get an OPTIONS; those
+	// that do not answer are dropped. 0 turns probing off.
+	ProbeInterval Duration `yaml:"probe_interval"`
+	// Algorithms lists the digest algorithms challenged, in order. MD5
+	// comes first by default: SIPp 3.6 and baresip 1.0 answer only the first
+	// challenge and fail on SHA-256 instead of trying the next.
+	Algorithms string `yaml:"algorithms"`
+	// AuthCalls challenges INVITEs with 407.
+	AuthCalls bool `yaml:"auth_calls"`
+	// RegisterRate and InviteRate are per-source-IP limits, requests per
+	// second; 0 turns a limit off.
+	RegisterRate int `yaml:"register_rate"`
+	InviteRate   int `yaml:"invite_rate"`
+}
+
+// AuthConfig configures access to the API (package auth).
+type AuthConfig struct {
+	// APIKeys are the operator keys, comma-separated. Empty: the node makes
+	// one at first start, keeps it in <data_dir>/api_key and prints it.
+	APIKeys string `yaml:"api_keys"`
+	// TokenSecret signs join and member tokens. Empty: the node makes one
+	// and keeps it in <data_dir>/token_secret. Nodes that admit each
+	// other's members must share it.
+	TokenSecret string `yaml:"token_secret"`
 }
 
 // NATSConfig configures the cluster bus.
@@ -130,6 +189,8 @@ func Default() Config {
 			Queue: 512,
 			Batch: false,
 		},
+		Relay:             RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second)},
+		SIP:               SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},
 		HeartbeatInterval: Duration(2 * time.Second),
@@ -184,6 +245,47 @@ func (c Config) Validate() error {
 	if c.RTP.Queue < 1 {
 		bad("rtp.queue", c.RTP.Queue, "must be at least 1")
 	}
+	if a := net.ParseIP(c.Relay.Addr); a == nil || a.IsUnspecified() {
+		bad("relay.addr", c.Relay.Addr, "want a specific IP address such as 127.0.0.1 (it is advertised in SDP)")
+	}
+	if c.Relay.PortMin < 1 || c.Relay.PortMin > 65534 {
+		bad("relay.port_min", c.Relay.PortMin, "want 1..65534")
+	}
+	if c.Relay.PortMax < c.Relay.PortMin+1 || c.Relay.PortMax > 65535 {
+		bad("relay.port_max", c.Relay.PortMax, "want port_min+1..65535")
+	}
+	if c.Relay.Timeout <= 0 {
+		bad("relay.timeout", c.Relay.Timeout, "must be positive")
+	}
+	if c.Relay.NGAddr != "" {
+		if err := checkHostPort(c.Relay.NGAddr); err != nil {
+			bad("relay.ng_addr", c.Relay.NGAddr, "%v", err)
+		}
+	}
+	if err := checkHostPort(c.SIP.Listen); err != nil {
+		bad("sip.listen", c.SIP.Listen, "%v", err)
+	}
+	if c.SIP.Expires < Duration(time.Minute) {
+		bad("sip.expires", c.SIP.Expires, "want at least 1m")
+	}
+	if c.SIP.NATExpires < Duration(time.Minute) {
+		bad("sip.nat_expires", c.SIP.NATExpires, "want at least 1m (the registrar's minimum)")
+	}
+	if c.SIP.ProbeInterval < 0 {
+		bad("sip.probe_interval", c.SIP.ProbeInterval, "must not be negative")
+	}
+	for a := range strings.SplitSeq(c.SIP.Algorithms, ",") {
+		if a = strings.TrimSpace(a); a != "SHA-256" && a != "MD5" {
+			bad("sip.algorithms", c.SIP.Algorithms, "want a comma-separated list of SHA-256 and MD5")
+			break
+		}
+	}
+	if c.SIP.RegisterRate < 0 {
+		bad("sip.register_rate", c.SIP.RegisterRate, "must not be negative")
+	}
+	if c.SIP.InviteRate < 0 {
+		bad("sip.invite_rate", c.SIP.InviteRate, "must not be negative")
+	}
 	if c.NATS.URL != "" {
 		if err := checkNATSURL(c.NATS.URL); err != nil {
 			bad("nats.url", c.NATS.URL, "%v", err)
@@ -202,6 +304,9 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("catalog.driver", c.Catalog.Driver, "want %s or %s", DriverSQLite, DriverPostgres)
+	}
+	if c.Auth.TokenSecret != "" && len(c.Auth.TokenSecret) < 16 {
+		bad("auth.token_secret", "(hidden)", "must be at least 16 characters")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

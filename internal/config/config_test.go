@@ -97,14 +97,22 @@ func TestDerivedNames(t *testing.T) {
 	wantEnv := []string{
 		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF",
 		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH", "CONVENE_RTP_WRITERS",
+		"CONVENE_RELAY_ADDR", "CONVENE_RELAY_PORT_MIN", "CONVENE_RELAY_PORT_MAX", "CONVENE_RELAY_TIMEOUT", "CONVENE_RELAY_NG_ADDR",
+		"CONVENE_SIP_LISTEN", "CONVENE_SIP_ADVERTISE", "CONVENE_SIP_DOMAIN", "CONVENE_SIP_EXPIRES", "CONVENE_SIP_NAT_EXPIRES",
+		"CONVENE_SIP_PROBE_INTERVAL", "CONVENE_SIP_ALGORITHMS", "CONVENE_SIP_AUTH_CALLS", "CONVENE_SIP_REGISTER_RATE",
+		"CONVENE_SIP_INVITE_RATE",
 		"CONVENE_NATS_URL", "CONVENE_NATS_LISTEN",
 		"CONVENE_CATALOG_DRIVER", "CONVENE_CATALOG_DSN",
+		"CONVENE_AUTH_API_KEYS", "CONVENE_AUTH_TOKEN_SECRET",
 		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
 		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
-		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "log-level", "log-format",
+		"relay-addr", "relay-port-min", "relay-port-max", "relay-timeout", "relay-ng-addr",
+		"sip-listen", "sip-advertise", "sip-domain", "sip-expires", "sip-nat-expires", "sip-probe-interval",
+		"sip-algorithms", "sip-auth-calls", "sip-register-rate", "sip-invite-rate",
+		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "log-level", "log-format",
 		"heartbeat-interval", "shutdown-timeout",
 	}
 	var gotEnv, gotFlags []string
@@ -370,6 +378,15 @@ func TestValidate(t *testing.T) {
 		{"zero heartbeat", func(c *Config) { c.HeartbeatInterval = 0 }, "heartbeat_interval"},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -1 }, "shutdown_timeout"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
+		{"relay addr any", func(c *Config) { c.Relay.Addr = "0.0.0.0" }, "relay.addr"},
+		{"relay ports reversed", func(c *Config) { c.Relay.PortMin, c.Relay.PortMax = 40000, 30000 }, "relay.port_max"},
+		{"relay timeout 0", func(c *Config) { c.Relay.Timeout = 0 }, "relay.timeout"},
+		{"relay ng", func(c *Config) { c.Relay.NGAddr = "127.0.0.1:2223" }, ""},
+		{"relay bad ng", func(c *Config) { c.Relay.NGAddr = "2223" }, "relay.ng_addr"},
+		{"sip bad listen", func(c *Config) { c.SIP.Listen = "5060" }, "sip.listen"},
+		{"sip short nat expires", func(c *Config) { c.SIP.NATExpires = Duration(time.Second) }, "sip.nat_expires"},
+		{"sip bad algorithm", func(c *Config) { c.SIP.Algorithms = "SHA-256,SHA-1" }, "sip.algorithms"},
+		{"sip negative rate", func(c *Config) { c.SIP.InviteRate = -1 }, "sip.invite_rate"},
 		{"node id space", func(c *Config) { c.NodeID = "a b" }, "node_id"},
 		{"node id dotted", func(c *Config) { c.NodeID = "host.example.com" }, ""},
 	} {

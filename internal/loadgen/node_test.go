@@ -21,7 +21,10 @@ import (
 func post(t *testing.T, url string, body any, out any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", "load-test-key") // the node's operator key (cfg.Auth.APIKeys)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +45,8 @@ func post(t *testing.T, url string, body any, out any) {
 func TestAgainstNode(t *testing.T) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.HTTP.Addr, cfg.RTP.Port, cfg.NodeID = t.TempDir(), "127.0.0.1:0", 0, "load-test"
+	cfg.Auth.APIKeys = "load-test-key"
+	cfg.SIP.Listen = "127.0.0.1:0"
 	n, err := node.Start(context.Background(), cfg, slog.New(slog.DiscardHandler), "test")
 	if err != nil {
 		t.Fatal(err)

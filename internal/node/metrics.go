@@ -17,7 +17,8 @@ import (
 //	convene_media_packets_sent_total               RTP packets sent to endpoints
 //	convene_media_bytes_sent_total
 //	convene_media_dropped_packets_total{reason}    truncated, bad_version, direction, queue_full,
-//	                                               loop, oversize, unknown_source, read_error
+//	                                               loop, oversize, unknown_source, read_error,
+//	                                               floor (sent without holding the floor)
 //	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
 type mediaCollector struct {
 	svc   *session.Service

@@ -17,8 +17,13 @@ import (
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/relay"
+	"github.com/convene/convene/internal/relay/ng"
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/sip"
+	"github.com/convene/convene/internal/sipusers"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,6 +39,12 @@ type Node struct {
 	bus      *bus.Bus
 	socks    rtplink.Sockets
 	sessions *session.Service
+	events   *events.Hub
+	apiKey   string // the API key, when the node made it (printed at start)
+	relay    *relay.Relay
+	relayNG  *ng.Server
+	sipUsers *sipusers.Service
+	sip      *sip.Server
 	ln       net.Listener
 	http     *http.Server
 
@@ -61,9 +72,10 @@ func busToken(id string) string {
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version string) (n *Node, err error) {
 	cfg = cfg.Resolved()
 	n = &Node{cfg: cfg, log: log, version: version, served: make(chan error, 1)}
+	opened := n // `return nil, err` sets n to nil before this defer runs
 	defer func() {
 		if err != nil {
-			n.closeAll()
+			opened.closeAll()
 		}
 	}()
 
@@ -77,7 +89,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
 		return nil, err
 	}
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.bus, Sockets: n.socks,
+	n.events = events.New(events.Options{Bus: n.bus, Logger: log})
+	acc, key, generated, err := access(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if generated {
+		n.apiKey = key
+	}
+	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks,
 		Queue: cfg.RTP.Queue, Logger: log})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
@@ -86,6 +106,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newMediaCollector(n.sessions, n.socks))
+	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
+		return nil, err
+	}
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, reg, log); err != nil {
+		return nil, err
+	}
 	handler := api.New(api.Options{
 		Sessions: n.sessions,
 		Node: api.NodeInfo{ID: cfg.NodeID, Version: version, NATSURL: n.bus.ClientURL(), Embedded: n.bus.Embedded(),
@@ -99,6 +125,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Registry: reg,
 		Logger:   log,
 		Pprof:    cfg.HTTP.Pprof,
+		Access:   acc,
+		Events:   n.events,
+		Users:    n.sipUsers,
 	})
 	if n.ln, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
 		return nil, fmt.Errorf("http: %w", err)
@@ -136,6 +165,10 @@ func (n *Node) RTPAddr() string { return n.socks.RTP.LocalAddr().String() }
 
 // Bus returns the node's NATS connection holder.
 func (n *Node) Bus() *bus.Bus { return n.bus }
+
+// GeneratedAPIKey returns the operator API key when the node made it (no
+// auth.api_keys configured), for the operator to see; "" otherwise.
+func (n *Node) GeneratedAPIKey() string { return n.apiKey }
 
 // Served is closed with the HTTP server's error if it stops on its own.
 func (n *Node) Served() <-chan error { return n.served }
@@ -183,6 +216,15 @@ func (n *Node) closeAll() error {
 	}
 	if n.http != nil {
 		n.http.Close()
+	}
+	if n.sip != nil {
+		errs = append(errs, n.sip.Close())
+	}
+	if n.relayNG != nil {
+		errs = append(errs, n.relayNG.Close())
+	}
+	if n.relay != nil {
+		errs = append(errs, n.relay.Close())
 	}
 	if n.socks.RTP != nil {
 		errs = append(errs, n.socks.RTP.Close())

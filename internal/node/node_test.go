@@ -27,9 +27,14 @@ func testConfig(t *testing.T, dataDir string) config.Config {
 	cfg.DataDir = dataDir
 	cfg.HTTP.Addr = "127.0.0.1:0"
 	cfg.RTP.Port = 0
+	cfg.SIP.Listen = "127.0.0.1:0"
 	cfg.HeartbeatInterval = config.Duration(100 * time.Millisecond)
+	cfg.Auth.APIKeys = testAPIKey
 	return cfg
 }
+
+// testAPIKey is the operator key of test nodes; call sends it.
+const testAPIKey = "node-test-key"
 
 func startNode(t *testing.T, cfg config.Config) *Node {
 	t.Helper()
@@ -57,6 +62,7 @@ func call(t *testing.T, method, url string, body any, out any) int {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("X-API-Key", testAPIKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

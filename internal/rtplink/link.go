@@ -43,6 +43,10 @@ type Config struct {
 	RTCPMux    bool
 	// Queue bounds the packets in flight to the endpoint.
 	Queue int
+	// Group is the session subgroup the endpoint is in ("" = main).
+	Group string
+	// Gated starts the endpoint's track with its floor gate closed.
+	Gated bool
 }
 
 // Sockets are the node's shared media sockets.
@@ -115,7 +119,8 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	// Join before registering: once registered, the socket's read goroutine
 	// may hand the link a datagram at any time, and l.track must be set by
 	// then (Register's lock orders the write before that read).
-	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives()}
+	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives(),
+		Group: cfg.Group, Gated: cfg.Gated}
 	if m.Receives {
 		m.Sink = l
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/floor"
 	"github.com/convene/convene/internal/multicast"
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/udpmux"
@@ -81,8 +82,15 @@ func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
 		TTL: ttl, Interface: req.Interface}, nil
 }
 
+// mediaPlace is where a link's media goes in its room: the member's
+// subgroup, and whether its track starts gated by floor control.
+type mediaPlace struct {
+	group string
+	gated bool
+}
+
 // open starts the media of a link record in a room.
-func (s *Service) open(rec catalog.Link, room *broker.Room) (media, error) {
+func (s *Service) open(rec catalog.Link, room *broker.Room, at mediaPlace) (media, error) {
 	kind, dir, err := parseKindDir(rec.Kind, rec.Direction)
 	if err != nil {
 		return nil, err
@@ -93,7 +101,8 @@ func (s *Service) open(rec catalog.Link, room *broker.Room) (media, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue}
+		cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue,
+			Group: at.group, Gated: at.gated}
 		if rec.RemoteRTCP != "" {
 			if cfg.RemoteRTCP, err = parseAddr("remote_rtcp", rec.RemoteRTCP); err != nil {
 				return nil, err
@@ -122,13 +131,37 @@ func (s *Service) open(rec catalog.Link, room *broker.Room) (media, error) {
 	return nil, fmt.Errorf("%w: unknown link type %q", ErrInvalid, rec.Type)
 }
 
-// AddRTPLink attaches a plain RTP endpoint to an active session.
+// AddRTPLink attaches a plain RTP endpoint to an active session. A link
+// for a member takes the member's role (a listener's link only receives),
+// subgroup and floor gate.
 func (s *Service) AddRTPLink(ctx context.Context, sessionID string, req NewRTPLink) (Link, error) {
 	rec, err := rtpRecord(req)
 	if err != nil {
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec)
+	return s.addLink(ctx, sessionID, rec, req.Member)
+}
+
+// attach opens a link's media for member (or none), registering its track
+// with the session's floor gates; mu is held, c may be nil.
+func (s *Service) attach(c *control, rec catalog.Link, member string, room *broker.Room) (*liveLink, error) {
+	var at mediaPlace
+	if c != nil {
+		if m, ok := c.members[member]; ok {
+			at.group = m.Subgroup
+		}
+		at.gated = !c.floors.Holds(member, rec.Kind)
+	}
+	m, err := s.open(rec, room, at)
+	if err != nil {
+		return nil, err
+	}
+	l := &liveLink{rec: rec, media: m, member: member}
+	if rm, ok := m.(rtpMedia); ok && c != nil {
+		kind, _ := broker.ParseKind(rec.Kind)
+		c.gates.add(rec.ID, member, kind, rm.l.Track())
+	}
+	return l, nil
 }
 
 // AddMulticastLink bridges an active session to a multicast group.
@@ -137,10 +170,10 @@ func (s *Service) AddMulticastLink(ctx context.Context, sessionID string, req Ne
 	if err != nil {
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec)
+	return s.addLink(ctx, sessionID, rec, "")
 }
 
-func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link) (Link, error) {
+func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string) (Link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
@@ -156,15 +189,33 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	}
 	rec.SessionID = sessionID
 	rec.CreatedAt = s.o.Now().UTC()
-	m, err := s.open(rec, ls.room)
+	c := s.ctl[sessionID]
+	if member != "" {
+		mem, ok := c.members[member]
+		if !ok {
+			return Link{}, fmt.Errorf("%w: session %s has no member %q", ErrInvalid, sessionID, member)
+		}
+		if mem.Role == floor.RoleListener {
+			rec.Direction = string(rtplink.RecvOnly) // a listener never publishes
+		}
+	}
+	l, err := s.attach(c, rec, member, ls.room)
 	if err != nil {
 		return Link{}, err
 	}
-	if err := s.o.Catalog.AddLink(ctx, rec); err != nil {
-		m.Close()
+	err = s.o.Catalog.AddLink(ctx, rec)
+	if err == nil && member != "" {
+		if err = s.o.Catalog.SetLinkMember(ctx, rec.ID, member); err != nil {
+			_ = s.o.Catalog.RemoveLink(ctx, rec.ID)
+		}
+	}
+	if err != nil {
+		l.media.Close()
+		if c != nil {
+			c.gates.remove(rec.ID)
+		}
 		return Link{}, wrapCatalog(err)
 	}
-	l := &liveLink{rec: rec, media: m}
 	ls.links[rec.ID] = l
 	v := linkView(l)
 	s.publish(sessionID, "link.added", v)
@@ -189,41 +240,11 @@ func (s *Service) RemoveLink(ctx context.Context, sessionID, typ, linkID string)
 			delete(ls.links, linkID)
 		}
 	}
+	if c := s.ctl[sessionID]; c != nil {
+		c.gates.remove(linkID)
+	}
 	s.publish(sessionID, "link.removed", map[string]string{"id": linkID})
 	s.log.Info("link removed", "session", sessionID, "link", linkID)
-	return nil
-}
-
-// Restore opens the rooms of the sessions that are active in the catalog and
-// reattaches their links. A link that cannot be reopened is logged and left
-// in the catalog.
-func (s *Service) Restore(ctx context.Context) error {
-	recs, err := s.o.Catalog.ListSessions(ctx)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, rec := range recs {
-		if rec.State != StateActivated || s.live[rec.ID] != nil {
-			continue
-		}
-		ls := &liveSession{room: s.o.Broker.Open(rec.ID), links: map[string]*liveLink{}}
-		s.live[rec.ID] = ls
-		links, err := s.o.Catalog.ListLinks(ctx, rec.ID)
-		if err != nil {
-			return err
-		}
-		for _, lr := range links {
-			m, err := s.open(lr, ls.room)
-			if err != nil {
-				s.log.Error("restore link", "session", rec.ID, "link", lr.ID, "err", err)
-				continue
-			}
-			ls.links[lr.ID] = &liveLink{rec: lr, media: m}
-		}
-		s.log.Info("session restored", "session", rec.ID, "links", len(ls.links))
-	}
 	return nil
 }
 
@@ -234,6 +255,12 @@ func (s *Service) Drain() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.draining = true
+	for id := range s.timers {
+		s.disarm(id)
+	}
+	for id := range s.ctl {
+		s.dropControl(id)
+	}
 	for id, ls := range s.live {
 		for _, l := range ls.links {
 			s.closeLink(l)
@@ -310,10 +337,19 @@ func (m rtpMedia) local() Local {
 
 func (m rtpMedia) stats() LinkStats {
 	st := m.l.Stats()
-	return LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
+	out := LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
 		PacketsOut: st.Out.Packets, BytesOut: st.Out.Bytes, RTCPOut: st.RTCPOut.Packets,
 		Dropped: withQueueDrops(st.Dropped, st.Out.Drops+st.RTCPOut.Drops)}
+	if t := m.l.Track(); t != nil {
+		// Media the endpoint sent without holding the floor: received and
+		// counted in packets_in, never forwarded.
+		out.Dropped[DropFloor] = t.GateDrops()
+	}
+	return out
 }
+
+// DropFloor is the drop reason of media sent without holding the floor.
+const DropFloor = "floor"
 
 type mcastMedia struct{ b *multicast.Bridge }
 

@@ -37,9 +37,11 @@ type Service struct {
 	o   Options
 	log *slog.Logger
 
-	mu       sync.Mutex // serializes mutations; guards live, retired and draining
+	mu       sync.Mutex // serializes mutations; guards live, ctl, timers, retired and draining
 	live     map[string]*liveSession
-	retired  LinkStats // counters of closed links, so node totals never go down
+	ctl      map[string]*control      // sessions not over: members, subgroups, floors
+	timers   map[string][]*time.Timer // the scheduler's start and end timers
+	retired  LinkStats                // counters of closed links, so node totals never go down
 	draining bool
 }
 
@@ -49,8 +51,9 @@ type liveSession struct {
 }
 
 type liveLink struct {
-	rec   catalog.Link
-	media media
+	rec    catalog.Link
+	media  media
+	member string // "" for a link not tied to a member
 }
 
 // media is what every kind of link has in common.
@@ -72,7 +75,8 @@ func New(o Options) *Service {
 	if o.Queue <= 0 {
 		o.Queue = 512
 	}
-	return &Service{o: o, log: o.Logger, live: map[string]*liveSession{}}
+	return &Service{o: o, log: o.Logger, live: map[string]*liveSession{}, ctl: map[string]*control{},
+		timers: map[string][]*time.Timer{}}
 }
 
 func newID(prefix string) string {
@@ -102,28 +106,6 @@ func wrapCatalog(err error) error {
 	return err
 }
 
-// Create stores a new session and activates it: its room is open for links.
-func (s *Service) Create(ctx context.Context, name string) (Session, error) {
-	if len(name) > 200 {
-		return Session{}, fmt.Errorf("%w: name is longer than 200 bytes", ErrInvalid)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return Session{}, ErrDraining
-	}
-	now := s.o.Now().UTC()
-	rec := catalog.Session{ID: newID("s_"), Name: name, State: StateActivated, CreatedAt: now, UpdatedAt: now}
-	if err := s.o.Catalog.CreateSession(ctx, rec); err != nil {
-		return Session{}, wrapCatalog(err)
-	}
-	s.live[rec.ID] = &liveSession{room: s.o.Broker.Open(rec.ID), links: map[string]*liveLink{}}
-	s.publish(rec.ID, StateCreated, map[string]any{"name": name})
-	s.publish(rec.ID, StateActivated, nil)
-	s.log.Info("session created", "session", rec.ID, "name", name)
-	return s.view(rec), nil
-}
-
 // Get returns a session with its links, tracks and counters.
 func (s *Service) Get(ctx context.Context, id string) (Session, error) {
 	rec, err := s.o.Catalog.GetSession(ctx, id)
@@ -150,38 +132,20 @@ func (s *Service) List(ctx context.Context) ([]Session, error) {
 	return out, nil
 }
 
-// End finishes a session: its links are closed and removed, its room closed.
-func (s *Service) End(ctx context.Context, id string) (Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, err := s.o.Catalog.GetSession(ctx, id)
-	if err != nil {
-		return Session{}, wrapCatalog(err)
-	}
-	if rec.State == StateFinished || rec.State == StateCanceled {
-		return Session{}, fmt.Errorf("%w: session is %s", ErrConflict, rec.State)
-	}
-	now := s.o.Now().UTC()
-	if err := s.o.Catalog.SetSessionState(ctx, id, StateFinished, now); err != nil {
-		return Session{}, wrapCatalog(err)
-	}
-	if ls := s.live[id]; ls != nil {
-		for _, l := range ls.links {
-			s.closeLink(l)
-		}
-		delete(s.live, id)
-	}
-	s.o.Broker.Remove(id)
-	rec.State, rec.UpdatedAt = StateFinished, now
-	s.publish(id, StateFinished, nil)
-	s.log.Info("session finished", "session", id)
-	return s.view(rec), nil
-}
-
 // view is called with mu held.
 func (s *Service) view(rec catalog.Session) Session {
 	out := Session{ID: rec.ID, Name: rec.Name, State: rec.State, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 		Links: []Link{}, Tracks: []Track{}}
+	if !rec.StartAt.IsZero() {
+		out.StartAt = &rec.StartAt
+	}
+	if !rec.EndAt.IsZero() {
+		out.EndAt = &rec.EndAt
+	}
+	if c := s.ctl[rec.ID]; c != nil {
+		out.Members = len(c.members)
+		out.Floors = c.floors.States()
+	}
 	ls := s.live[rec.ID]
 	if ls == nil {
 		return out
@@ -192,7 +156,7 @@ func (s *Service) view(rec catalog.Session) Session {
 	for _, t := range ls.room.Tracks() {
 		n, b := t.Stats()
 		out.Tracks = append(out.Tracks, Track{ID: t.ID(), Kind: t.Kind().String(), Publisher: t.Publisher(),
-			Subscribers: t.Subscribers(), Packets: n, Bytes: b})
+			Subscribers: t.Subscribers(), Packets: n, Bytes: b, Gated: t.Gated(), FloorDropped: t.GateDrops()})
 	}
 	return out
 }
@@ -215,7 +179,7 @@ func (s *Service) closeLink(l *liveLink) {
 
 func linkView(l *liveLink) Link {
 	r := l.rec
-	return Link{ID: r.ID, Type: r.Type, Kind: r.Kind, Direction: r.Direction, Remote: r.Remote,
+	return Link{ID: r.ID, Member: l.member, Type: r.Type, Kind: r.Kind, Direction: r.Direction, Remote: r.Remote,
 		RemoteRTCP: r.RemoteRTCP, RTCPMux: r.RTCPMux, TTL: r.TTL, Interface: r.Interface,
 		Local: l.media.local(), CreatedAt: r.CreatedAt, Stats: l.media.stats()}
 }

@@ -26,7 +26,7 @@ func (e *events) SessionEvent(id, typ string, _ any) error {
 	return nil
 }
 
-func newService(t *testing.T, dsn string) (*Service, *events) {
+func newService(t testing.TB, dsn string) (*Service, *events) {
 	t.Helper()
 	cat, err := catalog.Open(context.Background(), "sqlite", dsn)
 	if err != nil {

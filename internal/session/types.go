@@ -3,6 +3,8 @@ package session
 import (
 	"errors"
 	"time"
+
+	"github.com/convene/convene/internal/floor"
 )
 
 // Session states (the XGSP lifecycle of the global-mmcs seed).
@@ -37,6 +39,12 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	Links     []Link    `json:"links"`
 	Tracks    []Track   `json:"tracks"`
+	// StartAt and EndAt are the schedule, if any.
+	StartAt *time.Time `json:"start_at,omitempty"`
+	EndAt   *time.Time `json:"end_at,omitempty"`
+	// Members counts the members; Floors are the floors while not over.
+	Members int           `json:"members"`
+	Floors  []floor.State `json:"floors,omitempty"`
 }
 
 // Track is a broker track with its counters.
@@ -47,11 +55,16 @@ type Track struct {
 	Subscribers int    `json:"subscribers"`
 	Packets     uint64 `json:"packets"`
 	Bytes       uint64 `json:"bytes"`
+	// Gated is set while floor control stops the publisher; FloorDropped
+	// counts the packets it dropped.
+	Gated        bool   `json:"gated"`
+	FloorDropped uint64 `json:"floor_dropped"`
 }
 
 // Link is a media link with its counters.
 type Link struct {
 	ID         string    `json:"id"`
+	Member     string    `json:"member,omitempty"`
 	Type       string    `json:"type"`
 	Kind       string    `json:"kind"`
 	Direction  string    `json:"direction"`
@@ -90,6 +103,9 @@ type NewRTPLink struct {
 	RTCPMux    bool   `json:"rtcp_mux,omitempty"`
 	Kind       string `json:"kind"`
 	Direction  string `json:"direction,omitempty"`
+	// Member ties the link to a session member: it carries the member's
+	// role (a listener's link only receives), subgroup and floor.
+	Member string `json:"member,omitempty"`
 }
 
 // NewMulticastLink is a request to bridge a session to a multicast group.

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/convene/convene/internal/floorbench"
+)
+
+// benchFloorCmd measures floor request→grant latency over WebSocket and
+// session create latency against a real `convene serve` (this binary).
+// Run it under `flock /tmp/convene-bench.lock` so it never overlaps
+// another benchmark (make bench does).
+func benchFloorCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench-floor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "bench/results", "directory for <date>-floor.md and .json")
+	iters := fs.Int("n", 2000, "floor requests and handovers measured")
+	creates := fs.Int("creates", 500, "sessions created")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "convene bench-floor:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := floorbench.Run(ctx, floorbench.Options{Bin: bin, Iterations: *iters, Creates: *creates})
+	if err != nil {
+		fmt.Fprintln(stderr, "convene bench-floor:", err)
+		return 1
+	}
+	floorbench.Print(stdout, res)
+	path, err := floorbench.Write(*out, res)
+	if err != nil {
+		fmt.Fprintln(stderr, "convene bench-floor:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "wrote", path)
+	return 0
+}

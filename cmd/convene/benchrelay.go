@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/convene/convene/internal/bench"
+	"github.com/convene/convene/internal/loadgen"
+	"github.com/convene/convene/internal/relaybench"
+)
+
+// benchRelayCmd measures Convene's RTP relay beside rtpengine (userspace)
+// and the machine probe, and writes <out>/<date>-relay.md and .json. Run it
+// under `flock /tmp/convene-bench.lock` (make bench does) so that it never
+// overlaps another benchmark.
+func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench-relay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
+	systems := fs.String("systems", "convene,rtpengine", "relays to measure, in order (rtpengine: package rtpengine-daemon)")
+	budget := fs.Duration("budget", 7*time.Minute, "time for the whole run (at most 8m)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	*budget = min(*budget, 8*time.Minute)
+	_ = loadgen.FileLimit() // thousands of endpoint sockets; the relays inherit the limit
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(stderr, "convene bench-relay:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "convene-bench-relay-")
+	if err != nil {
+		fmt.Fprintln(stderr, "convene bench-relay:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	var notes []string
+	var probe func(context.Context, int, int) (relaybench.ProbePoint, error)
+	if bin, err := bench.BuildProbe(tmp); err != nil {
+		notes = append(notes, "probe not run: "+err.Error())
+	} else {
+		probe = func(ctx context.Context, subs, size int) (relaybench.ProbePoint, error) {
+			p, err := bench.RunProbe(ctx, bin, subs, size, 3)
+			return relaybench.ProbePoint{Subscribers: subs, SentPPS: p.SentPPS, DeliveredPPS: p.DeliveredPPS}, err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "convene bench-relay:", err)
+		return 1
+	}
+	start := time.Now()
+	res := relaybench.Run(ctx, relaybench.Options{ConveneBin: self, Probe: probe, Systems: strings.Split(*systems, ","), Budget: *budget,
+		Log: func(f string, a ...any) {
+			fmt.Fprintf(stderr, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
+		}})
+	res.Notes = append(notes, res.Notes...)
+	md, js, err := relaybench.WriteReport(*out, res)
+	if err != nil {
+		fmt.Fprintln(stderr, "convene bench-relay: writing the report:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, relaybench.FormatTables(res))
+	for _, n := range res.Notes {
+		fmt.Fprintln(stdout, "note:", n)
+	}
+	fmt.Fprintf(stdout, "report: %s\n        %s\n", md, js)
+	if ctx.Err() != nil {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,223 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/convene/convene/internal/auth"
+	"github.com/convene/convene/internal/floor"
+)
+
+const (
+	defaultTokenTTL = time.Hour
+	maxTokenTTL     = 7 * 24 * time.Hour
+)
+
+type stateRequest struct {
+	Action string `json:"action"`
+}
+
+// sessionState applies a lifecycle action (operator or chair).
+func (s *Server) sessionState(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok {
+		return
+	}
+	var req stateRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	sess, err := s.o.Sessions.Transition(r.Context(), r.PathValue("id"), req.Action)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+type tokenRequest struct {
+	Role       string `json:"role"`
+	TTLSeconds int    `json:"ttl_seconds,omitempty"`
+}
+
+type tokenResponse struct {
+	Token     string    `json:"token"`
+	SessionID string    `json:"session_id"`
+	Role      string    `json:"role"`
+	Member    string    `json:"member,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// issueToken signs a join token for a session and a role (operator).
+func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
+	var req tokenRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if !floor.ValidRole(req.Role) {
+		writeError(w, http.StatusBadRequest, "invalid_request", "role must be chair, participant or listener")
+		return
+	}
+	ttl := time.Duration(req.TTLSeconds) * time.Second
+	if req.TTLSeconds == 0 {
+		ttl = defaultTokenTTL
+	}
+	if ttl <= 0 || ttl > maxTokenTTL {
+		writeError(w, http.StatusBadRequest, "invalid_request", "ttl_seconds must be 1..604800")
+		return
+	}
+	sid := r.PathValue("id")
+	if _, err := s.o.Sessions.Floors(r.Context(), sid); err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	c := auth.Claims{Session: sid, Role: req.Role, Expires: time.Now().Add(ttl).Unix()}
+	writeJSON(w, http.StatusCreated, tokenResponse{Token: s.signer().Sign(c), SessionID: sid, Role: req.Role,
+		ExpiresAt: c.ExpiresAt()})
+}
+
+func (s *Server) signer() *auth.Signer {
+	if s.o.Access != nil {
+		return s.o.Access.Tokens
+	}
+	return s.fallbackSigner
+}
+
+type joinRequest struct {
+	Name string `json:"name"`
+	// Role is for an operator adding a member; a join token carries its own.
+	Role string `json:"role,omitempty"`
+}
+
+// join adds a member with a join token's role (or, for an operator, the
+// role asked) and returns a member token for its later requests.
+func (s *Server) join(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("id")
+	p, ok := s.caller(w, r, sid, true)
+	if !ok {
+		return
+	}
+	var req joinRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	role, exp := p.role, p.claims.ExpiresAt()
+	if p.operator {
+		role, exp = req.Role, time.Now().Add(defaultTokenTTL*24)
+	} else if p.member != "" {
+		writeError(w, http.StatusConflict, "conflict", "this token's member has already joined")
+		return
+	} else if req.Role != "" && req.Role != role {
+		writeError(w, http.StatusForbidden, "forbidden", "the join token is for role "+role)
+		return
+	}
+	m, err := s.o.Sessions.Join(r.Context(), sid, req.Name, role)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	c := auth.Claims{Session: sid, Role: role, Member: m.ID, Expires: exp.Unix()}
+	w.Header().Set("Location", "/api/v1/sessions/"+sid+"/members/"+m.ID)
+	writeJSON(w, http.StatusCreated, map[string]any{"member": m,
+		"token": tokenResponse{Token: s.signer().Sign(c), SessionID: sid, Role: role, Member: m.ID, ExpiresAt: c.ExpiresAt()}})
+}
+
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.o.Sessions.Members(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"members": ms})
+}
+
+func (s *Server) getMember(w http.ResponseWriter, r *http.Request) {
+	m, err := s.o.Sessions.GetMember(r.Context(), r.PathValue("id"), r.PathValue("member"))
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+// leave removes a member: the member itself, a chair or the operator.
+func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.caller(w, r, r.PathValue("id"), false)
+	if !ok {
+		return
+	}
+	if !p.chair() && p.member != r.PathValue("member") {
+		writeError(w, http.StatusForbidden, "forbidden", "a member may remove only itself")
+		return
+	}
+	if err := s.o.Sessions.Leave(r.Context(), r.PathValue("id"), r.PathValue("member")); err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type subgroupRequest struct {
+	Name    string   `json:"name"`
+	Members []string `json:"members"`
+}
+
+func (s *Server) createSubgroup(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.chair(w, r)
+	if !ok {
+		return
+	}
+	var req subgroupRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	g, err := s.o.Sessions.CreateSubgroup(r.Context(), r.PathValue("id"), req.Name, p.member, req.Members)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/sessions/"+r.PathValue("id")+"/subgroups/"+g.ID)
+	writeJSON(w, http.StatusCreated, g)
+}
+
+func (s *Server) listSubgroups(w http.ResponseWriter, r *http.Request) {
+	gs, err := s.o.Sessions.Subgroups(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subgroups": gs})
+}
+
+func (s *Server) deleteSubgroup(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok {
+		return
+	}
+	if err := s.o.Sessions.DeleteSubgroup(r.Context(), r.PathValue("id"), r.PathValue("group")); err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type memberSubgroupRequest struct {
+	Subgroup string `json:"subgroup"`
+}
+
+func (s *Server) setMemberSubgroup(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok {
+		return
+	}
+	var req memberSubgroupRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	m, err := s.o.Sessions.SetSubgroup(r.Context(), r.PathValue("id"), r.PathValue("member"), req.Subgroup)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}

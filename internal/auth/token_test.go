@@ -1,0 +1,60 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTokenRoundTripAndTamper(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := NewSigner([]byte("secret"), func() time.Time { return now })
+	tok := s.Sign(Claims{Session: "s_1", Role: "chair", Expires: 1060})
+	c, err := s.Parse(tok)
+	if err != nil || c.Session != "s_1" || c.Role != "chair" || c.Nonce == "" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if !IsToken(tok) || IsToken("abc") {
+		t.Fatal("IsToken")
+	}
+	other := NewSigner([]byte("other"), func() time.Time { return now })
+	if _, err := other.Parse(tok); !errors.Is(err, ErrSignature) {
+		t.Fatalf("other secret: %v", err)
+	}
+	// Change the role inside the claims: the signature no longer matches.
+	forged := s.Sign(Claims{Session: "s_1", Role: "listener", Expires: 1060})
+	mixed := forged[:strings.LastIndexByte(forged, '.')] + tok[strings.LastIndexByte(tok, '.'):]
+	if _, err := s.Parse(mixed); !errors.Is(err, ErrSignature) {
+		t.Fatalf("mixed: %v", err)
+	}
+	now = time.Unix(1060, 0)
+	if _, err := s.Parse(tok); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired: %v", err)
+	}
+	for _, bad := range []string{"", "cv1.", "cv1..", "cv1.x.y", "nope", tok + "x", strings.Repeat("a", 5000)} {
+		if _, err := s.Parse(bad); err == nil {
+			t.Errorf("parsed %q", bad)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	k := NewKeys("a1", " ", "b2")
+	if !k.Valid("a1") || !k.Valid("b2") || k.Valid("") || k.Valid("a") || NewKeys().Valid("") {
+		t.Fatal("keys")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	s := NewSigner([]byte("k"), func() time.Time { return time.Unix(0, 0) })
+	f.Add(s.Sign(Claims{Session: "s", Role: "chair", Expires: 10}))
+	f.Add("cv1.e30.AAAA")
+	f.Add("cv1..")
+	f.Fuzz(func(t *testing.T, tok string) {
+		c, err := s.Parse(tok)
+		if err == nil && (c.Session == "" || c.Role == "" || c.Expires <= 0) {
+			t.Fatalf("accepted %q as %+v", tok, c)
+		}
+	})
+}

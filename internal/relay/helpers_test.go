@@ -1,0 +1,157 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/pion/sdp/v3"
+)
+
+// testPorts spreads each test's relay over its own part of a high range so
+// parallel test binaries rarely meet; a busy port is skipped anyway.
+var testPortBase = 20000 + (os.Getpid()%200)*100
+
+func newTestRelay(t testing.TB, mod func(*Options)) *Relay {
+	t.Helper()
+	o := Options{Addr: "127.0.0.1", PortMin: testPortBase, PortMax: testPortBase + 99, Timeout: time.Minute}
+	if mod != nil {
+		mod(&o)
+	}
+	r, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// endpoint is a test party: a UDP socket standing for a phone's RTP port.
+type endpoint struct {
+	t    testing.TB
+	conn *net.UDPConn
+}
+
+func newEndpoint(t testing.TB) *endpoint {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &endpoint{t: t, conn: c}
+}
+
+func (e *endpoint) addr() netip.AddrPort { return e.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+func (e *endpoint) send(to netip.AddrPort, b []byte) {
+	e.t.Helper()
+	if _, err := e.conn.WriteToUDPAddrPort(b, to); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// recv returns the next datagram, or fails the test after a generous
+// deadline (a liveness bound, not a timing assertion).
+func (e *endpoint) recv() ([]byte, netip.AddrPort) {
+	e.t.Helper()
+	b, from, err := e.tryRecv(10 * time.Second)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b, from
+}
+
+func (e *endpoint) tryRecv(d time.Duration) ([]byte, netip.AddrPort, error) {
+	buf := make([]byte, 4096)
+	_ = e.conn.SetReadDeadline(time.Now().Add(d))
+	n, from, err := e.conn.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return nil, from, err
+	}
+	return buf[:n], from, nil
+}
+
+// offerSDP is a typical phone's audio offer for RTP on ap.
+func offerSDP(ap netip.AddrPort, extra ...string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "v=0\r\no=- 1 1 IN IP4 %s\r\ns=-\r\nc=IN IP4 %s\r\nt=0 0\r\n", ap.Addr(), ap.Addr())
+	fmt.Fprintf(&b, "m=audio %d RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n", ap.Port())
+	for _, e := range extra {
+		b.WriteString(e + "\r\n")
+	}
+	b.WriteString("a=sendrecv\r\n")
+	return b.Bytes()
+}
+
+// mediaPorts returns the c= address and m= ports of an SDP body.
+func mediaPorts(t testing.TB, body []byte) (string, []int) {
+	t.Helper()
+	var s sdp.SessionDescription
+	if err := s.Unmarshal(body); err != nil {
+		t.Fatalf("rewritten SDP does not parse: %v\n%s", err, body)
+	}
+	addr := ""
+	if s.ConnectionInformation != nil {
+		addr = s.ConnectionInformation.Address.Address
+	}
+	var ports []int
+	for _, m := range s.MediaDescriptions {
+		ports = append(ports, m.MediaName.Port.Value)
+		if m.ConnectionInformation != nil {
+			addr = m.ConnectionInformation.Address.Address
+		}
+	}
+	return addr, ports
+}
+
+// relayPort is the first m= port of a rewritten body, as an address.
+func relayPort(t testing.TB, body []byte) netip.AddrPort {
+	t.Helper()
+	addr, ports := mediaPorts(t, body)
+	if addr != "127.0.0.1" || len(ports) == 0 || ports[0] == 0 {
+		t.Fatalf("rewritten SDP points at %s %v, want 127.0.0.1 and a port:\n%s", addr, ports, body)
+	}
+	return netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(ports[0]))
+}
+
+// rtpPacket is a PCMU packet with the given sequence number and payload.
+func rtpPacket(seq uint16, payload []byte) []byte {
+	b := make([]byte, 12, 12+len(payload))
+	b[0], b[1] = 0x80, 0
+	binary.BigEndian.PutUint16(b[2:], seq)
+	binary.BigEndian.PutUint32(b[4:], uint32(seq)*160)
+	binary.BigEndian.PutUint32(b[8:], 0x11223344)
+	return append(b, payload...)
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// canBind reports whether the UDP port on 127.0.0.1 is free.
+func canBind(port int) bool {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func listenAt(port uint16) (*net.UDPConn, error) {
+	return net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
+}

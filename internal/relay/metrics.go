@@ -1,0 +1,118 @@
+package relay
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Drop reasons, the label values of convene_relay_drops_total.
+const (
+	dropNotRTP    = iota // version is not 2: not RTP/RTCP (e.g. STUN, garbage)
+	dropTruncated        // shorter than its RTP/RTCP headers say
+	dropOversize         // larger than the relay's buffer
+	dropSource           // not from the address the side latched onto
+	dropNoPeer           // the other side's address is not known yet
+	dropSend             // the kernel refused the send (buffer full, error)
+	dropReadError        // recvmmsg failed
+	numDrops
+)
+
+var dropNames = [numDrops]string{"not_rtp", "truncated", "oversize", "source", "no_peer", "send", "read_error"}
+
+// counters are shared tallies, added to once per batch.
+type counters struct {
+	in, inBytes, out, outBytes atomic.Uint64
+	drops                      [numDrops]atomic.Uint64
+
+	calls, timeouts, busyPorts atomic.Uint64
+}
+
+// Stats is a snapshot of the relay's counters.
+type Stats struct {
+	PacketsIn, BytesIn   uint64 // datagrams read on relay sockets
+	PacketsOut, BytesOut uint64 // datagrams sent
+	Drops                map[string]uint64
+	ActiveCalls          int
+	CallsTotal           uint64 // calls created
+	Timeouts             uint64 // calls ended by the media timeout
+	FreePorts            int    // free RTP/RTCP port pairs
+}
+
+// Dropped returns the sum of all drops.
+func (s Stats) Dropped() uint64 {
+	var n uint64
+	for _, v := range s.Drops {
+		n += v
+	}
+	return n
+}
+
+// Stats returns the relay's counters.
+func (r *Relay) Stats() Stats {
+	s := Stats{Drops: map[string]uint64{}, ActiveCalls: r.Calls(), CallsTotal: r.st.calls.Load(),
+		Timeouts: r.st.timeouts.Load()}
+	for _, w := range r.ws {
+		s.PacketsIn += w.c.in.Load()
+		s.BytesIn += w.c.inBytes.Load()
+		s.PacketsOut += w.c.out.Load()
+		s.BytesOut += w.c.outBytes.Load()
+		for i := range w.c.drops {
+			s.Drops[dropNames[i]] += w.c.drops[i].Load()
+		}
+	}
+	r.poolMu.Lock()
+	s.FreePorts = r.ports.available()
+	r.poolMu.Unlock()
+	return s
+}
+
+// collector exports Stats as Prometheus metrics:
+//
+//	convene_relay_packets_total{direction="in|out"}  datagrams read / sent
+//	convene_relay_bytes_total{direction="in|out"}    their UDP payload bytes
+//	convene_relay_drops_total{reason}                datagrams not relayed, by reason
+//	convene_relay_calls_active                       calls with ports allocated
+//	convene_relay_calls_total                        calls created
+//	convene_relay_timeouts_total                     calls ended by the media timeout
+//	convene_relay_free_port_pairs                    port pairs left in the range
+type collector struct {
+	r                                                    *Relay
+	packets, bytes, drops, active, calls, timeouts, free *prometheus.Desc
+}
+
+func newCollector(r *Relay) *collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("convene_relay_"+name, help, labels, nil)
+	}
+	return &collector{r: r,
+		packets:  d("packets_total", "Datagrams read (in) and sent (out) by the RTP relay.", "direction"),
+		bytes:    d("bytes_total", "UDP payload bytes read (in) and sent (out) by the RTP relay.", "direction"),
+		drops:    d("drops_total", "Datagrams the RTP relay did not forward, by reason.", "reason"),
+		active:   d("calls_active", "Calls with relay ports allocated."),
+		calls:    d("calls_total", "Calls created on the RTP relay."),
+		timeouts: d("timeouts_total", "Calls ended because no media flowed for the timeout."),
+		free:     d("free_port_pairs", "RTP/RTCP port pairs left in the relay's range."),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.active, c.calls, c.timeouts, c.free} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.r.Stats()
+	ch <- prometheus.MustNewConstMetric(c.packets, prometheus.CounterValue, float64(s.PacketsIn), "in")
+	ch <- prometheus.MustNewConstMetric(c.packets, prometheus.CounterValue, float64(s.PacketsOut), "out")
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(s.BytesIn), "in")
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(s.BytesOut), "out")
+	for _, name := range dropNames {
+		ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(s.Drops[name]), name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.ActiveCalls))
+	ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(s.CallsTotal))
+	ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.Timeouts))
+	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePorts))
+}

@@ -1,0 +1,82 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/convene/convene/internal/broker"
+)
+
+// gates applies a session's floor control to the tracks of its links: a
+// track is gated (broker.Track.SetGated) while its floor is enforced and its
+// member holds no token of it. Its mutex comes after the floor
+// controller's in the lock order; it calls nothing outside.
+type gates struct {
+	mu       sync.Mutex
+	enforced [2]bool            // by broker.Kind
+	holders  [2]map[string]bool // by broker.Kind
+	tracks   map[string]gatedTrack
+}
+
+type gatedTrack struct {
+	member string
+	kind   broker.Kind
+	track  *broker.Track
+}
+
+func newGates() *gates {
+	return &gates{holders: [2]map[string]bool{{}, {}}, tracks: map[string]gatedTrack{}}
+}
+
+func (g *gates) closed(t gatedTrack) bool {
+	return g.enforced[t.kind] && !g.holders[t.kind][t.member]
+}
+
+// set is the floor controller's Gate callback.
+func (g *gates) set(floor string, enforced bool, holders map[string]bool) {
+	k, ok := broker.ParseKind(floor)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.enforced[k], g.holders[k] = enforced, holders
+	for _, t := range g.tracks {
+		if t.kind == k {
+			t.track.SetGated(g.closed(t))
+		}
+	}
+}
+
+// add puts a link's track under the gate (member "" never holds a floor).
+func (g *gates) add(linkID, member string, kind broker.Kind, tr *broker.Track) {
+	if tr == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := gatedTrack{member: member, kind: kind, track: tr}
+	g.tracks[linkID] = t
+	tr.SetGated(g.closed(t))
+}
+
+func (g *gates) remove(linkID string) {
+	g.mu.Lock()
+	delete(g.tracks, linkID)
+	g.mu.Unlock()
+}
+
+// activity is the packets a member's tracks of a floor's kind have
+// published: what activity sensing watches.
+func (g *gates) activity(member, floor string) uint64 {
+	k, _ := broker.ParseKind(floor)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n uint64
+	for _, t := range g.tracks {
+		if t.member == member && t.kind == k {
+			p, _ := t.track.Stats()
+			n += p
+		}
+	}
+	return n
+}

@@ -1,0 +1,352 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/floor"
+)
+
+// control is what a session that is not over has besides its media: its
+// members, subgroups and floors. It exists from creation to finish or
+// cancel, across deactivation.
+type control struct {
+	floors    *floor.Controller
+	gates     *gates
+	members   map[string]catalog.Member
+	subgroups map[string]catalog.Subgroup
+}
+
+// Member is a session member as the API shows it.
+type Member struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	Role     string    `json:"role"`
+	Subgroup string    `json:"subgroup,omitempty"`
+	JoinedAt time.Time `json:"joined_at"`
+	Links    []string  `json:"links"`
+}
+
+// Subgroup is a private group of a session.
+type Subgroup struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedBy string    `json:"created_by,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Members   []string  `json:"members"`
+}
+
+// newControl is called with mu held.
+func (s *Service) newControl(id string) *control {
+	g := newGates()
+	c := &control{gates: g, members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{}}
+	c.floors = floor.New(floor.Options{
+		Emit:     func(typ string, data any) { s.publish(id, typ, data) },
+		Gate:     g.set,
+		Activity: g.activity,
+		Now:      s.o.Now,
+	})
+	s.ctl[id] = c
+	return c
+}
+
+// dropControl is called with mu held.
+func (s *Service) dropControl(id string) {
+	if c := s.ctl[id]; c != nil {
+		c.floors.Close()
+		delete(s.ctl, id)
+	}
+}
+
+// control returns a session's control or a clear error; mu is held.
+func (s *Service) control(ctx context.Context, id string) (*control, error) {
+	if c := s.ctl[id]; c != nil {
+		return c, nil
+	}
+	rec, err := s.o.Catalog.GetSession(ctx, id)
+	if err != nil {
+		return nil, wrapCatalog(err)
+	}
+	return nil, &StateError{State: rec.State, Action: "change"}
+}
+
+// Floors returns the floor controller of a session that is not over.
+func (s *Service) Floors(ctx context.Context, id string) (*floor.Controller, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return c.floors, nil
+}
+
+// Join adds a member with a role to a session that is not over.
+func (s *Service) Join(ctx context.Context, sessionID, name, role string) (Member, error) {
+	if !floor.ValidRole(role) {
+		return Member{}, fmt.Errorf("%w: role must be chair, participant or listener, not %q", ErrInvalid, role)
+	}
+	if len(name) > 200 {
+		return Member{}, fmt.Errorf("%w: name is longer than 200 bytes", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return Member{}, err
+	}
+	m := catalog.Member{ID: newID("m_"), SessionID: sessionID, Name: name, Role: role, JoinedAt: s.o.Now().UTC()}
+	if err := s.o.Catalog.AddMember(ctx, m); err != nil {
+		return Member{}, wrapCatalog(err)
+	}
+	c.members[m.ID] = m
+	c.floors.AddMember(m.ID, role, "")
+	v := s.memberView(sessionID, m)
+	s.publish(sessionID, "member.joined", v)
+	s.log.Info("member joined", "session", sessionID, "member", m.ID, "role", role)
+	return v, nil
+}
+
+// Leave removes a member: its links are closed, its tokens passed on.
+func (s *Service) Leave(ctx context.Context, sessionID, memberID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if _, ok := c.members[memberID]; !ok {
+		return fmt.Errorf("%w: session %s has no member %s", ErrNotFound, sessionID, memberID)
+	}
+	if ls := s.live[sessionID]; ls != nil {
+		for id, l := range ls.links {
+			if l.member == memberID {
+				s.closeLink(l)
+				c.gates.remove(id)
+				delete(ls.links, id)
+				_ = s.o.Catalog.RemoveLink(ctx, id)
+				s.publish(sessionID, "link.removed", map[string]string{"id": id})
+			}
+		}
+	}
+	if err := s.o.Catalog.RemoveMember(ctx, memberID); err != nil {
+		return wrapCatalog(err)
+	}
+	delete(c.members, memberID)
+	c.floors.RemoveMember(memberID)
+	s.publish(sessionID, "member.left", map[string]string{"id": memberID})
+	s.log.Info("member left", "session", sessionID, "member", memberID)
+	return nil
+}
+
+// GetMember returns one member.
+func (s *Service) GetMember(ctx context.Context, sessionID, memberID string) (Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return Member{}, err
+	}
+	m, ok := c.members[memberID]
+	if !ok {
+		return Member{}, fmt.Errorf("%w: session %s has no member %s", ErrNotFound, sessionID, memberID)
+	}
+	return s.memberView(sessionID, m), nil
+}
+
+// Members lists a session's members in joining order.
+func (s *Service) Members(ctx context.Context, sessionID string) ([]Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := []Member{}
+	for _, m := range c.members {
+		out = append(out, s.memberView(sessionID, m))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].JoinedAt.Equal(out[j].JoinedAt) {
+			return out[i].JoinedAt.Before(out[j].JoinedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+func (s *Service) memberView(sessionID string, m catalog.Member) Member {
+	v := Member{ID: m.ID, Name: m.Name, Role: m.Role, Subgroup: m.Subgroup, JoinedAt: m.JoinedAt, Links: []string{}}
+	if ls := s.live[sessionID]; ls != nil {
+		for _, l := range sortedLinks(ls.links) {
+			if l.member == m.ID {
+				v.Links = append(v.Links, l.rec.ID)
+			}
+		}
+	}
+	return v
+}
+
+// CreateSubgroup makes a private group inside a session and moves the
+// listed members into it.
+func (s *Service) CreateSubgroup(ctx context.Context, sessionID, name, by string, members []string) (Subgroup, error) {
+	if len(name) > 200 {
+		return Subgroup{}, fmt.Errorf("%w: name is longer than 200 bytes", ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return Subgroup{}, err
+	}
+	for _, m := range members {
+		if _, ok := c.members[m]; !ok {
+			return Subgroup{}, fmt.Errorf("%w: no member %q in session %s", ErrInvalid, m, sessionID)
+		}
+	}
+	g := catalog.Subgroup{ID: newID("g_"), SessionID: sessionID, Name: name, CreatedBy: by, CreatedAt: s.o.Now().UTC()}
+	if err := s.o.Catalog.AddSubgroup(ctx, g); err != nil {
+		return Subgroup{}, wrapCatalog(err)
+	}
+	c.subgroups[g.ID] = g
+	s.publish(sessionID, "subgroup.created", map[string]any{"id": g.ID, "name": name, "created_by": by})
+	for _, m := range members {
+		if err := s.moveMember(ctx, sessionID, c, m, g.ID); err != nil {
+			return Subgroup{}, err
+		}
+	}
+	return s.subgroupView(c, g), nil
+}
+
+// SetSubgroup moves a member to a subgroup ("" = the main session).
+func (s *Service) SetSubgroup(ctx context.Context, sessionID, memberID, group string) (Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return Member{}, err
+	}
+	if _, ok := c.members[memberID]; !ok {
+		return Member{}, fmt.Errorf("%w: session %s has no member %s", ErrNotFound, sessionID, memberID)
+	}
+	if _, ok := c.subgroups[group]; !ok && group != "" {
+		return Member{}, fmt.Errorf("%w: session %s has no subgroup %q", ErrInvalid, sessionID, group)
+	}
+	if err := s.moveMember(ctx, sessionID, c, memberID, group); err != nil {
+		return Member{}, err
+	}
+	return s.memberView(sessionID, c.members[memberID]), nil
+}
+
+// moveMember is called with mu held.
+func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, memberID, group string) error {
+	m := c.members[memberID]
+	if m.Subgroup == group {
+		return nil
+	}
+	if err := s.o.Catalog.SetMemberSubgroup(ctx, memberID, group); err != nil {
+		return wrapCatalog(err)
+	}
+	m.Subgroup = group
+	c.members[memberID] = m
+	c.floors.SetGroup(memberID, group)
+	if ls := s.live[sessionID]; ls != nil {
+		for id, l := range ls.links {
+			if l.member == memberID {
+				ls.room.SetGroup(id, group)
+			}
+		}
+	}
+	s.publish(sessionID, "member.updated", map[string]string{"id": memberID, "subgroup": group})
+	return nil
+}
+
+// DeleteSubgroup removes a subgroup; its members return to the main session.
+func (s *Service) DeleteSubgroup(ctx context.Context, sessionID, group string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if _, ok := c.subgroups[group]; !ok {
+		return fmt.Errorf("%w: session %s has no subgroup %q", ErrNotFound, sessionID, group)
+	}
+	for id, m := range c.members {
+		if m.Subgroup == group {
+			if err := s.moveMember(ctx, sessionID, c, id, ""); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.o.Catalog.RemoveSubgroup(ctx, group); err != nil {
+		return wrapCatalog(err)
+	}
+	delete(c.subgroups, group)
+	s.publish(sessionID, "subgroup.deleted", map[string]string{"id": group})
+	return nil
+}
+
+// Subgroups lists a session's subgroups.
+func (s *Service) Subgroups(ctx context.Context, sessionID string) ([]Subgroup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := []Subgroup{}
+	for _, g := range c.subgroups {
+		out = append(out, s.subgroupView(c, g))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (s *Service) subgroupView(c *control, g catalog.Subgroup) Subgroup {
+	v := Subgroup{ID: g.ID, Name: g.Name, CreatedBy: g.CreatedBy, CreatedAt: g.CreatedAt, Members: []string{}}
+	for id, m := range c.members {
+		if m.Subgroup == g.ID {
+			v.Members = append(v.Members, id)
+		}
+	}
+	sort.Strings(v.Members)
+	return v
+}
+
+// MemberRole returns a member's role, for the API's checks.
+func (s *Service) MemberRole(sessionID, memberID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.ctl[sessionID]
+	if c == nil {
+		return "", false
+	}
+	m, ok := c.members[memberID]
+	return m.Role, ok
+}
+
+// loadControl rebuilds a session's control from the catalog at restore;
+// mu is held.
+func (s *Service) loadControl(ctx context.Context, id string) (*control, error) {
+	c := s.newControl(id)
+	gs, err := s.o.Catalog.ListSubgroups(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		c.subgroups[g.ID] = g
+	}
+	ms, err := s.o.Catalog.ListMembers(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		c.members[m.ID] = m
+		c.floors.AddMember(m.ID, m.Role, m.Subgroup)
+	}
+	return c, nil
+}

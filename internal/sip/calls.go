@@ -1,0 +1,95 @@
+package sip
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/emiago/sipgo/sip"
+)
+
+// callTable tracks calls that hold relay ports or count as active, by
+// Call-ID, so the ports are released when the call ends.
+type callTable struct {
+	mu    sync.Mutex
+	calls map[string]*callState
+}
+
+type callState struct {
+	media    bool
+	answered bool
+}
+
+func newCallTable() *callTable { return &callTable{calls: map[string]*callState{}} }
+
+func (t *callTable) get(id string) *callState {
+	c := t.calls[id]
+	if c == nil {
+		c = &callState{}
+		t.calls[id] = c
+	}
+	return c
+}
+
+func (t *callTable) media(id string) {
+	t.mu.Lock()
+	t.get(id).media = true
+	t.mu.Unlock()
+}
+
+func (t *callTable) answered(id string, m *metrics) {
+	t.mu.Lock()
+	c := t.get(id)
+	if !c.answered {
+		c.answered = true
+		m.callsActive.Inc()
+	}
+	t.mu.Unlock()
+}
+
+// end forgets a call and reports whether it held media.
+func (t *callTable) end(id string, m *metrics) (media bool) {
+	t.mu.Lock()
+	c, ok := t.calls[id]
+	if ok {
+		delete(t.calls, id)
+		if c.answered {
+			m.callsActive.Dec()
+		}
+	}
+	t.mu.Unlock()
+	return ok && c.media
+}
+
+func (t *callTable) endAll(s *Server) {
+	t.mu.Lock()
+	ids := make([]string, 0, len(t.calls))
+	for id := range t.calls {
+		ids = append(ids, id)
+	}
+	t.mu.Unlock()
+	for _, id := range ids {
+		s.endCall(id)
+	}
+}
+
+// endCall releases a call's relay ports (BYE).
+func (s *Server) endCall(callID string) {
+	if s.calls.end(callID, s.m) && s.o.Media != nil {
+		if err := s.o.Media.Delete(callID); err != nil {
+			s.log.Debug("sip: media delete", "call_id", callID, "err", err)
+		}
+	}
+}
+
+// endMedia releases the ports of a call that was never answered.
+func (s *Server) endMedia(callID string) { s.endCall(callID) }
+
+func isSDP(m interface {
+	GetHeader(string) sip.Header
+	Body() []byte
+}) bool {
+	ct := m.GetHeader("Content-Type")
+	return ct != nil && len(m.Body()) > 0 && strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct.Value())), "application/sdp")
+}
+
+func isSDPResponse(res *sip.Response) bool { return isSDP(res) }

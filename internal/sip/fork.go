@@ -1,0 +1,432 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+)
+
+// target is one destination of a forwarded request.
+type target struct {
+	uri       sip.Uri // new Request-URI
+	transport string  // "udp" or "tcp"
+	addr      string  // host:port to send to
+	user      string  // binding owner, to drop it if it does not answer
+	contact   string
+}
+
+type forkOpts struct {
+	recordRoute bool
+	initial     bool // an out-of-dialog INVITE: a new call
+}
+
+type branchEvent struct {
+	b   *branch
+	res *sip.Response
+	err error
+}
+
+type branch struct {
+	t        target
+	req      *sip.Request
+	tx       sip.ClientTransaction
+	done     bool
+	provisnl bool
+	final    *sip.Response
+	failed   bool // timeout or transport error
+
+	mu     sync.Mutex
+	sdp2xx []byte // the rewritten SDP of the 2xx relayed upstream
+	got2xx bool
+}
+
+// fork forwards req statefully to every target in parallel (RFC 3261 16.6),
+// relays provisional responses, the first 2xx (cancelling the other
+// branches) or, when every branch failed, the best final response (16.7).
+// It returns when the upstream transaction has its final response.
+func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []target, fo forkOpts) {
+	callID := string(*req.CallID())
+	fromTag, _ := req.From().Params.Get("tag")
+	isInvite := req.IsInvite()
+	body := req.Body()
+	media := s.o.Media != nil && isSDP(req)
+	if media {
+		out, err := s.o.Media.Offer(callID, fromTag, body)
+		if err != nil {
+			s.log.Warn("sip: media offer", "call_id", callID, "err", err)
+			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Media Relay Unavailable", nil))
+			if fo.initial {
+				s.m.calls.WithLabelValues("failed").Inc()
+			}
+			return
+		}
+		body = out
+		s.calls.media(callID)
+	}
+
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	events := make(chan branchEvent, 8*len(targets)+8)
+	var wg sync.WaitGroup
+	branches := make([]*branch, 0, len(targets))
+	for _, t := range targets {
+		b := &branch{t: t, req: s.forwardRequest(req, t, fo.recordRoute, body)}
+		branches = append(branches, b)
+		ctx, err := s.client.TransactionRequest(ctx, b.req, sipgo.ClientRequestAddVia)
+		if err != nil {
+			s.log.Debug("sip: forward", "to", t.addr, "err", err)
+			b.done, b.failed = true, true
+			continue
+		}
+		b.tx = ctx
+		if isInvite {
+			// The UAS retransmits its 2xx until the ACK arrives; each
+			// retransmission goes upstream too, so a lost 2xx or ACK is
+			// recovered (RFC 3261 16.7 step 5, RFC 6026 8.4).
+			ctx.OnRetransmission(func(res *sip.Response) {
+				if res.IsSuccess() {
+					s.relayRetransmission(req, b, res)
+				}
+			})
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pump(b, events)
+		}()
+	}
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+
+	canceled := make(chan struct{})
+	var cancelOnce sync.Once
+	if isInvite {
+		tx.OnCancel(func(*sip.Request) { cancelOnce.Do(func() { close(canceled) }) })
+	}
+	answered := false
+	pending := 0
+	for _, b := range branches {
+		if !b.done {
+			pending++
+		}
+	}
+	for pending > 0 {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-canceled:
+			canceled = nil
+			s.cancelBranches(branches, nil)
+			if fo.initial {
+				s.m.calls.WithLabelValues("canceled").Inc()
+			}
+			if media {
+				s.endMedia(callID)
+			}
+			// sipgo answered the CANCEL and the INVITE (487); let the
+			// branches finish so their 487s are absorbed.
+			answered = true
+		case ev := <-events:
+			b := ev.b
+			if ev.err != nil || ev.res == nil {
+				if !b.done {
+					b.done, b.failed = true, true
+					pending--
+					s.branchFailed(b, ev.err)
+				}
+				continue
+			}
+			res := ev.res
+			if res.StatusCode == 100 {
+				continue
+			}
+			if res.IsProvisional() {
+				b.provisnl = true
+				if answered {
+					continue
+				}
+				s.relay(tx, req, res, media, callID, fromTag)
+				continue
+			}
+			if b.done {
+				continue
+			}
+			b.done, b.final = true, res
+			pending--
+			if res.IsSuccess() {
+				if !answered {
+					answered = true
+					b.mu.Lock()
+					b.got2xx = true
+					b.mu.Unlock()
+					s.relayBranch(tx, req, b, res, media, callID, fromTag)
+					if fo.initial {
+						s.m.calls.WithLabelValues("answered").Inc()
+						s.calls.answered(callID, s.m)
+					}
+					s.cancelBranches(branches, b)
+				} else {
+					// Another branch answered too: pass it on, the caller
+					// will BYE it (16.7 step 5).
+					s.relayStateless(req, res)
+				}
+				continue
+			}
+			if res.StatusCode >= 600 && !answered {
+				s.cancelBranches(branches, b)
+			}
+		}
+	}
+	if answered {
+		if req.Method == sip.BYE {
+			s.endCall(callID)
+		}
+		return
+	}
+	best := bestResponse(branches)
+	if best == nil {
+		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusTemporarilyUnavailable, "Temporarily Unavailable", nil))
+	} else {
+		s.relay(tx, req, best, false, callID, fromTag)
+	}
+	if fo.initial {
+		s.m.calls.WithLabelValues("failed").Inc()
+		if media {
+			s.endMedia(callID)
+		}
+	}
+	if req.Method == sip.BYE {
+		s.endCall(callID)
+	}
+}
+
+// pump passes a client transaction's responses to events until its final
+// response or its end.
+func pump(b *branch, events chan<- branchEvent) {
+	for {
+		select {
+		case res, ok := <-b.tx.Responses():
+			if !ok {
+				events <- branchEvent{b: b, err: errors.New("sip: transaction closed")}
+				return
+			}
+			events <- branchEvent{b: b, res: res}
+			if !res.IsProvisional() {
+				return
+			}
+		case <-b.tx.Done():
+			err := b.tx.Err()
+			if err == nil {
+				err = errors.New("sip: transaction ended without a final response")
+			}
+			events <- branchEvent{b: b, err: err}
+			return
+		}
+	}
+}
+
+// branchFailed handles a branch that timed out or could not be sent: the
+// contact stopped answering, so its binding is dropped.
+func (s *Server) branchFailed(b *branch, err error) {
+	s.log.Debug("sip: branch failed", "to", b.t.addr, "err", err)
+	if b.t.user != "" && (errors.Is(err, sip.ErrTransactionTimeout) || errors.Is(err, sip.ErrTransactionTransport)) {
+		if s.loc.drop(b.t.user, b.t.contact) {
+			s.m.dropped.Inc()
+			s.m.registrations.Set(float64(s.loc.size()))
+			s.log.Info("sip: dropped a contact that does not answer", "user", b.t.user, "contact", b.t.contact)
+		}
+	}
+}
+
+// forwardRequest copies req for target t (RFC 3261 16.6 steps 1-7); the
+// Via is added by sipgo when it is sent.
+func (s *Server) forwardRequest(req *sip.Request, t target, recordRoute bool, body []byte) *sip.Request {
+	out := req.Clone()
+	if req.CallID() != nil && req.Route() == nil {
+		out.Recipient = *t.uri.Clone()
+	}
+	if mf := out.MaxForwards(); mf != nil {
+		mf.Dec()
+	} else {
+		m := sip.MaxForwardsHeader(70)
+		out.AppendHeader(&m)
+	}
+	if recordRoute {
+		rr := &sip.RecordRouteHeader{Address: sip.Uri{Scheme: "sip", Host: s.o.Advertise, Port: s.port,
+			UriParams: sip.HeaderParams{{K: "transport", V: t.transport}, {K: "lr", V: ""}}}}
+		out.PrependHeader(rr)
+	}
+	out.SetBody(body)
+	s.route(out, t.transport, t.addr)
+	return out
+}
+
+// route sets where out is sent. UDP requests leave from the listening
+// socket, so a NATed client sees them come from the address it registered
+// with (and sipgo opens no extra socket).
+func (s *Server) route(out *sip.Request, transport, addr string) {
+	out.SetTransport(toUpper(transport))
+	out.SetDestination(addr)
+	if transport == "udp" {
+		out.Laddr = s.udpLaddr
+	} else {
+		out.Laddr = sip.Addr{}
+	}
+}
+
+func toUpper(s string) string {
+	switch s {
+	case "udp":
+		return "UDP"
+	case "tcp":
+		return "TCP"
+	}
+	return s
+}
+
+// relay sends a downstream response upstream with our Via removed,
+// rewriting its SDP through the media relay when the call has one.
+func (s *Server) relay(tx sip.ServerTransaction, req *sip.Request, res *sip.Response, media bool, callID, fromTag string) {
+	s.respond(tx, s.upstream(req, res, media, callID, fromTag))
+}
+
+// upstream is res as it goes to the caller: our Via removed, SDP rewritten
+// through the media relay when the call has one.
+func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callID, fromTag string) *sip.Response {
+	out := res.Clone()
+	out.RemoveHeader("Via")
+	out.SetDestination("")
+	out.SetTransport(req.Transport())
+	if media && isSDPResponse(res) && (res.IsSuccess() || res.IsProvisional()) {
+		toTag, _ := res.To().Params.Get("tag")
+		sdp, err := s.o.Media.Answer(callID, fromTag, toTag, res.Body())
+		if err != nil {
+			s.log.Warn("sip: media answer", "call_id", callID, "err", err)
+		} else {
+			out.SetBody(sdp)
+		}
+	}
+	return out
+}
+
+// relayBranch relays a branch's 2xx and keeps its rewritten SDP for the
+// retransmissions.
+func (s *Server) relayBranch(tx sip.ServerTransaction, req *sip.Request, b *branch, res *sip.Response, media bool, callID, fromTag string) {
+	out := s.upstream(req, res, media, callID, fromTag)
+	b.mu.Lock()
+	b.sdp2xx = out.Body()
+	b.mu.Unlock()
+	s.respond(tx, out)
+}
+
+// relayRetransmission passes a retransmitted 2xx upstream statelessly,
+// with the SDP the first one was given.
+func (s *Server) relayRetransmission(req *sip.Request, b *branch, res *sip.Response) {
+	b.mu.Lock()
+	sdp, ok := b.sdp2xx, b.got2xx
+	b.mu.Unlock()
+	if !ok {
+		return // not the answer we relayed (another branch won)
+	}
+	out := res.Clone()
+	out.RemoveHeader("Via")
+	out.SetDestination("")
+	out.SetTransport(req.Transport())
+	if sdp != nil {
+		out.SetBody(sdp)
+	}
+	s.writeResponse(out)
+}
+
+// relayStateless sends a response upstream outside the transaction.
+func (s *Server) relayStateless(req *sip.Request, res *sip.Response) {
+	out := res.Clone()
+	out.RemoveHeader("Via")
+	out.SetDestination("")
+	out.SetTransport(req.Transport())
+	s.writeResponse(out)
+}
+
+// cancelBranches sends CANCEL on every unfinished INVITE branch but keep.
+func (s *Server) cancelBranches(bs []*branch, keep *branch) {
+	for _, b := range bs {
+		if b == keep || b.done || b.tx == nil || !b.req.IsInvite() {
+			continue
+		}
+		c := cancelFor(b.req)
+		go func() {
+			ctx, cancel := context.WithTimeout(s.ctx, sip.Timer_F)
+			defer cancel()
+			ctx2, err := s.client.TransactionRequest(ctx, c, func(*sipgo.Client, *sip.Request) error { return nil })
+			if err != nil {
+				return
+			}
+			defer ctx2.Terminate()
+			select {
+			case <-ctx2.Responses():
+			case <-ctx2.Done():
+			case <-ctx.Done():
+			}
+		}()
+	}
+}
+
+// cancelFor builds the CANCEL of a forwarded INVITE (RFC 3261 9.1): same
+// Request-URI, top Via, Route, Call-ID, From, To and CSeq number.
+func cancelFor(inv *sip.Request) *sip.Request {
+	c := sip.NewRequest(sip.CANCEL, *inv.Recipient.Clone())
+	c.SipVersion = inv.SipVersion
+	if v := inv.Via(); v != nil {
+		c.AppendHeader(v.Clone())
+	}
+	for _, r := range inv.GetHeaders("Route") {
+		c.AppendHeader(sip.NewHeader("Route", r.Value()))
+	}
+	mf := sip.MaxForwardsHeader(70)
+	c.AppendHeader(&mf)
+	c.AppendHeader(sip.HeaderClone(inv.From()))
+	c.AppendHeader(sip.HeaderClone(inv.To()))
+	cid := *inv.CallID()
+	c.AppendHeader(&cid)
+	c.AppendHeader(&sip.CSeqHeader{SeqNo: inv.CSeq().SeqNo, MethodName: sip.CANCEL})
+	c.SetBody(nil)
+	c.SetTransport(inv.Transport())
+	c.SetDestination(inv.Destination())
+	c.Laddr = inv.Laddr
+	return c
+}
+
+// bestResponse picks the final response to send upstream when no branch
+// answered (RFC 3261 16.7 step 6): a 6xx, else the lowest class, 503 made
+// 500; nil when every branch failed without a response.
+func bestResponse(bs []*branch) *sip.Response {
+	var best *sip.Response
+	rank := func(r *sip.Response) int {
+		switch {
+		case r.StatusCode >= 600:
+			return 0
+		case r.StatusCode == 408:
+			return 900 // a timeout only if nothing better
+		}
+		return r.StatusCode
+	}
+	for _, b := range bs {
+		if b.final == nil {
+			continue
+		}
+		if best == nil || rank(b.final) < rank(best) {
+			best = b.final
+		}
+	}
+	if best != nil && best.StatusCode == 503 {
+		c := best.Clone()
+		c.StatusCode, c.Reason = 500, "Server Internal Error"
+		return c
+	}
+	return best
+}

@@ -1,0 +1,323 @@
+package sip
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
+
+	"github.com/convene/convene/internal/catalog"
+)
+
+// binding is one registered contact of a user.
+type binding struct {
+	user      string
+	contact   string  // Contact URI as registered (the key)
+	uri       sip.Uri // parsed contact
+	callID    string
+	cseq      uint32
+	expires   time.Time
+	transport string // "udp" or "tcp": how the REGISTER came
+	source    string // ip:port the REGISTER came from
+	nat       bool
+	userAgent string
+	updated   time.Time
+}
+
+// dest returns the transport and host:port to send requests for this
+// contact to: the REGISTER's source for NATed clients and on TCP (the
+// client's own connection), else the contact itself.
+func (b *binding) dest() (transport, addr string) {
+	if b.nat || b.transport == "tcp" {
+		return b.transport, b.source
+	}
+	tp := b.transport
+	if t, ok := b.uri.UriParams.Get("transport"); ok && t != "" {
+		tp = t
+	}
+	port := b.uri.Port
+	if port == 0 {
+		port = 5060
+	}
+	return tp, hostPort(b.uri.Host, port)
+}
+
+type bindingKey struct{ user, contact string }
+
+// location is the registrar's location service: bindings in memory, the
+// catalog written behind. Lock order: mu, then pending's lock (never the
+// reverse).
+type location struct {
+	cat *catalog.Store
+	log *slog.Logger
+	now func() time.Time
+
+	mu        sync.RWMutex
+	byUser    map[string][]*binding
+	byContact map[string]*binding
+	count     int
+
+	pmu     sync.Mutex
+	upserts map[bindingKey]catalog.SIPBinding
+	removes map[bindingKey]struct{}
+}
+
+func newLocation(cat *catalog.Store, log *slog.Logger, now func() time.Time) *location {
+	return &location{cat: cat, log: log, now: now, byUser: map[string][]*binding{},
+		byContact: map[string]*binding{}, upserts: map[bindingKey]catalog.SIPBinding{}, removes: map[bindingKey]struct{}{}}
+}
+
+// load reads the unexpired bindings from the catalog.
+func (l *location) load(ctx context.Context) error {
+	if l.cat == nil {
+		return nil
+	}
+	bs, err := l.cat.SIPBindings(ctx, l.now())
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, cb := range bs {
+		b := &binding{user: cb.Username, contact: cb.Contact, callID: cb.CallID, cseq: cb.CSeq,
+			expires: cb.ExpiresAt, nat: cb.NAT, userAgent: cb.UserAgent, updated: cb.UpdatedAt}
+		if err := sip.ParseUri(cb.Contact, &b.uri); err != nil {
+			l.log.Warn("sip: skipping stored binding with a bad contact", "user", cb.Username, "contact", cb.Contact)
+			continue
+		}
+		b.transport, b.source = splitSource(cb.Source)
+		l.putLocked(b)
+	}
+	return nil
+}
+
+func splitSource(s string) (transport, addr string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:]
+		}
+	}
+	return "udp", s
+}
+
+func (l *location) putLocked(b *binding) {
+	list := l.byUser[b.user]
+	for i, old := range list {
+		if old.contact == b.contact {
+			list[i] = b
+			l.byContact[b.contact] = b
+			return
+		}
+	}
+	l.byUser[b.user] = append(list, b)
+	l.byContact[b.contact] = b
+	l.count++
+}
+
+func (l *location) removeLocked(user, contact string) bool {
+	list := l.byUser[user]
+	for i, b := range list {
+		if b.contact == contact {
+			list = append(list[:i], list[i+1:]...)
+			if len(list) == 0 {
+				delete(l.byUser, user)
+			} else {
+				l.byUser[user] = list
+			}
+			if l.byContact[contact] == b {
+				delete(l.byContact, contact)
+			}
+			l.count--
+			return true
+		}
+	}
+	return false
+}
+
+// lookup returns copies of the live bindings of user.
+func (l *location) lookup(user string, now time.Time) []binding {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []binding
+	for _, b := range l.byUser[user] {
+		if b.expires.After(now) {
+			out = append(out, *b)
+		}
+	}
+	return out
+}
+
+// byContactURI finds the binding registered with contact, if any.
+func (l *location) byContactURI(contact string) (binding, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	b, ok := l.byContact[contact]
+	if !ok {
+		return binding{}, false
+	}
+	return *b, true
+}
+
+// regChange is one contact of a REGISTER.
+type regChange struct {
+	b      *binding
+	remove bool
+}
+
+// regOutcome tells the registrar what happened.
+type regOutcome int
+
+const (
+	regOK regOutcome = iota
+	regOutOfOrder
+)
+
+// apply performs the changes of one REGISTER atomically (RFC 3261 section
+// 10.3 steps 7-8) and returns the user's bindings afterwards. removeAll is
+// the "Contact: *" form.
+func (l *location) apply(user, callID string, cseq uint32, removeAll bool, changes []regChange, now time.Time) ([]binding, regOutcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if removeAll {
+		for _, b := range l.byUser[user] {
+			if b.callID == callID && cseq <= b.cseq {
+				return nil, regOutOfOrder
+			}
+		}
+		for _, b := range append([]*binding(nil), l.byUser[user]...) {
+			l.removeLocked(user, b.contact)
+			l.markRemoved(bindingKey{user, b.contact})
+		}
+		return nil, regOK
+	}
+	for _, c := range changes {
+		for _, b := range l.byUser[user] {
+			if b.contact == c.b.contact && b.callID == callID && cseq < b.cseq {
+				return nil, regOutOfOrder
+			}
+		}
+	}
+	for _, c := range changes {
+		if c.remove {
+			if l.removeLocked(user, c.b.contact) {
+				l.markRemoved(bindingKey{user, c.b.contact})
+			}
+			continue
+		}
+		l.putLocked(c.b)
+		l.markUpsert(c.b)
+	}
+	var out []binding
+	for _, b := range l.byUser[user] {
+		if b.expires.After(now) {
+			out = append(out, *b)
+		}
+	}
+	return out, regOK
+}
+
+// drop removes one binding (a contact that stopped answering).
+func (l *location) drop(user, contact string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.removeLocked(user, contact) {
+		l.markRemoved(bindingKey{user, contact})
+		return true
+	}
+	return false
+}
+
+// all returns copies of every live binding.
+func (l *location) all(now time.Time) []binding {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]binding, 0, l.count)
+	for _, list := range l.byUser {
+		for _, b := range list {
+			if b.expires.After(now) {
+				out = append(out, *b)
+			}
+		}
+	}
+	return out
+}
+
+// size is the number of bindings held.
+func (l *location) size() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.count
+}
+
+// expire removes bindings that have expired at now.
+func (l *location) expire(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for user, list := range l.byUser {
+		for _, b := range append([]*binding(nil), list...) {
+			if !b.expires.After(now) {
+				l.removeLocked(user, b.contact)
+				l.markRemoved(bindingKey{user, b.contact})
+			}
+		}
+	}
+}
+
+func (l *location) markUpsert(b *binding) {
+	l.pmu.Lock()
+	k := bindingKey{b.user, b.contact}
+	delete(l.removes, k)
+	l.upserts[k] = catalog.SIPBinding{Username: b.user, Contact: b.contact, CallID: b.callID, CSeq: b.cseq,
+		ExpiresAt: b.expires, Source: b.transport + "/" + b.source, NAT: b.nat, UserAgent: b.userAgent, UpdatedAt: b.updated}
+	l.pmu.Unlock()
+}
+
+func (l *location) markRemoved(k bindingKey) {
+	l.pmu.Lock()
+	delete(l.upserts, k)
+	l.removes[k] = struct{}{}
+	l.pmu.Unlock()
+}
+
+// flush writes pending changes to the catalog; on failure they are kept
+// for the next flush.
+func (l *location) flush(ctx context.Context) error {
+	if l.cat == nil {
+		return nil
+	}
+	l.pmu.Lock()
+	ups, rms := l.upserts, l.removes
+	l.upserts, l.removes = map[bindingKey]catalog.SIPBinding{}, map[bindingKey]struct{}{}
+	l.pmu.Unlock()
+	if len(ups) == 0 && len(rms) == 0 {
+		return nil
+	}
+	upList := make([]catalog.SIPBinding, 0, len(ups))
+	for _, b := range ups {
+		upList = append(upList, b)
+	}
+	rmList := make([]catalog.SIPBindingKey, 0, len(rms))
+	for k := range rms {
+		rmList = append(rmList, catalog.SIPBindingKey{Username: k.user, Contact: k.contact})
+	}
+	err := l.cat.SaveSIPBindings(ctx, upList, rmList)
+	if err != nil {
+		l.pmu.Lock()
+		for k, b := range ups {
+			if _, newer := l.upserts[k]; !newer {
+				if _, gone := l.removes[k]; !gone {
+					l.upserts[k] = b
+				}
+			}
+		}
+		for k := range rms {
+			if _, newer := l.upserts[k]; !newer {
+				l.removes[k] = struct{}{}
+			}
+		}
+		l.pmu.Unlock()
+	}
+	return err
+}

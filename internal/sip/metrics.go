@@ -1,0 +1,68 @@
+package sip
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the SIP metrics, registered on the node's registry:
+//
+//	convene_sip_requests_total{method}        requests received
+//	convene_sip_auth_failures_total{reason}   failed digest checks (bad_response, unknown_user,
+//	                                           stale, bad_nonce, bad_header, forbidden)
+//	convene_sip_challenges_total               401/407 challenges sent
+//	convene_sip_rate_limited_total{method}     requests refused with 503 by the per-source limit
+//	convene_sip_registrations                  current bindings (registered contacts)
+//	convene_sip_registers_total{result}        REGISTERs answered: ok, challenged, failed
+//	convene_sip_calls_total{result}            INVITEs proxied, by outcome: answered, failed,
+//	                                           canceled, not_found, unavailable
+//	convene_sip_calls_active                   answered calls not yet ended with BYE
+//	convene_sip_contacts_dropped_total         contacts dropped because they stopped answering
+//	convene_sip_bad_messages_total             requests refused or dropped as malformed
+type metrics struct {
+	requests      *prometheus.CounterVec
+	authFailures  *prometheus.CounterVec
+	challenges    prometheus.Counter
+	rateLimited   *prometheus.CounterVec
+	registrations prometheus.Gauge
+	registers     *prometheus.CounterVec
+	calls         *prometheus.CounterVec
+	callsActive   prometheus.Gauge
+	dropped       prometheus.Counter
+	badMessages   prometheus.Counter
+
+	// Children resolved once for the hot path.
+	regOK, regChallenged, regFailed, reqRegister prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_requests_total",
+			Help: "SIP requests received, by method."}, []string{"method"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_auth_failures_total",
+			Help: "Failed SIP digest authentications, by reason."}, []string{"reason"}),
+		challenges: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_sip_challenges_total",
+			Help: "SIP digest challenges (401/407) sent."}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_rate_limited_total",
+			Help: "SIP requests refused with 503 by the per-source rate limit, by method."}, []string{"method"}),
+		registrations: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_sip_registrations",
+			Help: "Registered SIP contacts."}),
+		registers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_registers_total",
+			Help: "SIP REGISTER requests answered, by result."}, []string{"result"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_calls_total",
+			Help: "SIP calls (INVITEs) proxied, by outcome."}, []string{"result"}),
+		callsActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_sip_calls_active",
+			Help: "Answered SIP calls not yet ended."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_sip_contacts_dropped_total",
+			Help: "Registered contacts dropped because they stopped answering."}),
+		badMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_sip_bad_messages_total",
+			Help: "SIP requests refused or dropped as malformed."}),
+	}
+	m.regOK, m.regChallenged, m.regFailed = m.registers.WithLabelValues("ok"), m.registers.WithLabelValues("challenged"),
+		m.registers.WithLabelValues("failed")
+	m.reqRegister = m.requests.WithLabelValues("REGISTER")
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.challenges, m.rateLimited,
+		m.registrations, m.registers, m.calls, m.callsActive, m.dropped, m.badMessages} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

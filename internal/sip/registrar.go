@@ -1,0 +1,183 @@
+package sip
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
+)
+
+// register answers a REGISTER (RFC 3261 section 10.3). transport is "udp"
+// or "tcp" and source the packet's ip:port. It never returns nil.
+func (s *Server) register(ctx context.Context, req *sip.Request, transport, source string) *sip.Response {
+	now := s.o.Now()
+	s.m.reqRegister.Inc()
+	srcIP, srcPort := splitHostPort(source)
+	if !s.regLimit.allow(srcIP, now) {
+		s.m.rateLimited.WithLabelValues("REGISTER").Inc()
+		return s.overloaded(req)
+	}
+	to, callID, cseq := req.To(), req.CallID(), req.CSeq()
+	if to == nil || callID == nil || cseq == nil || to.Address.User == "" || req.From() == nil {
+		s.m.badMessages.Inc()
+		s.m.regFailed.Inc()
+		return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (missing To user, From, Call-ID or CSeq)", nil)
+	}
+
+	if !to.Params.Has("tag") {
+		// Responses need a To tag (RFC 3261 8.2.6.2); sipgo would make a
+		// UUID, which costs more than the rest of the response.
+		to.Params.Add("tag", s.nextTag())
+	}
+	auth := s.authenticate(ctx, req, "Authorization")
+	if !auth.ok {
+		res := sip.NewResponseFromRequest(req, sip.StatusUnauthorized, "Unauthorized", nil)
+		s.challenge(res, "WWW-Authenticate", auth.stale)
+		if auth.fail != "" && !auth.stale {
+			s.m.regFailed.Inc()
+		} else {
+			s.m.regChallenged.Inc()
+		}
+		return res
+	}
+	user := auth.user
+	if to.Address.User != user {
+		s.m.authFailures.WithLabelValues("forbidden").Inc()
+		s.m.regFailed.Inc()
+		return sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden (To is not the authenticated user)", nil)
+	}
+
+	defExpires := s.o.Expires
+	if h := req.GetHeader("Expires"); h != nil {
+		v, err := strconv.ParseUint(strings.TrimSpace(h.Value()), 10, 32)
+		if err != nil {
+			s.m.badMessages.Inc()
+			s.m.regFailed.Inc()
+			return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Expires)", nil)
+		}
+		defExpires = time.Duration(v) * time.Second
+	}
+
+	via := req.Via()
+	viaNAT := via == nil || via.Host != srcIP || (transport == "udp" && via.Port != 0 && via.Port != srcPort)
+	ua := ""
+	if h := req.GetHeader("User-Agent"); h != nil {
+		ua = h.Value()
+		if len(ua) > 200 {
+			ua = ua[:200]
+		}
+	}
+
+	var changes []regChange
+	removeAll := false
+	contacts := req.GetHeaders("Contact")
+	for _, h := range contacts {
+		c, ok := h.(*sip.ContactHeader)
+		if !ok {
+			continue
+		}
+		if c.Address.Wildcard {
+			if len(contacts) != 1 || defExpires != 0 {
+				s.m.badMessages.Inc()
+				s.m.regFailed.Inc()
+				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact: * needs Expires: 0 alone)", nil)
+			}
+			removeAll = true
+			break
+		}
+		exp := defExpires
+		if v, ok := c.Params.Get("expires"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				s.m.badMessages.Inc()
+				s.m.regFailed.Inc()
+				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact expires)", nil)
+			}
+			exp = time.Duration(n) * time.Second
+		}
+		contactURI := c.Address.String()
+		if exp == 0 {
+			changes = append(changes, regChange{b: &binding{user: user, contact: contactURI}, remove: true})
+			continue
+		}
+		if exp < s.o.MinExpires {
+			res := sip.NewResponseFromRequest(req, sip.StatusIntervalToBrief, "Interval Too Brief", nil)
+			res.AppendHeader(sip.NewHeader("Min-Expires", strconv.Itoa(int(s.o.MinExpires/time.Second))))
+			s.m.regFailed.Inc()
+			return res
+		}
+		nat := viaNAT || c.Address.Host != srcIP
+		exp = min(exp, s.o.MaxExpires)
+		if nat {
+			exp = min(exp, s.o.NATExpires)
+		}
+		changes = append(changes, regChange{b: &binding{user: user, contact: contactURI, uri: *c.Address.Clone(),
+			callID: string(*callID), cseq: cseq.SeqNo, expires: now.Add(exp), transport: transport, source: source,
+			nat: nat, userAgent: ua, updated: now}})
+	}
+
+	current, outcome := s.loc.apply(user, string(*callID), cseq.SeqNo, removeAll, changes, now)
+	if outcome == regOutOfOrder {
+		s.m.regFailed.Inc()
+		return sip.NewResponseFromRequest(req, sip.StatusInternalServerError, "Server Error (CSeq out of order)", nil)
+	}
+	s.m.registrations.Set(float64(s.loc.size()))
+	s.m.regOK.Inc()
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
+	for i := range current {
+		b := &current[i]
+		left := int(b.expires.Sub(now).Round(time.Second) / time.Second)
+		ch := &sip.ContactHeader{Address: b.uri}
+		ch.Params.Add("expires", strconv.Itoa(max(left, 0)))
+		res.AppendHeader(ch)
+	}
+	res.AppendHeader(sip.NewHeader("Date", s.date(now)))
+	return res
+}
+
+const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// date formats now for the Date header, once per second.
+func (s *Server) date(now time.Time) string {
+	sec := now.Unix()
+	if d := s.dateCache.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &cachedDate{sec: sec, s: now.UTC().Format(http1123)}
+	s.dateCache.Store(d)
+	return d.s
+}
+
+type cachedDate struct {
+	sec int64
+	s   string
+}
+
+// nextTag returns a unique tag: this server's random prefix and a counter.
+func (s *Server) nextTag() string {
+	return s.tagPrefix + strconv.FormatUint(s.tagSeq.Add(1), 36)
+}
+
+// overloaded is the 503 of a rate-limited request.
+func (s *Server) overloaded(req *sip.Request) *sip.Response {
+	res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Service Unavailable (rate limit)", nil)
+	res.AppendHeader(sip.NewHeader("Retry-After", strconv.Itoa(int(max(s.o.RetryAfter/time.Second, 1)))))
+	return res
+}
+
+// splitHostPort splits ip:port; port is 0 when missing.
+func splitHostPort(addr string) (string, int) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	n, _ := strconv.Atoi(p)
+	return h, n
+}
+
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
+}
