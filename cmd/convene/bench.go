@@ -28,6 +28,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json, .png, profiles)")
 	scen := fs.String("scenarios", "", "comma-separated scenarios (default all): "+strings.Join(scenarioNames(), ","))
 	peers := fs.String("peers", "nats-server", "comma-separated peers to compare with (nats-server; empty for none)")
+	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -41,8 +42,15 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		fmt.Fprintf(stderr, "convene bench: another benchmark is running (it holds %s); wait for it to finish\n", benchLock)
-		return 1
+		if !*wait {
+			fmt.Fprintf(stderr, "convene bench: another benchmark is running (it holds %s); wait for it to finish, or pass -wait\n", benchLock)
+			return 1
+		}
+		fmt.Fprintf(stderr, "convene bench: waiting for the benchmark holding %s to finish\n", benchLock)
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			fmt.Fprintln(stderr, "convene bench:", err)
+			return 1
+		}
 	}
 	files := loadgen.FileLimit()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
