@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +28,7 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
 	systems := fs.String("systems", "convene,rtpengine", "relays to measure, in order (rtpengine: package rtpengine-daemon)")
+	sizes := fs.String("sizes", "1,64,172,512,1024", "packet sizes (UDP payload bytes) for the throughput table; empty skips it")
 	budget := fs.Duration("budget", 7*time.Minute, "time for the whole run (at most 8m)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -34,6 +37,21 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	*budget = min(*budget, 8*time.Minute)
+	// The generator's sending and receiving threads are locked to their
+	// goroutines and block in system calls; spare Ps let each come back
+	// from one at once instead of waiting for sysmon to free a P.
+	runtime.GOMAXPROCS(max(8, runtime.NumCPU()))
+	var sizeList []int
+	if *sizes != "" {
+		for _, f := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 1400 {
+				fmt.Fprintf(stderr, "convene bench-relay: bad packet size %q (want 1..1400)\n", f)
+				return 2
+			}
+			sizeList = append(sizeList, n)
+		}
+	}
 	_ = loadgen.FileLimit() // thousands of endpoint sockets; the relays inherit the limit
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintln(stderr, "convene bench-relay:", err)
@@ -63,7 +81,7 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	start := time.Now()
-	res := relaybench.Run(ctx, relaybench.Options{ConveneBin: self, Probe: probe, Systems: strings.Split(*systems, ","), Budget: *budget,
+	res := relaybench.Run(ctx, relaybench.Options{ConveneBin: self, Probe: probe, Systems: strings.Split(*systems, ","), Sizes: sizeList, Budget: *budget,
 		Log: func(f string, a ...any) {
 			fmt.Fprintf(stderr, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
 		}})

@@ -45,6 +45,9 @@ func startSIP(ctx context.Context, cfg config.SIPConfig, cat *catalog.Store, rl 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := users.Preload(ctx); err != nil {
+		return nil, nil, err
+	}
 	var algs []string
 	for a := range strings.SplitSeq(cfg.Algorithms, ",") {
 		algs = append(algs, strings.TrimSpace(a))

@@ -23,8 +23,7 @@ func BenchmarkForward(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers + 4))
 			r := newTestRelay(b, func(o *Options) { o.Workers = workers })
 			a, rx := newEndpoint(b), newEndpoint(b)
-			offer, err := r.Offer("bench", "a", offerSDP(a.addr()))
-			if err != nil {
+			if _, err := r.Offer("bench", "a", offerSDP(a.addr())); err != nil {
 				b.Fatal(err)
 			}
 			answer, err := r.Answer("bench", "a", "b", offerSDP(rx.addr()))
@@ -32,7 +31,6 @@ func BenchmarkForward(b *testing.B) {
 				b.Fatal(err)
 			}
 			toA := relayPort(b, answer)
-			_ = offer
 			from := a.addr()
 			a.conn.Close()
 			tx, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(from), net.UDPAddrFromAddrPort(toA))

@@ -13,7 +13,7 @@ import (
 	"github.com/pion/sdp/v3"
 )
 
-// testPorts spreads each test's relay over its own part of a high range so
+// testPortBase spreads each test binary's relays over its own part of a high range so
 // parallel test binaries rarely meet; a busy port is skipped anyway.
 var testPortBase = 20000 + (os.Getpid()%200)*100
 

@@ -277,7 +277,10 @@ func pace(eps []*endpoint, size int, perEP float64, dur time.Duration, countFrom
 			return worst
 		}
 		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
+			// The kernel's sleep, not the Go timer: this thread is locked,
+			// and a timer waits for a P that the receiver may be holding.
+			ts := unix.NsecToTimespec(int64(d))
+			_ = unix.Nanosleep(&ts, nil)
 		} else if -d > worst {
 			worst = -d
 		}

@@ -108,11 +108,19 @@ func start(name string, cmd *exec.Cmd, ngAddr string) (*Relay, error) {
 	return r, nil
 }
 
-// PID returns the process ID.
-func (r *Relay) PID() int { return r.cmd.Process.Pid }
+// PID returns the process ID (0 for an in-process relay).
+func (r *Relay) PID() int {
+	if r.cmd == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
 
 // CPUSeconds returns the user+system CPU time the process has used.
 func (r *Relay) CPUSeconds() float64 {
+	if r.cmd == nil {
+		return 0
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.PID()))
 	if err != nil {
 		return 0
@@ -131,6 +139,9 @@ func (r *Relay) CPUSeconds() float64 {
 func (r *Relay) Stop() {
 	if r.NG != nil {
 		r.NG.Close()
+	}
+	if r.cmd == nil {
+		return
 	}
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {

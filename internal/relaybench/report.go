@@ -32,39 +32,17 @@ func (s *SystemResult) size(n int) *SizePoint {
 // FormatTables renders the run as Markdown tables.
 func FormatTables(res *Result) string {
 	var b strings.Builder
+	measured := false
+	for _, s := range res.Systems {
+		measured = measured || len(s.Sizes) > 0
+	}
 	names := []string{}
 	for _, s := range res.Systems {
 		names = append(names, s.Name)
 	}
-	fmt.Fprintf(&b, "**Relay packets/s by packet size (layout of seed Table 2): the highest rate relayed with at most 0.1 %% loss, "+
-		"%d flows (%d calls, both directions)**\n\n", flows, flows/2)
-	b.WriteString("| Packet size (B) | Datagram (B) | Probe pkt/s |")
-	sep := "| --- | --- | --- |"
-	for _, n := range names {
-		fmt.Fprintf(&b, " %s pkt/s | %s × probe | %s CPU (%%) |", n, n, n)
-		sep += " --- | --- | --- |"
+	if measured {
+		sizesTable(&b, res, names)
 	}
-	b.WriteString(" Seed UDP pkt/s |\n" + sep + " --- |\n")
-	sizes := DefaultSizes
-	if len(res.Systems) > 0 && len(res.Systems[0].Sizes) > 0 {
-		sizes = nil
-		for _, p := range res.Systems[0].Sizes {
-			sizes = append(sizes, p.Size)
-		}
-	}
-	for _, size := range sizes {
-		fmt.Fprintf(&b, "| %d | %d | %s |", size, max(size, 12), num(res.probe(size)))
-		for _, n := range names {
-			p := res.system(n).size(size)
-			if p == nil || p.Error != "" {
-				b.WriteString(" – | – | – |")
-				continue
-			}
-			fmt.Fprintf(&b, " %s | %.2f | %.0f |", num(p.DeliveredPPS), p.XProbe, p.CPUPercent)
-		}
-		fmt.Fprintf(&b, " %s |\n", num(SeedUDPPPS[size]))
-	}
-
 	b.WriteString("\n**Concurrent G.711 calls at zero loss (172-byte packets every 20 ms, both directions)**\n\n")
 	b.WriteString("| System | Calls | Packets/s through the relay | × probe (172 B) | Steps |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range res.Systems {
@@ -168,4 +146,37 @@ func WriteReport(dir string, res *Result) (md, js string, err error) {
 		return "", "", err
 	}
 	return md, js, os.WriteFile(js, append(data, '\n'), 0o644)
+}
+
+// sizesTable writes the throughput table, one row per packet size.
+func sizesTable(b *strings.Builder, res *Result, names []string) {
+	fmt.Fprintf(b, "**Relay packets/s by packet size (layout of seed Table 2): the highest rate relayed with at most 0.1 %% loss, "+
+		"%d flows (%d calls, both directions)**\n\n", flows, flows/2)
+	b.WriteString("| Packet size (B) | Datagram (B) | Probe pkt/s |")
+	sep := "| --- | --- | --- |"
+	for _, n := range names {
+		fmt.Fprintf(b, " %s pkt/s | %s × probe | %s CPU (%%) |", n, n, n)
+		sep += " --- | --- | --- |"
+	}
+	b.WriteString(" Seed UDP pkt/s |\n" + sep + " --- |\n")
+	sizes := DefaultSizes
+	if len(res.Systems) > 0 && len(res.Systems[0].Sizes) > 0 {
+		sizes = nil
+		for _, p := range res.Systems[0].Sizes {
+			sizes = append(sizes, p.Size)
+		}
+	}
+	for _, size := range sizes {
+		fmt.Fprintf(b, "| %d | %d | %s |", size, max(size, 12), num(res.probe(size)))
+		for _, n := range names {
+			p := res.system(n).size(size)
+			if p == nil || p.Error != "" {
+				b.WriteString(" – | – | – |")
+				continue
+			}
+			fmt.Fprintf(b, " %s | %.2f | %.0f |", num(p.DeliveredPPS), p.XProbe, p.CPUPercent)
+		}
+		fmt.Fprintf(b, " %s |\n", num(SeedUDPPPS[size]))
+	}
+
 }

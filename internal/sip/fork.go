@@ -103,10 +103,11 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 		wg.Wait()
 	}()
 
-	canceled := make(chan struct{})
+	cancelCh := make(chan struct{})
+	canceled := (<-chan struct{})(cancelCh)
 	var cancelOnce sync.Once
 	if isInvite {
-		tx.OnCancel(func(*sip.Request) { cancelOnce.Do(func() { close(canceled) }) })
+		tx.OnCancel(func(*sip.Request) { cancelOnce.Do(func() { close(cancelCh) }) })
 	}
 	answered := false
 	pending := 0

@@ -302,7 +302,17 @@ func (l *location) flush(ctx context.Context) error {
 	for k := range rms {
 		rmList = append(rmList, catalog.SIPBindingKey{Username: k.user, Contact: k.contact})
 	}
-	err := l.cat.SaveSIPBindings(ctx, upList, rmList)
+	// Small transactions: the catalog has one connection, and a lookup of
+	// a user not yet cached waits behind whatever holds it.
+	var err error
+	const chunk = 128
+	for len(upList) > 0 || len(rmList) > 0 {
+		u, r := upList[:min(chunk, len(upList))], rmList[:min(chunk, len(rmList))]
+		upList, rmList = upList[len(u):], rmList[len(r):]
+		if err = l.cat.SaveSIPBindings(ctx, u, r); err != nil {
+			break
+		}
+	}
 	if err != nil {
 		l.pmu.Lock()
 		for k, b := range ups {

@@ -56,6 +56,20 @@ func (p *phone) saw(method string) int {
 	return n
 }
 
+func (p *phone) requestsOf(methods ...string) []*sip.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*sip.Request
+	for _, r := range p.requests {
+		for _, m := range methods {
+			if string(r.Method) == m {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
 func (p *phone) onRequest(h func(req *sip.Request) []string) {
 	p.mu.Lock()
 	p.handler = h
@@ -114,9 +128,9 @@ func TestProxyBusyPassedThrough(t *testing.T) {
 	}
 	// The proxy ACKs the 486 itself (hop by hop).
 	waitFor(t, "the proxy's ACK of the 486", 5*time.Second, func() bool { return b.saw("ACK") == 1 })
-	if got := counter(t, e.reg, "convene_sip_calls_total", map[string]string{"result": "failed"}); got != 1 {
-		t.Errorf("failed calls = %v, want 1", got)
-	}
+	waitFor(t, "the failed call to be counted", 5*time.Second, func() bool {
+		return counter(t, e.reg, "convene_sip_calls_total", map[string]string{"result": "failed"}) == 1
+	})
 }
 
 // TestProxyForkAnswerCancelBye: bob has two phones; both ring, one
@@ -182,6 +196,12 @@ func TestProxyForkAnswerCancelBye(t *testing.T) {
 	}
 	if b1.saw("BYE") != 1 || b2.saw("BYE") != 0 {
 		t.Errorf("BYE reached b1 %d times and b2 %d times", b1.saw("BYE"), b2.saw("BYE"))
+	}
+	// In-dialog ACK and BYE over UDP were forwarded statelessly (stateless.go).
+	for _, r := range b1.requestsOf("BYE", "ACK") {
+		if br, _ := r.Via().Params.Get("branch"); !strings.HasPrefix(br, "z9hG4bK-sl") {
+			t.Errorf("%s forwarded with branch %q, want the stateless one", r.Method, br)
+		}
 	}
 	if got := counter(t, e.reg, "convene_sip_calls_active", nil); got != 0 {
 		t.Errorf("active calls after BYE = %v", got)

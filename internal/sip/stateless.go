@@ -38,8 +38,8 @@ func (s *Server) inDialogCandidate(data []byte) bool {
 	if len(f) != 3 {
 		return false
 	}
-	host := uriHost(string(f[1]))
-	if host == "" || host == s.o.Advertise || strings.EqualFold(host, s.o.Domain) {
+	host, port := uriHostPort(string(f[1]))
+	if host == "" || strings.EqualFold(host, s.o.Domain) || (host == s.o.Advertise && (port == s.port || port == 0)) {
 		return false
 	}
 	for len(rest) > 0 {
@@ -55,27 +55,33 @@ func (s *Server) inDialogCandidate(data []byte) bool {
 	return false
 }
 
-// uriHost returns the host of a sip: or sips: URI, or "".
-func uriHost(uri string) string {
+// uriHostPort returns the host and port (0 when absent) of a sip: or sips:
+// URI, or "" for anything else.
+func uriHostPort(uri string) (string, int) {
 	rest, ok := strings.CutPrefix(uri, "sip:")
 	if !ok {
 		if rest, ok = strings.CutPrefix(uri, "sips:"); !ok {
-			return ""
+			return "", 0
 		}
 	}
 	if i := strings.IndexByte(rest, '@'); i >= 0 {
 		rest = rest[i+1:]
 	}
-	if strings.HasPrefix(rest, "[") {
-		if i := strings.IndexByte(rest, ']'); i > 0 {
-			return rest[1:i]
-		}
-		return ""
-	}
-	if i := strings.IndexAny(rest, ":;?>"); i >= 0 {
+	if i := strings.IndexAny(rest, ";?>"); i >= 0 {
 		rest = rest[:i]
 	}
-	return rest
+	host, portStr := rest, ""
+	if strings.HasPrefix(rest, "[") {
+		i := strings.IndexByte(rest, ']')
+		if i < 0 {
+			return "", 0
+		}
+		host, portStr = rest[1:i], strings.TrimPrefix(rest[i+1:], ":")
+	} else if i := strings.IndexByte(rest, ':'); i >= 0 {
+		host, portStr = rest[:i], rest[i+1:]
+	}
+	port, _ := strconv.Atoi(portStr)
+	return host, port
 }
 
 // handleUDPInDialog forwards an in-dialog ACK or BYE statelessly.

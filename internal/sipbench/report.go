@@ -111,7 +111,8 @@ const method = `Method: each workload runs on Convene (` + "`convene serve`" + `
 contact probing off, INVITEs not challenged, SDP rewritten through the node's RTP relay) and on Kamailio
 (bench/kamailio/kamailio.cfg, 2 UDP workers, stateless registrar, usrloc in memory, record-routing stateful
 proxy with a usrloc lookup, no media relay), one after the other on the same machine, driven by SIPp over UDP on
-loopback. SIPp runs a fixed call rate for one point; a point is clean when every call succeeded with no
+loopback. Before the registration workloads every user registers once (warm-up). SIPp runs a fixed call
+rate for one point; a point is clean when every call succeeded with no
 retransmission. The rate grows by half until a point is not clean, then is bisected twice; the table shows the
 highest clean rate SIPp achieved. SIPp shares the machine's cores with the server.`
 

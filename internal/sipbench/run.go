@@ -184,6 +184,16 @@ func (b *bencher) workload(ctx context.Context, sys, workload string, start, per
 	}
 	defer srv.stop()
 
+	if workload != Call {
+		// Warm-up: every user registers once at a modest rate, so caches
+		// and bindings exist on both systems before the first point.
+		n := strconv.Itoa(len(b.users) - 1)
+		if _, out, err := sipp(ctx, b.dir, 30*time.Second, "-sf", "reg_fresh.xml", "-inf", "users.csv", "-set", "domain",
+			Domain, "-r", "1000", "-rp", "1000", "-m", n, srv.addr); err != nil {
+			fmt.Fprintln(b.o.Log, "warm-up:", err, out)
+		}
+		sleep(ctx, time.Second)
+	}
 	var uas *exec.Cmd
 	if workload == Call {
 		uas, err = b.prepareCall(ctx, srv)

@@ -53,8 +53,9 @@ type Options struct {
 type Service struct {
 	o Options
 
-	mu    sync.RWMutex
-	cache map[string]cached
+	mu         sync.RWMutex
+	cache      map[string]cached
+	refreshing map[string]bool
 }
 
 type cached struct {
@@ -145,18 +146,32 @@ func (s *Service) Delete(ctx context.Context, username string) error {
 }
 
 // Lookup returns the credentials of username; found is false if there is
-// no such account. Results are cached for CacheTTL.
+// no such account. A result is reused for CacheTTL; after that it is still
+// answered at once while one background query refreshes it, so the SIP
+// hot path never waits for SQL behind a catalog write (the catalog has a
+// single connection). Only the first lookup of a name queries inline.
 func (s *Service) Lookup(ctx context.Context, username string) (c Credentials, found bool, err error) {
 	now := s.o.Now()
 	s.mu.RLock()
 	e, ok := s.cache[username]
 	s.mu.RUnlock()
-	if ok && now.Sub(e.at) < s.o.CacheTTL {
+	if ok {
+		if now.Sub(e.at) >= s.o.CacheTTL {
+			s.refresh(username)
+		}
 		return e.cred, e.found, nil
 	}
 	if ValidUsername(username) != nil {
 		return Credentials{}, false, nil
 	}
+	c, found, err = s.load(ctx, username, now)
+	return c, found, err
+}
+
+// load queries one account and caches the answer.
+func (s *Service) load(ctx context.Context, username string, now time.Time) (Credentials, bool, error) {
+	var c Credentials
+	found := false
 	u, err := s.o.Catalog.SIPUser(ctx, username)
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
@@ -172,6 +187,48 @@ func (s *Service) Lookup(ctx context.Context, username string) (c Credentials, f
 	s.cache[username] = cached{cred: c, found: found, at: now}
 	s.mu.Unlock()
 	return c, found, nil
+}
+
+// Preload fills the cache with every account, so the first REGISTER of
+// each does not wait for SQL.
+func (s *Service) Preload(ctx context.Context) error {
+	us, err := s.o.Catalog.SIPUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("sipusers: preload: %w", err)
+	}
+	now := s.o.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range us {
+		if len(s.cache) >= maxCache {
+			break
+		}
+		s.cache[u.Username] = cached{cred: Credentials{Username: u.Username, Realm: u.Realm, HA1MD5: u.HA1MD5,
+			HA1SHA256: u.HA1SHA256}, found: true, at: now}
+	}
+	return nil
+}
+
+// refresh reloads one cached account in the background, once at a time.
+func (s *Service) refresh(username string) {
+	s.mu.Lock()
+	if s.refreshing == nil {
+		s.refreshing = map[string]bool{}
+	}
+	if s.refreshing[username] {
+		s.mu.Unlock()
+		return
+	}
+	s.refreshing[username] = true
+	s.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.load(ctx, username, s.o.Now()) //nolint:errcheck // on error the stale entry stays, retried next TTL
+		s.mu.Lock()
+		delete(s.refreshing, username)
+		s.mu.Unlock()
+	}()
 }
 
 func (s *Service) forget(username string) {

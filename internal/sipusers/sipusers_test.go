@@ -63,7 +63,14 @@ func TestServiceCache(t *testing.T) {
 		t.Error("negative cache entry not kept for the TTL")
 	}
 	now = now.Add(2 * time.Minute)
-	c, found, err := s.Lookup(ctx, "alice")
+	// After the TTL the stale answer comes at once and a refresh runs.
+	var c Credentials
+	found := false
+	deadline := time.Now().Add(5 * time.Second)
+	for !found && time.Now().Before(deadline) {
+		c, found, err = s.Lookup(ctx, "alice")
+		time.Sleep(10 * time.Millisecond)
+	}
 	want, _ := HA1(SHA256, "alice", "r.test", "pw-alice")
 	if err != nil || !found || c.HA1(SHA256) != want || c.HA1("") != c.HA1MD5 {
 		t.Fatalf("after the TTL: %+v %v %v", c, found, err)
@@ -83,5 +90,17 @@ func TestServiceCache(t *testing.T) {
 	}
 	if err := s.Delete(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("delete unknown: %v", err)
+	}
+	// Preload caches every account: a user added by another process shows
+	// in a fresh service without waiting for a TTL.
+	if _, err := other.Add(ctx, "bob", "pw-bob"); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := New(Options{Catalog: cat, Realm: "r.test", CacheTTL: time.Hour})
+	if err := fresh.Preload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := fresh.Lookup(ctx, "bob"); !found {
+		t.Error("bob not found after Preload")
 	}
 }
