@@ -31,10 +31,10 @@ test: test-deps vet
 # Writes bench/results/<date>.md, .json, PNG plots and CPU profiles.
 bench: test-deps build microbench
 	./$(BIN) bench -out bench/results $(BENCHARGS)
-	flock /tmp/convene-bench.lock ./$(BIN) bench-floor -out bench/results
+	./$(BIN) bench-floor -out bench/results
 	@scripts/install-deps.sh bench
-	flock /tmp/convene-bench.lock ./$(BIN) bench-sip -out bench/results
-	flock /tmp/convene-bench.lock ./$(BIN) bench-relay -out bench/results
+	./$(BIN) bench-sip -out bench/results
+	./$(BIN) bench-relay -out bench/results
 
 bench-quick: test-deps build
 	./$(BIN) bench -quick -out bench/results $(BENCHARGS)

@@ -17,8 +17,6 @@ import (
 	"github.com/convene/convene/internal/loadgen"
 )
 
-const benchLock = "/tmp/convene-bench.lock"
-
 // benchCmd runs the seed's benchmark suite against Convene and nats-server
 // in one invocation and writes the report.
 func benchCmd(args []string, stdout, stderr io.Writer) int {
@@ -35,23 +33,11 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	lock, err := os.OpenFile(benchLock, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		fmt.Fprintln(stderr, "convene bench:", err)
+	lock := lockBench("bench", *wait, stderr)
+	if lock == nil {
 		return 1
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if !*wait {
-			fmt.Fprintf(stderr, "convene bench: another benchmark is running (it holds %s); wait for it to finish, or pass -wait\n", benchLock)
-			return 1
-		}
-		fmt.Fprintf(stderr, "convene bench: waiting for the benchmark holding %s to finish\n", benchLock)
-		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-			fmt.Fprintln(stderr, "convene bench:", err)
-			return 1
-		}
-	}
 	files := loadgen.FileLimit()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintln(stderr, "convene bench:", err)

@@ -16,20 +16,25 @@ import (
 
 // benchFloorCmd measures floor request→grant latency over WebSocket and
 // session create latency against a real `convene serve` (this binary).
-// Run it under `flock /tmp/convene-bench.lock` so it never overlaps
-// another benchmark (make bench does).
+// Like every benchmark it holds the benchmark lock (see lockBench).
 func benchFloorCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench-floor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "bench/results", "directory for <date>-floor.md and .json")
 	iters := fs.Int("n", 2000, "floor requests and handovers measured")
 	creates := fs.Int("creates", 500, "sessions created")
+	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	lock := lockBench("bench-floor", *wait, stderr)
+	if lock == nil {
+		return 1
+	}
+	defer lock.Close()
 	bin, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "convene bench-floor:", err)

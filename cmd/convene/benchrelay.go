@@ -20,9 +20,8 @@ import (
 )
 
 // benchRelayCmd measures Convene's RTP relay beside rtpengine (userspace)
-// and the machine probe, and writes <out>/<date>-relay.md and .json. Run it
-// under `flock /tmp/convene-bench.lock` (make bench does) so that it never
-// overlaps another benchmark.
+// and the machine probe, and writes <out>/<date>-relay.md and .json. Like
+// every benchmark it holds the benchmark lock (see lockBench).
 func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench-relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -30,12 +29,18 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 	systems := fs.String("systems", "convene,rtpengine", "relays to measure, in order (rtpengine: package rtpengine-daemon)")
 	sizes := fs.String("sizes", "1,64,172,512,1024", "packet sizes (UDP payload bytes) for the throughput table; empty skips it")
 	budget := fs.Duration("budget", 7*time.Minute, "time for the whole run (at most 8m)")
+	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	lock := lockBench("bench-relay", *wait, stderr)
+	if lock == nil {
+		return 1
+	}
+	defer lock.Close()
 	*budget = min(*budget, 8*time.Minute)
 	// The generator's sending and receiving threads are locked to their
 	// goroutines and block in system calls; spare Ps let each come back

@@ -30,12 +30,18 @@ func benchSIPCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: convene bench-sip [flags]\n\nConvene's SIP registrar and proxy beside Kamailio, driven by SIPp (needs sipp and kamailio).")
 		fs.PrintDefaults()
 	}
+	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
 	}
+	lock := lockBench("bench-sip", *wait, stderr)
+	if lock == nil {
+		return 1
+	}
+	defer lock.Close()
 	if *bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
