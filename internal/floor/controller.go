@@ -163,7 +163,11 @@ func (f *floorState) position(r *Request) int {
 	return 0
 }
 
+// emitReq announces a request's new status. The media path is told who may
+// send first, so that a member told it is Granted is heard at once (and one
+// told it is Released or Revoked is already silenced).
 func (c *Controller) emitReq(f *floorState, r *Request, notify bool) {
+	c.gate(f)
 	v := *r
 	if r.Status == Accepted {
 		v.Position = f.position(r)
