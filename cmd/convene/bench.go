@@ -39,19 +39,13 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer lock.Close()
 	files := loadgen.FileLimit()
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintln(stderr, "convene bench:", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	tmp, err := os.MkdirTemp("", "convene-bench-")
-	if err != nil {
-		fmt.Fprintln(stderr, "convene bench:", err)
+	tmp := benchDirs("bench", *out, stderr)
+	if tmp == "" {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	probeBin, err := bench.BuildProbe(tmp)
 	if err != nil {
 		fmt.Fprintln(stderr, "convene bench: building the probe:", err)

@@ -35,3 +35,18 @@ func lockBench(cmd string, wait bool, stderr io.Writer) *os.File {
 	}
 	return lock
 }
+
+// benchDirs makes the report directory out and a scratch directory for the
+// run (the caller removes it), printing why not and returning "" on failure.
+func benchDirs(cmd, out string, stderr io.Writer) string {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "convene %s: %v\n", cmd, err)
+		return ""
+	}
+	tmp, err := os.MkdirTemp("", "convene-"+cmd+"-")
+	if err != nil {
+		fmt.Fprintf(stderr, "convene %s: %v\n", cmd, err)
+		return ""
+	}
+	return tmp
+}

@@ -58,18 +58,13 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	_ = loadgen.FileLimit() // thousands of endpoint sockets; the relays inherit the limit
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintln(stderr, "convene bench-relay:", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	tmp, err := os.MkdirTemp("", "convene-bench-relay-")
-	if err != nil {
-		fmt.Fprintln(stderr, "convene bench-relay:", err)
+	tmp := benchDirs("bench-relay", *out, stderr)
+	if tmp == "" {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	var notes []string
 	var probe func(context.Context, int, int) (relaybench.ProbePoint, error)
 	if bin, err := bench.BuildProbe(tmp); err != nil {
