@@ -58,6 +58,9 @@ type Point struct {
 	Clean    bool      `json:"clean"`
 	CPU      float64   `json:"server_cpu"` // server CPU seconds per second (2 = both cores)
 	Stats    sippStats `json:"sipp"`
+	// Drops is how many UDP datagrams the kernel dropped at a full socket
+	// receive buffer (any socket) during the point; -1 when unknown.
+	Drops int64 `json:"udp_rcvbuf_drops"`
 }
 
 // Result is one workload on one system.
@@ -260,14 +263,20 @@ func (b *bencher) point(ctx context.Context, srv *server, workload string, rate,
 	}
 	args = append(args, "-r", strconv.Itoa(int(rate)), "-rp", "1000", "-m", strconv.Itoa(calls),
 		"-l", strconv.Itoa(max(int(rate)*2, 100)), srv.addr)
-	cpu0, t0 := srv.cpuSeconds(), time.Now()
+	cpu0, t0, drops0 := srv.cpuSeconds(), time.Now(), udpRcvbufErrors()
 	st, out, err := sipp(ctx, b.dir, b.o.Point+20*time.Second, args...)
+	drops := int64(-1)
+	if drops0 >= 0 {
+		if d1 := udpRcvbufErrors(); d1 >= 0 {
+			drops = d1 - drops0
+		}
+	}
 	if err != nil {
 		return Point{}, fmt.Errorf("%w\n%s", err, out)
 	}
 	cpu := (srv.cpuSeconds() - cpu0) / time.Since(t0).Seconds()
 	clean := st.Failed == 0 && st.Retrans == 0 && st.Successful == calls
-	return Point{Rate: rate * perCall, Achieved: st.CallRate * perCall, Clean: clean, CPU: cpu, Stats: st}, nil
+	return Point{Rate: rate * perCall, Achieved: st.CallRate * perCall, Clean: clean, CPU: cpu, Stats: st, Drops: drops}, nil
 }
 
 // prepareCall starts the callee (SIPp uas) and registers it as "callee".
@@ -277,7 +286,7 @@ func (b *bencher) prepareCall(ctx context.Context, srv *server) (*exec.Cmd, erro
 		return nil, err
 	}
 	uas := exec.Command("sipp", "-sf", "uas.xml", "-i", "127.0.0.1", "-p", strconv.Itoa(port), "-nostdin",
-		"-max_socket", "60000")
+		"-max_socket", "60000", "-buff_size", sippBuffer)
 	uas.Dir = b.dir
 	if err := uas.Start(); err != nil {
 		return nil, fmt.Errorf("sipbench: start uas: %w", err)

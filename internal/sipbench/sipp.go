@@ -100,11 +100,18 @@ func sippMillis(v string) float64 {
 	return float64(h*3600+m*60+sec)*1000 + float64(us)/1000
 }
 
+// sippBuffer is SIPp's socket buffer size (-buff_size; the kernel caps it
+// at net.core.rmem_max). With SIPp's default of 64 KiB a burst of answers
+// overflows its receive buffer while SIPp, which shares the cores with the
+// server, is busy: the kernel drops them (Udp RcvbufErrors) and SIPp
+// counts retransmissions that no server caused. Both systems get the same.
+const sippBuffer = "4194304"
+
 // sipp runs SIPp in dir until it exits and returns its statistics. A
 // non-zero exit (some call failed) is not an error: the stats say so.
 func sipp(ctx context.Context, dir string, timeout time.Duration, args ...string) (sippStats, string, error) {
 	stat := filepath.Join(dir, fmt.Sprintf("stat-%d.csv", time.Now().UnixNano()))
-	args = append([]string{"-i", "127.0.0.1", "-nostdin", "-trace_stat", "-stf", stat, "-fd", "1",
+	args = append([]string{"-i", "127.0.0.1", "-nostdin", "-buff_size", sippBuffer, "-trace_stat", "-stf", stat, "-fd", "1",
 		"-timeout", strconv.Itoa(int(timeout/time.Second)) + "s", "-timeout_error"}, args...)
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
