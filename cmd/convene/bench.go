@@ -129,6 +129,7 @@ func loadCmd(args []string, stdout, stderr io.Writer) int {
 	listeners := fs.Int("listeners", 100, "listeners per meeting")
 	meetings := fs.Int("meetings", 1, "meetings")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send (the first 100 packets of each stream are not counted)")
+	key := fs.String("api-key", os.Getenv("CONVENE_API_KEY"), "the node's API key (default $CONVENE_API_KEY; `convene serve` prints it)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -153,7 +154,11 @@ func loadCmd(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	c, err := bench.AttachConvene(*url)
+	if *key == "" {
+		fmt.Fprintln(stderr, "convene load: needs the node's API key to create links: -api-key KEY or CONVENE_API_KEY (`convene serve` prints it; it is kept in <data_dir>/api_key)")
+		return 2
+	}
+	c, err := bench.AttachConvene(*url, *key)
 	if err != nil {
 		fmt.Fprintln(stderr, "convene load:", err)
 		return 1

@@ -237,9 +237,10 @@ func (c *Convene) Profile(seconds int, path string) error {
 	return err
 }
 
-// AttachConvene drives a node that is already running at url.
-func AttachConvene(url string) (*Convene, error) {
-	c := &Convene{url: url, cmd: &exec.Cmd{},
+// AttachConvene drives a node that is already running at url, with its
+// API key.
+func AttachConvene(url, key string) (*Convene, error) {
+	c := &Convene{url: url, key: key, cmd: &exec.Cmd{},
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 	resp, err := c.client.Get(url + "/api/v1/node")
 	if err != nil {

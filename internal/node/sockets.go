@@ -16,8 +16,10 @@ func openSockets(addr string, port int, o udpmux.Options) (rtplink.Sockets, erro
 	if err != nil {
 		return rtplink.Sockets{}, fmt.Errorf("rtp.addr: %w", err)
 	}
+	// udpmux.ListenUDP: SO_REUSEPORT, so the writers can send from sockets
+	// of their own on the same address.
 	bind := func(p int) (*net.UDPConn, error) {
-		return net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(p))))
+		return udpmux.ListenUDP(netip.AddrPortFrom(ip, uint16(p)).String())
 	}
 	for try := 0; try < 100; try++ {
 		rtp, err := bind(port)

@@ -20,7 +20,8 @@ type mmsghdr struct {
 // two pointers and a length are written, each destination's sockaddr being
 // pre-built in its Dest. It is owned by one writer goroutine.
 type mmsgBatch struct {
-	raw     syscall.RawConn
+	raw     syscall.RawConn // the shared socket, when fd < 0
+	fd      int             // a blocking sending socket of the writer's own, or -1
 	v6      bool
 	hdrs    [maxBatch]mmsghdr
 	iovs    [maxBatch]unix.Iovec
@@ -33,8 +34,8 @@ type mmsgBatch struct {
 	fn    func(fd uintptr) bool // w.write, bound once so sending allocates nothing
 }
 
-func newMmsgBatch(raw syscall.RawConn, v6 bool, batches *atomic.Uint64) *mmsgBatch {
-	m := &mmsgBatch{raw: raw, v6: v6, batches: batches}
+func newMmsgBatch(raw syscall.RawConn, fd int, v6 bool, batches *atomic.Uint64) *mmsgBatch {
+	m := &mmsgBatch{raw: raw, fd: fd, v6: v6, batches: batches}
 	for i := range m.hdrs {
 		m.hdrs[i].hdr.Iov = &m.iovs[i]
 		m.hdrs[i].hdr.SetIovlen(1)
@@ -65,9 +66,14 @@ func (m *mmsgBatch) send(es []entry) {
 	}
 	m.es, m.off = es, 0
 	for m.off < len(es) {
-		// RawConn.Write calls fn until it returns true, waiting in the
-		// poller for the socket to be writable whenever it returns false.
-		if err := m.raw.Write(m.fn); err != nil {
+		if m.fd >= 0 {
+			if !m.write(uintptr(m.fd)) && !waitWritable(m.fd) {
+				// No room for a whole wait: count the datagram as an error.
+				m.errno = unix.EAGAIN
+			}
+		} else if err := m.raw.Write(m.fn); err != nil {
+			// RawConn.Write calls fn until it returns true, waiting in the
+			// poller for the socket to be writable whenever it returns false.
 			// The socket is closed: nothing more can be sent.
 			for _, e := range es[m.off:] {
 				e.d.errors.Add(1)
@@ -92,7 +98,8 @@ func (m *mmsgBatch) send(es []entry) {
 func (m *mmsgBatch) write(fd uintptr) bool {
 	for m.off < len(m.es) {
 		n := len(m.es) - m.off
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&m.hdrs[m.off])), uintptr(n), 0, 0, 0)
+		// Raw: on a non-blocking socket the call never blocks (senders.go).
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&m.hdrs[m.off])), uintptr(n), 0, 0, 0)
 		m.batches.Add(1)
 		switch {
 		case e == unix.EAGAIN:

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/convene/convene/internal/broker"
 	"golang.org/x/sys/unix"
@@ -69,13 +68,9 @@ type Socket struct {
 // Listen opens a socket on addr ("127.0.0.1:0" picks a port) and starts its
 // reader and writer goroutines.
 func Listen(addr string, o Options) (*Socket, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	conn, err := ListenUDP(addr)
 	if err != nil {
-		return nil, fmt.Errorf("udpmux: %w", err)
-	}
-	conn, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return nil, fmt.Errorf("udpmux: %w", err)
+		return nil, err
 	}
 	return New(conn, o), nil
 }
@@ -96,20 +91,19 @@ func New(conn *net.UDPConn, o Options) *Socket {
 		_ = conn.SetWriteBuffer(o.WriteBuffer)
 	}
 	dontFragment(conn)
-	var raw syscall.RawConn
+	raw, err := conn.SyscallConn()
+	batch := o.Batch && err == nil
 	v6 := false
-	if o.Batch {
-		if rc, err := conn.SyscallConn(); err == nil {
-			raw = rc
-			_ = rc.Control(func(fd uintptr) {
-				dom, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
-				v6 = err == nil && dom == unix.AF_INET6
-			})
-		}
+	if err == nil {
+		_ = raw.Control(func(fd uintptr) {
+			dom, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+			v6 = err == nil && dom == unix.AF_INET6
+		})
 	}
 	if o.Writers <= 0 {
 		o.Writers = runtime.GOMAXPROCS(0)
 	}
+	senders := openSenders(conn, o.Writers, o.WriteBuffer)
 	s := &Socket{
 		conn:     conn,
 		log:      o.Logger.With("socket", conn.LocalAddr().String()),
@@ -117,7 +111,11 @@ func New(conn *net.UDPConn, o Options) *Socket {
 		readDone: make(chan struct{}),
 	}
 	for i := 0; i < o.Writers; i++ {
-		w := newWriter(conn, raw, v6, o.QueueLimit)
+		fd := -1
+		if senders != nil {
+			fd = senders[i]
+		}
+		w := newWriter(conn, raw, batch, v6, fd, o.QueueLimit)
 		s.ws = append(s.ws, w)
 		go w.run()
 	}

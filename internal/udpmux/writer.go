@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/convene/convene/internal/broker"
+	"golang.org/x/sys/unix"
 )
 
 // maxBatch is the number of datagrams per sendmmsg call. The kernel takes at
@@ -22,6 +23,8 @@ type entry struct {
 // queues under mu; one goroutine (run) swaps them out and sends.
 type writer struct {
 	conn  *net.UDPConn
+	fd    int        // a blocking sending socket of its own (senders.go); -1: send on conn
+	v6    bool       // the socket is AF_INET6
 	mm    *mmsgBatch // nil: one sendto per datagram
 	limit int        // bound of each queue
 
@@ -40,12 +43,13 @@ type writer struct {
 	spare [2][]entry
 }
 
-// newWriter returns a writer for conn; raw non-nil sends with sendmmsg on
-// it (v6: the socket is AF_INET6).
-func newWriter(conn *net.UDPConn, raw syscall.RawConn, v6 bool, limit int) *writer {
-	w := &writer{conn: conn, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if raw != nil {
-		w.mm = newMmsgBatch(raw, v6, &w.batches)
+// newWriter returns a writer for conn; batch sends with sendmmsg (v6: the
+// socket is AF_INET6). fd >= 0 is a sending socket of the writer's own,
+// which it sends on instead of conn and closes when it is done.
+func newWriter(conn *net.UDPConn, raw syscall.RawConn, batch, v6 bool, fd, limit int) *writer {
+	w := &writer{conn: conn, fd: fd, v6: v6, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if batch {
+		w.mm = newMmsgBatch(raw, fd, v6, &w.batches)
 	}
 	return w
 }
@@ -126,6 +130,9 @@ func (w *writer) recycle(k broker.Kind, b []entry) {
 
 func (w *writer) run() {
 	defer close(w.done)
+	if w.fd >= 0 {
+		defer unix.Close(w.fd)
+	}
 	for {
 		batch, ok := w.take()
 		if !ok {
@@ -150,7 +157,19 @@ func (w *writer) run() {
 
 // flush sends up to maxBatch entries and releases them.
 func (w *writer) flush(es []entry) {
-	if w.mm == nil {
+	switch {
+	case w.mm != nil:
+		w.mm.send(es)
+	case w.fd >= 0:
+		for _, e := range es {
+			if sendto(w.fd, w.v6, e.p.Bytes(), e.d) != 0 {
+				e.d.errors.Add(1)
+			} else {
+				e.d.sent.Add(1)
+				e.d.bytes.Add(uint64(e.p.Len()))
+			}
+		}
+	default:
 		for _, e := range es {
 			if _, err := w.conn.WriteToUDP(e.p.Bytes(), e.d.udpAddr); err != nil {
 				e.d.errors.Add(1)
@@ -159,8 +178,6 @@ func (w *writer) flush(es []entry) {
 				e.d.bytes.Add(uint64(e.p.Len()))
 			}
 		}
-	} else {
-		w.mm.send(es)
 	}
 	for _, e := range es {
 		e.d.inflight.Add(-1)
