@@ -51,7 +51,19 @@
  * 127.0.0.1. Either way the sender sets DF (IP_PMTUDISC_DO), as Convene's
  * media socket does, which spares the kernel a hashed IP ID per datagram.
  *
- * Usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH] [-S SOCKETS]
+ * With -R the probe is the machine's limit for a relay instead: the sender
+ * sends every datagram to one relay socket, a third thread (the relay)
+ * reads them with recvmmsg and sends each on, round-robin to the
+ * receivers, with sendmmsg from a socket of its own, with no per-packet
+ * work. Every delivered datagram then crosses the kernel twice (two sends
+ * and two receives), as through any user-space RTP relay, and the three
+ * threads share the cores unpinned. The sender keeps at most RELAY_WINDOW
+ * datagrams ahead of what the relay has read, so that a flood the relay
+ * can only drop does not take CPU from it. This is the ceiling to compare a relay
+ * with; the fan-out figure without -R is what a broker that sends each
+ * datagram once can reach.
+ *
+ * Usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH] [-S SOCKETS] [-R]
  * Exit codes: 0 ok, 2 usage, 1 error (message on stderr).
  * It always stops by itself: a watchdog alarm ends it a few seconds after
  * the counting window should have ended, whatever happens.
@@ -82,25 +94,29 @@
 #define MAX_EVENTS 1024
 #define IDLE_MS 50       /* ms without arrivals that mean the buffers are empty */
 #define DRAIN_MAX 10.0   /* s at most spent waiting for them to empty */
+#define RELAY_WINDOW 8192 /* -R: datagrams the sender may be ahead of the relay */
 
-static int n_subs, pkt_size, batch = 64, pin = 1, shared_socks;
+static int n_subs, pkt_size, batch = 64, pin = 1, shared_socks, relay_mode;
 static double seconds;
 
 static int *rx_fds;                 /* receiver sockets */
 static struct sockaddr_in *rx_addr; /* their addresses, prebuilt */
 static int tx_fd, ep_fd;
+static int relay_in_fd, relay_out_fd; /* -R: the relay's two sockets */
 
 static atomic_int stop;
 static atomic_int pause_req, sender_paused; /* the pause before counting */
 static atomic_uint idle_polls; /* epoll_waits that timed out: all buffers empty */
 static atomic_uint_fast64_t sent, delivered;
+static atomic_uint_fast64_t relayed; /* -R: datagrams the relay has read */
 static atomic_int thread_errno;
 static const char *_Atomic thread_what;
 
 static void usage(void) {
-	fprintf(stderr, "usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH] [-S SOCKETS]\n"
+	fprintf(stderr, "usage: probe -n SUBSCRIBERS -s SIZE -t SECONDS [-b BATCH] [-S SOCKETS] [-R]\n"
 	                "  SUBSCRIBERS 1..1000000, SIZE 1..65507 bytes, SECONDS > 0, BATCH 1..%d (default 64),\n"
-	                "  SOCKETS 1..64 shared receiving sockets (default: one per subscriber)\n",
+	                "  SOCKETS 1..64 shared receiving sockets (default: one per subscriber)\n"
+	                "  -R: send through a minimal relay thread (recvmmsg, then sendmmsg on)\n",
 	        MAX_BATCH);
 	exit(2);
 }
@@ -160,6 +176,11 @@ static void *sender(void *arg) {
 			continue;
 		}
 		atomic_store_explicit(&sender_paused, 0, memory_order_relaxed);
+		if (relay_mode && atomic_load_explicit(&sent, memory_order_relaxed) >
+		                      atomic_load_explicit(&relayed, memory_order_relaxed) + RELAY_WINDOW) {
+			sleep_for(0.00002);
+			continue;
+		}
 		/* Counted as sent before the call and corrected after it, so that
 		 * a datagram is never counted as delivered before it is as sent. */
 		atomic_fetch_add(&sent, (uint_fast64_t)batch);
@@ -174,6 +195,60 @@ static void *sender(void *arg) {
 		}
 		pos = (pos + (unsigned)r) % (unsigned)n_subs;
 	}
+	return NULL;
+}
+
+/* -R: reads batches from the relay socket and sends each datagram on to
+ * the next receiver in turn, as it came (its own length), until stopped.
+ * The relay socket has a receive timeout so that a stop is seen. */
+static void *relay(void *arg) {
+	(void)arg;
+	static struct mmsghdr in[MAX_BATCH], out[MAX_BATCH];
+	static struct iovec iov[MAX_BATCH];
+	size_t cap = (size_t)pkt_size;
+	char *bufs = malloc(cap * (size_t)batch);
+	if (!bufs) {
+		thread_fail("malloc", ENOMEM);
+		return NULL;
+	}
+	for (int i = 0; i < batch; i++) {
+		iov[i].iov_base = bufs + (size_t)i * cap;
+		in[i].msg_hdr.msg_iov = &iov[i];
+		in[i].msg_hdr.msg_iovlen = 1;
+		out[i].msg_hdr.msg_iov = &iov[i];
+		out[i].msg_hdr.msg_iovlen = 1;
+		out[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+	}
+	unsigned next = 0;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (int i = 0; i < batch; i++)
+			iov[i].iov_len = cap;
+		int r = recvmmsg(relay_in_fd, in, (unsigned)batch, MSG_WAITFORONE, NULL);
+		if (r < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			thread_fail("relay recvmmsg", errno);
+			break;
+		}
+		atomic_fetch_add_explicit(&relayed, (uint_fast64_t)r, memory_order_relaxed);
+		for (int i = 0; i < r; i++) {
+			iov[i].iov_len = in[i].msg_len;
+			out[i].msg_hdr.msg_name = &rx_addr[next];
+			next = next + 1 == (unsigned)n_subs ? 0 : next + 1;
+		}
+		for (int off = 0; off < r;) {
+			int w = sendmmsg(relay_out_fd, &out[off], (unsigned)(r - off), 0);
+			if (w < 0) {
+				if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)
+					break; /* dropped, as a relay would */
+				thread_fail("relay sendmmsg", errno);
+				free(bufs);
+				return NULL;
+			}
+			off += w;
+		}
+	}
+	free(bufs);
 	return NULL;
 }
 
@@ -298,13 +373,14 @@ static void open_shared(int k) {
 int main(int argc, char **argv) {
 	int opt;
 	int have_n = 0, have_s = 0, have_t = 0;
-	while ((opt = getopt(argc, argv, "n:s:t:b:uS:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:t:b:uS:R")) != -1) {
 		switch (opt) {
 		case 'n': n_subs = (int)parse_int(optarg, 1, 1000000); have_n = 1; break;
 		case 's': pkt_size = (int)parse_int(optarg, 1, 65507); have_s = 1; break;
 		case 'u': pin = 0; break;
 		case 'b': batch = (int)parse_int(optarg, 1, MAX_BATCH); break;
 		case 'S': shared_socks = (int)parse_int(optarg, 1, 64); break;
+		case 'R': relay_mode = 1; break;
 		case 't': {
 			char *end;
 			errno = 0;
@@ -365,17 +441,43 @@ int main(int argc, char **argv) {
 	int pmtu = IP_PMTUDISC_DO;
 	if (setsockopt(tx_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) < 0)
 		die("setsockopt IP_MTU_DISCOVER");
+	static struct sockaddr_in relay_addr = {.sin_family = AF_INET};
+	if (relay_mode) {
+		/* The relay: a socket that receives (a 50 ms timeout so it sees a
+		 * stop) and one that sends on, DF set like the sender's. */
+		relay_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		relay_in_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		relay_out_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (relay_in_fd < 0 || relay_out_fd < 0)
+			die("socket");
+		int rb = 32 << 20;
+		if (setsockopt(relay_in_fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof rb) < 0 &&
+		    setsockopt(relay_in_fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof bufsz) < 0)
+			die("setsockopt SO_RCVBUF");
+		struct timeval tv = {.tv_sec = 0, .tv_usec = 50000};
+		if (setsockopt(relay_in_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+			die("setsockopt SO_RCVTIMEO");
+		if (bind(relay_in_fd, (struct sockaddr *)&relay_addr, sizeof relay_addr) < 0)
+			die("bind");
+		socklen_t len = sizeof relay_addr;
+		if (getsockname(relay_in_fd, (struct sockaddr *)&relay_addr, &len) < 0)
+			die("getsockname");
+		if (setsockopt(relay_out_fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz) < 0 ||
+		    setsockopt(relay_out_fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu) < 0)
+			die("setsockopt relay");
+		pin = 0; /* three threads on the cores: the scheduler places them */
+	}
 	static struct iovec tx_iov;
 	tx_iov.iov_base = payload;
 	tx_iov.iov_len = (size_t)pkt_size;
 	for (int i = 0; i < n_subs + MAX_BATCH; i++) {
-		tx_msgs[i].msg_hdr.msg_name = &rx_addr[i % n_subs];
+		tx_msgs[i].msg_hdr.msg_name = relay_mode ? (void *)&relay_addr : (void *)&rx_addr[i % n_subs];
 		tx_msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
 		tx_msgs[i].msg_hdr.msg_iov = &tx_iov;
 		tx_msgs[i].msg_hdr.msg_iovlen = 1;
 	}
 
-	pthread_t rx_th, tx_th;
+	pthread_t rx_th, tx_th, rl_th;
 	int e;
 	cpu_set_t cpus[2];
 	int pinned = pin && pick_cpus(cpus);
@@ -385,6 +487,12 @@ int main(int argc, char **argv) {
 	}
 	if (pinned)
 		pthread_setaffinity_np(rx_th, sizeof cpus[1], &cpus[1]);
+	if (relay_mode && (e = pthread_create(&rl_th, NULL, relay, NULL)) != 0) {
+		errno = e;
+		atomic_store(&stop, 1);
+		pthread_join(rx_th, NULL);
+		die("pthread_create");
+	}
 	if ((e = pthread_create(&tx_th, NULL, sender, tx_msgs)) != 0) {
 		errno = e;
 		atomic_store(&stop, 1);
@@ -419,6 +527,8 @@ int main(int argc, char **argv) {
 	atomic_store(&stop, 1);
 	pthread_join(tx_th, NULL);
 	pthread_join(rx_th, NULL);
+	if (relay_mode)
+		pthread_join(rl_th, NULL);
 
 	int terr = atomic_load(&thread_errno);
 	if (terr) {
@@ -426,8 +536,8 @@ int main(int argc, char **argv) {
 		return 1;
 	}
 	double dt = t1 - t0;
-	printf("{\"subscribers\":%d,\"packet_size\":%d,\"sent_pps\":%.1f,\"delivered_pps\":%.1f,\"seconds\":%.3f}\n",
-	       n_subs, pkt_size, (double)(s1 - s0) / dt, (double)(d1 - d0) / dt, dt);
+	printf("{\"subscribers\":%d,\"packet_size\":%d,\"sent_pps\":%.1f,\"delivered_pps\":%.1f,\"seconds\":%.3f,\"relay\":%s}\n",
+	       n_subs, pkt_size, (double)(s1 - s0) / dt, (double)(d1 - d0) / dt, dt, relay_mode ? "true" : "false");
 	if (fflush(stdout) != 0)
 		die("writing the result");
 	return 0;

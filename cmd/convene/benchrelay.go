@@ -72,7 +72,11 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		probe = func(ctx context.Context, subs, size int) (relaybench.ProbePoint, error) {
 			p, err := bench.RunProbe(ctx, bin, subs, size, 3)
-			return relaybench.ProbePoint{Subscribers: subs, SentPPS: p.SentPPS, DeliveredPPS: p.DeliveredPPS}, err
+			if err != nil {
+				return relaybench.ProbePoint{}, err
+			}
+			rp, err := bench.RunRelayProbe(ctx, bin, subs, size, 3)
+			return relaybench.ProbePoint{Subscribers: subs, SentPPS: p.SentPPS, DeliveredPPS: p.DeliveredPPS, RelayPPS: rp.DeliveredPPS}, err
 		}
 	}
 	self, err := os.Executable()

@@ -55,14 +55,29 @@ func BuildProbe(dir string) (path string, err error) {
 const probeSockets = 2
 
 func RunProbe(ctx context.Context, bin string, subscribers, size int, seconds float64) (Probe, error) {
+	return runProbe(ctx, bin, subscribers, size, seconds, false)
+}
+
+// RunRelayProbe is RunProbe through the probe's minimal relay (probe -R):
+// the machine's limit for relaying, where every datagram is sent and
+// received twice.
+func RunRelayProbe(ctx context.Context, bin string, subscribers, size int, seconds float64) (Probe, error) {
+	return runProbe(ctx, bin, subscribers, size, seconds, true)
+}
+
+func runProbe(ctx context.Context, bin string, subscribers, size int, seconds float64, relay bool) (Probe, error) {
 	if subscribers < 1 || size < 1 || size > 65507 || !(seconds > 0) {
 		return Probe{}, fmt.Errorf("probe: bad arguments: %d subscribers, %d-byte packets, %g s", subscribers, size, seconds)
 	}
-	cmd := exec.CommandContext(ctx, bin,
+	args := []string{
 		"-n", strconv.Itoa(subscribers),
 		"-s", strconv.Itoa(size),
 		"-t", strconv.FormatFloat(seconds, 'f', -1, 64),
-		"-S", strconv.Itoa(probeSockets))
+		"-S", strconv.Itoa(probeSockets)}
+	if relay {
+		args = append(args, "-R")
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -72,7 +87,11 @@ func RunProbe(ctx context.Context, bin string, subscribers, size int, seconds fl
 		}
 		return Probe{}, fmt.Errorf("probe: %w", err)
 	}
-	return parseProbe(stdout.Bytes(), subscribers, size)
+	p, err := parseProbe(stdout.Bytes(), subscribers, size)
+	if err == nil && p.Relay != relay {
+		err = fmt.Errorf("probe: asked for relay=%v, it reported relay=%v", relay, p.Relay)
+	}
+	return p, err
 }
 
 // parseProbe reads the probe's one line of JSON and checks that it describes

@@ -35,6 +35,20 @@ func TestProbe(t *testing.T) {
 	if p.DeliveredPPS > p.SentPPS*1.01 {
 		t.Errorf("delivered %v packets/s, more than the %v sent", p.DeliveredPPS, p.SentPPS)
 	}
+	if p.Relay {
+		t.Errorf("a fan-out probe reported relay=true")
+	}
+
+	// Through the probe's relay thread every datagram still arrives, and
+	// no more than were sent.
+	r, err := RunRelayProbe(ctx, bin, 50, 172, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("relay probe: %+v", r)
+	if !r.Relay || !(r.DeliveredPPS > 0) || r.DeliveredPPS > r.SentPPS*1.01 {
+		t.Errorf("relay probe: relay=%v, delivered %v of %v packets/s sent", r.Relay, r.DeliveredPPS, r.SentPPS)
+	}
 }
 
 func TestProbeParse(t *testing.T) {

@@ -81,6 +81,9 @@ type Probe struct {
 	SentPPS      float64 `json:"sent_pps"`
 	Seconds      float64 `json:"seconds"`
 	CPUStealPct  float64 `json:"cpu_steal_pct"` // CPU stolen by the hypervisor meanwhile
+	// Relay: the datagrams went through the probe's minimal relay thread
+	// (probe -R), crossing the kernel twice, as through an RTP relay.
+	Relay bool `json:"relay"`
 }
 
 // Report is a whole run of the suite.

@@ -55,14 +55,14 @@ func TestRateStep(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
-	res := &Result{Start: time.Now(), End: time.Now(), Probe: []ProbePoint{{Size: 172, DeliveredPPS: 400000}},
+	res := &Result{Start: time.Now(), End: time.Now(), Probe: []ProbePoint{{Size: 172, DeliveredPPS: 400000, RelayPPS: 250000}},
 		Systems: []SystemResult{
-			{Name: "convene", Sizes: []SizePoint{{Size: 172, Datagram: 172, DeliveredPPS: 200000, XProbe: 0.5}}, MaxCalls: 1000,
+			{Name: "convene", Sizes: []SizePoint{{Size: 172, Datagram: 172, DeliveredPPS: 200000, XProbe: 0.5, XRelayProbe: 0.8}}, MaxCalls: 1000,
 				Steps: []CallStep{{Calls: 1000, Pass: true}}},
 			{Name: "rtpengine", Error: "not installed"},
 		}}
 	out := FormatTables(res)
-	for _, want := range []string{"| 172 | 172 | 400000 | 200000 | 0.50 |", "| convene | 1000 | 100000 | 0.25 | 1 |",
+	for _, want := range []string{"| 172 | 172 | 400000 | 250000 | 200000 | 0.50 | 0.80 |", "| convene | 1000 | 100000 | 0.25 | 1 |",
 		"| rtpengine | not run: not installed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tables lack %q:\n%s", want, out)

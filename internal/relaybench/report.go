@@ -125,9 +125,9 @@ func WriteReport(dir string, res *Result) (md, js string, err error) {
 		"(offer/answer/delete) by the same code; rtpengine forwards in userspace (`--table=-1`). Endpoints are UDP sockets " +
 		"on 127.0.0.2 (callers) and 127.0.0.3 (callees). Packets enter through a raw socket in sendmmsg batches (each with its endpoint's source address) and are received on the endpoints' sockets with epoll and recvmmsg. Probe: bench/probe/probe.c, one sendmmsg thread to 64 receivers.\n\n")
 	if len(res.Probe) > 0 {
-		b.WriteString("## Probe\n\n| Packet size (B) | Subscribers | Delivered pkt/s | Sent pkt/s |\n| --- | --- | --- | --- |\n")
+		b.WriteString("## Probe\n\n| Packet size (B) | Subscribers | Delivered pkt/s | Sent pkt/s | Delivered through the probe's relay pkt/s |\n| --- | --- | --- | --- | --- |\n")
 		for _, p := range res.Probe {
-			fmt.Fprintf(&b, "| %d | %d | %.0f | %.0f |\n", p.Size, p.Subscribers, p.DeliveredPPS, p.SentPPS)
+			fmt.Fprintf(&b, "| %d | %d | %.0f | %.0f | %.0f |\n", p.Size, p.Subscribers, p.DeliveredPPS, p.SentPPS, p.RelayPPS)
 		}
 		b.WriteString("\n")
 	}
@@ -152,11 +152,11 @@ func WriteReport(dir string, res *Result) (md, js string, err error) {
 func sizesTable(b *strings.Builder, res *Result, names []string) {
 	fmt.Fprintf(b, "**Relay packets/s by packet size (layout of seed Table 2): the highest rate relayed with at most 0.1 %% loss, "+
 		"%d flows (%d calls, both directions)**\n\n", flows, flows/2)
-	b.WriteString("| Packet size (B) | Datagram (B) | Probe pkt/s |")
-	sep := "| --- | --- | --- |"
+	b.WriteString("| Packet size (B) | Datagram (B) | Probe pkt/s | Relay probe pkt/s |")
+	sep := "| --- | --- | --- | --- |"
 	for _, n := range names {
-		fmt.Fprintf(b, " %s pkt/s | %s × probe | %s CPU (%%) |", n, n, n)
-		sep += " --- | --- | --- |"
+		fmt.Fprintf(b, " %s pkt/s | %s × probe | %s × relay probe | %s CPU (%%) |", n, n, n, n)
+		sep += " --- | --- | --- | --- |"
 	}
 	b.WriteString(" Seed UDP pkt/s |\n" + sep + " --- |\n")
 	sizes := DefaultSizes
@@ -167,14 +167,14 @@ func sizesTable(b *strings.Builder, res *Result, names []string) {
 		}
 	}
 	for _, size := range sizes {
-		fmt.Fprintf(b, "| %d | %d | %s |", size, max(size, 12), num(res.probe(size)))
+		fmt.Fprintf(b, "| %d | %d | %s | %s |", size, max(size, 12), num(res.probe(size)), num(res.relayProbe(size)))
 		for _, n := range names {
 			p := res.system(n).size(size)
 			if p == nil || p.Error != "" {
-				b.WriteString(" – | – | – |")
+				b.WriteString(" – | – | – | – |")
 				continue
 			}
-			fmt.Fprintf(b, " %s | %.2f | %.0f |", num(p.DeliveredPPS), p.XProbe, p.CPUPercent)
+			fmt.Fprintf(b, " %s | %.2f | %.2f | %.0f |", num(p.DeliveredPPS), p.XProbe, p.XRelayProbe, p.CPUPercent)
 		}
 		fmt.Fprintf(b, " %s |\n", num(SeedUDPPPS[size]))
 	}

@@ -49,6 +49,9 @@ type ProbePoint struct {
 	Subscribers  int     `json:"subscribers"`
 	SentPPS      float64 `json:"sent_pps"`
 	DeliveredPPS float64 `json:"delivered_pps"`
+	// RelayPPS is what the probe delivers through its minimal relay
+	// thread (probe -R): the machine's ceiling for any relay.
+	RelayPPS float64 `json:"relay_delivered_pps"`
 }
 
 // SizePoint is one relay's throughput at one packet size.
@@ -58,6 +61,7 @@ type SizePoint struct {
 	SentPPS      float64 `json:"sent_pps"`
 	DeliveredPPS float64 `json:"delivered_pps"`
 	XProbe       float64 `json:"x_probe"`
+	XRelayProbe  float64 `json:"x_relay_probe"`
 	CPUPercent   float64 `json:"relay_cpu_percent"` // of one core
 	Error        string  `json:"error,omitempty"`
 }
@@ -122,7 +126,7 @@ func Run(ctx context.Context, o Options) *Result {
 				continue
 			}
 			p.Size = size
-			o.Log("probe %d B: %.0f pkt/s delivered", size, p.DeliveredPPS)
+			o.Log("probe %d B: %.0f pkt/s delivered, %.0f through its relay", size, p.DeliveredPPS, p.RelayPPS)
 			res.Probe = append(res.Probe, p)
 		}
 	}
@@ -171,6 +175,9 @@ func Run(ctx context.Context, o Options) *Result {
 			if p := res.probe(size); p > 0 {
 				pt.XProbe = pt.DeliveredPPS / p
 			}
+			if p := res.relayProbe(size); p > 0 {
+				pt.XRelayProbe = pt.DeliveredPPS / p
+			}
 			o.Log("%s %d B: %.0f pkt/s delivered of %.0f sent, relay CPU %.0f %% %s", sys.name, size, pt.DeliveredPPS,
 				pt.SentPPS, pt.CPUPercent, pt.Error)
 			sr.Sizes = append(sr.Sizes, pt)
@@ -184,12 +191,21 @@ func Run(ctx context.Context, o Options) *Result {
 	res.Notes = append(res.Notes,
 		"× probe: the probe moves each datagram through the kernel once (one send, one receive) with both CPUs to "+
 			"itself; a relayed packet is received and sent twice (generator → relay → generator), and the generator "+
-			"shares the same two CPUs, so on this machine a relay's ceiling is near half the probe's figure. perf on "+
-			"Convene's relay at its limit shows almost all of its time in the kernel's UDP send and receive paths.",
+			"shares the same two CPUs. × relay probe compares with the same probe sending through a minimal C relay "+
+			"thread (recvmmsg, then sendmmsg on; probe -R), which is the machine's ceiling for any user-space relay.",
 		"Calls pass with zero loss and the generator no more than 100 ms behind its schedule; past that the two CPUs "+
 			"are saturated (relay + generator) and late packets leave in bursts, which is not the load asked for.")
 	res.End = time.Now().UTC()
 	return res
+}
+
+func (res *Result) relayProbe(size int) float64 {
+	for _, p := range res.Probe {
+		if p.Size == size {
+			return p.RelayPPS
+		}
+	}
+	return 0
 }
 
 func (res *Result) probe(size int) float64 {
