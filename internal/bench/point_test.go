@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,53 @@ func TestNearestProbe(t *testing.T) {
 	}
 	if _, ok := nearestProbe(nil, 5); ok {
 		t.Error("no probes, yet one found")
+	}
+}
+
+func TestMeasureRerunsOnlyStolenFailures(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		first Point
+		runs  int
+	}{
+		{"pass", Point{Pass: true, CPUStealPct: 50}, 1},
+		{"fail, little steal", Point{CPUStealPct: StealRerunPct}, 1},
+		{"error", Point{Error: "boom", CPUStealPct: 50}, 1},
+		{"fail, stolen", Point{CPUStealPct: StealRerunPct + 1}, 2},
+	} {
+		n := 0
+		pts := measurePoint(ctx, func() Point {
+			n++
+			if n == 1 {
+				return c.first
+			}
+			return Point{Pass: true}
+		})
+		if n != c.runs || len(pts) != c.runs {
+			t.Errorf("%s: ran %d times, %d points; want %d", c.name, n, len(pts), c.runs)
+			continue
+		}
+		if c.runs == 2 && (!pts[0].StealRerun || pts[0].Pass || !pts[1].Rerun || !pts[1].Pass) {
+			t.Errorf("%s: points %+v", c.name, pts)
+		}
+	}
+	// A rerun that fails again stands: the bisection sees the failure.
+	pts := measurePoint(ctx, func() Point { return Point{CPUStealPct: 40} })
+	if len(pts) != 2 || pts[1].Pass || !pts[1].Rerun {
+		t.Errorf("failed twice: %+v", pts)
+	}
+	// The largest passing size ignores the superseded failure.
+	r := Report{Points: []Point{
+		{System: "s", Scenario: "x", Participants: 100, Pass: true},
+		{System: "s", Scenario: "x", Participants: 200, StealRerun: true},
+		{System: "s", Scenario: "x", Participants: 200, Pass: true, Rerun: true},
+		{System: "s", Scenario: "x", Participants: 400},
+	}}
+	if pass, fail, _ := largest(r, "s", "x"); pass != 200 || fail != 400 {
+		t.Errorf("largest: pass %d fail %d, want 200 and 400", pass, fail)
+	}
+	if got := passCell(r.Points[1]); !strings.Contains(got, "measured again") {
+		t.Errorf("passCell of a superseded point: %q", got)
 	}
 }

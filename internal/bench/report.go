@@ -88,7 +88,9 @@ func markdown(r Report, started time.Time, pngs []string, plotNotes []string) st
 		fmt.Fprintf(&b, "- Systems: %s\n", strings.Join(sys, ", "))
 	}
 	b.WriteString("- Seed: av-service-architecture-single-broker-performance, section 4 (NaradaBrokering on a dual Xeon 2.4 GHz, JDK 1.4.2, gigabit LAN)\n")
-	b.WriteString("- Pass: 0 % late (later than 100 ms) or lost packets at every listener, and average latency under 20 ms\n\n")
+	b.WriteString("- Pass: 0 % late (later than 100 ms) or lost packets at every listener, and average latency under 20 ms\n")
+	fmt.Fprintf(&b, "- Rerun: a point that fails while the hypervisor steals more than %.0f %% of the CPU is measured once more at the same size, "+
+		"for every system alike; the second measurement decides and both are in the tables (\"measured again\")\n\n", StealRerunPct)
 
 	b.WriteString("## Probe\n\n")
 	b.WriteString("The machine's own UDP fan-out limit (bench/probe/probe.c: one sendmmsg thread, one epoll/recvmmsg thread, no per-packet work), measured for several subscriber counts at the start and once more at the end of the run; × probe in the tables below is a point's delivered packets/s over the probe's with the nearest subscriber count.\n\n")
@@ -445,10 +447,17 @@ func passCell(p Point) string {
 		}
 		return "ERROR: " + e
 	}
+	s := "FAIL"
 	if p.Pass {
-		return "pass"
+		s = "pass"
 	}
-	return "FAIL"
+	switch {
+	case p.StealRerun:
+		s += fmt.Sprintf(" (%.0f %% stolen: measured again)", p.CPUStealPct)
+	case p.Rerun:
+		s += " (second measurement)"
+	}
+	return s
 }
 
 func fmtMs(v float64) string {
@@ -488,7 +497,7 @@ func largest(r Report, system, scenario string) (pass, fail int, ok bool) {
 		}
 	}
 	for _, p := range r.Points {
-		if p.System != system || p.Scenario != scenario {
+		if p.System != system || p.Scenario != scenario || p.StealRerun {
 			continue
 		}
 		ok = true
