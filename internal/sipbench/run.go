@@ -23,7 +23,7 @@ type Options struct {
 	KamailioCfg string
 	// Point is how long SIPp runs at each rate (default 5s).
 	Point time.Duration
-	// Budget bounds the whole run (default 8m).
+	// Budget bounds the whole run (default 12m).
 	Budget time.Duration
 	// Users is the number of accounts (default 1000).
 	Users int
@@ -79,7 +79,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Point = 5 * time.Second
 	}
 	if o.Budget == 0 {
-		o.Budget = 8 * time.Minute
+		o.Budget = 12 * time.Minute
 	}
 	if o.Users == 0 {
 		o.Users = 1000
@@ -177,41 +177,29 @@ func (b *bencher) start(ctx context.Context, sys, workload string) (*server, err
 
 // workload searches the highest clean rate of one workload on one system:
 // rates grow by half until a point is not clean, then two bisections.
+// Every point runs on a freshly started server: a point past the limit
+// leaves tens of thousands of transactions in their 32 s wait states
+// (Timers J, L and M) and the retransmissions it provoked, and on a
+// server that carried them the next points measured that debris, not
+// the rate asked for.
 func (b *bencher) workload(ctx context.Context, sys, workload string, start, perCall float64) Result {
 	res := Result{System: sys, Workload: workload}
-	srv, err := b.start(ctx, sys, workload)
-	if err != nil {
-		res.Note = err.Error()
-		fmt.Fprintln(b.o.Log, err)
-		return res
-	}
-	defer srv.stop()
-
-	if workload != Call {
-		// Warm-up: every user registers once at a modest rate, so caches
-		// and bindings exist on both systems before the first point.
-		n := strconv.Itoa(len(b.users) - 1)
-		if _, out, err := sipp(ctx, b.dir, 30*time.Second, "-sf", "reg_fresh.xml", "-inf", "users.csv", "-set", "domain",
-			Domain, "-r", "1000", "-rp", "1000", "-m", n, srv.addr); err != nil {
-			fmt.Fprintln(b.o.Log, "warm-up:", err, out)
-		}
-		sleep(ctx, time.Second)
-	}
-	var uas *exec.Cmd
-	if workload == Call {
-		uas, err = b.prepareCall(ctx, srv)
+	run := func(rate float64, profile bool) (Point, error) {
+		srv, stop, err := b.fresh(ctx, sys, workload)
 		if err != nil {
-			res.Note = err.Error()
-			fmt.Fprintln(b.o.Log, err)
-			return res
+			return Point{}, err
 		}
-		defer func() { uas.Process.Kill(); uas.Wait() }()
+		defer stop()
+		if profile {
+			return b.profile(ctx, srv, workload, rate, perCall)
+		}
+		return b.point(ctx, srv, workload, rate, perCall)
 	}
 
 	lo, hi := 0.0, 0.0 // calls/s: highest clean, lowest unclean
 	rate := start
 	for steps := 0; steps < 12 && ctx.Err() == nil; steps++ {
-		p, err := b.point(ctx, srv, workload, rate, perCall)
+		p, err := run(rate, false)
 		if err != nil {
 			if ctx.Err() == nil {
 				res.Note = err.Error()
@@ -239,16 +227,42 @@ func (b *bencher) workload(ctx context.Context, sys, workload string, start, per
 			}
 		case hi-lo <= lo*0.12:
 			if sys == "Convene" {
-				b.profile(ctx, srv, workload, hi, perCall)
+				if _, err := run(hi, true); err != nil {
+					fmt.Fprintln(b.o.Log, "profile:", err)
+				}
 			}
 			return res
 		default:
 			rate = (lo + hi) / 2
 		}
-		// Let the server drain its queues and timers between points.
-		sleep(ctx, 1500*time.Millisecond)
 	}
 	return res
+}
+
+// fresh starts sys for workload: the registration workloads after every
+// user registered once at a modest rate (so caches and bindings exist on
+// both systems), the call workload with its callee (SIPp uas) registered.
+// stop ends both.
+func (b *bencher) fresh(ctx context.Context, sys, workload string) (*server, func(), error) {
+	srv, err := b.start(ctx, sys, workload)
+	if err != nil {
+		return nil, nil, err
+	}
+	if workload != Call {
+		n := strconv.Itoa(len(b.users) - 1)
+		if _, out, err := sipp(ctx, b.dir, 30*time.Second, "-sf", "reg_fresh.xml", "-inf", "users.csv", "-set", "domain",
+			Domain, "-r", "1000", "-rp", "1000", "-m", n, srv.addr); err != nil {
+			fmt.Fprintln(b.o.Log, "warm-up:", err, out)
+		}
+		sleep(ctx, time.Second)
+		return srv, srv.stop, nil
+	}
+	uas, err := b.prepareCall(ctx, srv)
+	if err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	return srv, func() { uas.Process.Kill(); uas.Wait(); srv.stop() }, nil
 }
 
 // point runs SIPp at rate calls/s for the point duration.
@@ -306,9 +320,9 @@ func (b *bencher) prepareCall(ctx context.Context, srv *server) (*exec.Cmd, erro
 
 // profile takes a CPU profile of Convene while SIPp runs just past its
 // highest clean rate.
-func (b *bencher) profile(ctx context.Context, srv *server, workload string, rate, perCall float64) {
+func (b *bencher) profile(ctx context.Context, srv *server, workload string, rate, perCall float64) (Point, error) {
 	if srv.httpURL == "" || b.o.Out == "" {
-		return
+		return Point{}, nil
 	}
 	secs := max(int(b.o.Point.Seconds())-1, 1)
 	done := make(chan struct{})
@@ -329,8 +343,9 @@ func (b *bencher) profile(ctx context.Context, srv *server, workload string, rat
 		io.Copy(f, resp.Body)
 		f.Close()
 	}()
-	b.point(ctx, srv, workload, rate, perCall)
+	p, err := b.point(ctx, srv, workload, rate, perCall)
 	<-done
+	return p, err
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -146,6 +146,9 @@ var runningRE = regexp.MustCompile(`http://[0-9.:]+`)
 // challenge) and INVITEs are not challenged, as in Kamailio's config.
 func startConvene(ctx context.Context, bin, dir string, users []string) (*server, error) {
 	data := filepath.Join(dir, "convene-data")
+	if err := os.RemoveAll(data); err != nil { // a fresh node for every point
+		return nil, err
+	}
 	if err := addUsers(ctx, filepath.Join(data, "convene.db"), users); err != nil {
 		return nil, fmt.Errorf("sipbench: users: %w", err)
 	}
