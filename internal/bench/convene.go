@@ -15,10 +15,11 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/convene/convene/internal/loadgen"
+
+	"github.com/convene/convene/internal/proc"
 )
 
 // listenerBase is the first listener's address; the others follow it.
@@ -76,20 +77,7 @@ func (c *Convene) Name() string { return "convene" }
 func (c *Convene) URL() string { return c.url }
 
 // Stop sends SIGTERM and waits.
-func (c *Convene) Stop() {
-	if c.cmd.Process == nil {
-		return
-	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		c.cmd.Process.Kill()
-		<-done
-	}
-}
+func (c *Convene) Stop() { proc.Stop(c.cmd, 15*time.Second) }
 
 func (c *Convene) post(ctx context.Context, path string, body any, out any) error {
 	b, _ := json.Marshal(body)

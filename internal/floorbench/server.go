@@ -10,10 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"syscall"
 	"time"
 
 	"github.com/convene/convene/internal/auth"
+
+	"github.com/convene/convene/internal/proc"
 )
 
 // server is a `convene serve` child process.
@@ -54,20 +55,7 @@ func startServer(bin, dir string) (*server, error) {
 	return s, nil
 }
 
-func (s *server) stop() {
-	if s.cmd.Process == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
-}
+func (s *server) stop() { proc.Stop(s.cmd, 15*time.Second) }
 
 // call does one JSON request with the given credential.
 func (s *server) call(method, path, cred string, body, out any, want int) error {

@@ -14,11 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/sipusers"
+
+	"github.com/convene/convene/internal/proc"
 )
 
 // Domain is the SIP domain both systems serve in the benchmark.
@@ -39,20 +40,7 @@ type server struct {
 func (s *server) pid() int { return s.cmd.Process.Pid }
 
 // stop ends the process by its PID: SIGTERM, then SIGKILL after 10 s.
-func (s *server) stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
-}
+func (s *server) stop() { proc.Stop(s.cmd, 10*time.Second) }
 
 // cpuSeconds is the user+system CPU time so far of the process and its
 // children (Kamailio's workers are child processes).
