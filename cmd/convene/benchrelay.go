@@ -26,9 +26,9 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench-relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
-	systems := fs.String("systems", "convene,rtpengine", "relays to measure, in order (rtpengine: package rtpengine-daemon)")
+	systems := fs.String("systems", "convene,convene-userspace,rtpengine", "relays to measure, in order: convene (kernel fast path), convene-userspace (relay.kernel off), rtpengine (package rtpengine-daemon, user space)")
 	sizes := fs.String("sizes", "1,64,172,512,1024", "packet sizes (UDP payload bytes) for the throughput table; empty skips it")
-	budget := fs.Duration("budget", 7*time.Minute, "time for the whole run (at most 8m)")
+	budget := fs.Duration("budget", 9*time.Minute, "time for the whole run (at most 10m)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -41,7 +41,7 @@ func benchRelayCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer lock.Close()
-	*budget = min(*budget, 8*time.Minute)
+	*budget = min(*budget, 10*time.Minute)
 	// The generator's sending and receiving threads are locked to their
 	// goroutines and block in system calls; spare Ps let each come back
 	// from one at once instead of waiting for sysmon to free a P.

@@ -92,6 +92,9 @@ type RelayConfig struct {
 	// NGAddr serves rtpengine's ng control protocol on this UDP host:port.
 	// Empty turns it off.
 	NGAddr string `yaml:"ng_addr"`
+	// Kernel forwards established flows in the kernel when it can (package
+	// kfwd); otherwise the relay forwards in user space.
+	Kernel bool `yaml:"kernel"`
 }
 
 // SIPConfig configures the SIP registrar and proxy (package sip).
@@ -189,7 +192,7 @@ func Default() Config {
 			Queue: 512,
 			Batch: false,
 		},
-		Relay:             RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second)},
+		Relay:             RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true},
 		SIP:               SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},

@@ -98,6 +98,7 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF",
 		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH", "CONVENE_RTP_WRITERS",
 		"CONVENE_RELAY_ADDR", "CONVENE_RELAY_PORT_MIN", "CONVENE_RELAY_PORT_MAX", "CONVENE_RELAY_TIMEOUT", "CONVENE_RELAY_NG_ADDR",
+		"CONVENE_RELAY_KERNEL",
 		"CONVENE_SIP_LISTEN", "CONVENE_SIP_ADVERTISE", "CONVENE_SIP_DOMAIN", "CONVENE_SIP_EXPIRES", "CONVENE_SIP_NAT_EXPIRES",
 		"CONVENE_SIP_PROBE_INTERVAL", "CONVENE_SIP_ALGORITHMS", "CONVENE_SIP_AUTH_CALLS", "CONVENE_SIP_REGISTER_RATE",
 		"CONVENE_SIP_INVITE_RATE",
@@ -109,7 +110,7 @@ func TestDerivedNames(t *testing.T) {
 	}
 	wantFlags := []string{
 		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
-		"relay-addr", "relay-port-min", "relay-port-max", "relay-timeout", "relay-ng-addr",
+		"relay-addr", "relay-port-min", "relay-port-max", "relay-timeout", "relay-ng-addr", "relay-kernel",
 		"sip-listen", "sip-advertise", "sip-domain", "sip-expires", "sip-nat-expires", "sip-probe-interval",
 		"sip-algorithms", "sip-auth-calls", "sip-register-rate", "sip-invite-rate",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "log-level", "log-format",

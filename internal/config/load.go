@@ -273,6 +273,7 @@ var flagUsage = map[string]string{
 	"relay.port_max":     "highest UDP `port` of the RTP relay",
 	"relay.timeout":      "end a relayed call after this `duration` without media",
 	"relay.ng_addr":      "serve rtpengine's ng control protocol on this UDP `host:port`; empty turns it off",
+	"relay.kernel":       "forward established IPv4 flows in the kernel (eBPF) when the node may load a program",
 	"sip.listen":         "`host:port` of the SIP UDP and TCP listeners",
 	"sip.advertise":      "`host` put in Via and Record-Route; empty means the listen host",
 	"sip.domain":         "SIP `domain` and digest realm; empty means the advertised host",

@@ -14,7 +14,7 @@ import (
 // metrics in reg, and its ng control server when cfg.NGAddr is set.
 func startRelay(cfg config.RelayConfig, reg prometheus.Registerer, log *slog.Logger) (*relay.Relay, *ng.Server, error) {
 	r, err := relay.New(relay.Options{Addr: cfg.Addr, PortMin: cfg.PortMin, PortMax: cfg.PortMax,
-		Timeout: cfg.Timeout.Std(), Logger: log, Registry: reg})
+		Timeout: cfg.Timeout.Std(), Logger: log, Registry: reg, Kernel: cfg.Kernel})
 	if err != nil {
 		return nil, nil, err
 	}

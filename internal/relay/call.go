@@ -2,8 +2,11 @@ package relay
 
 import (
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/convene/convene/internal/kfwd"
 )
 
 // call is one SIP call's media: a stream per SDP m= line. Its fields are
@@ -34,6 +37,9 @@ type stream struct {
 	w     *worker
 	sides [2]side
 	raw   atomic.Bool // not RTP (e.g. udptl): forward without RTP header checks
+
+	kmu    sync.Mutex // orders kernel installs against address changes (kernel.go)
+	kflows []kfwd.Key // the stream's flows in the kernel; guarded by kmu
 }
 
 // side is one party's end of a stream: the relay sockets that party sends

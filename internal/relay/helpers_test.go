@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,12 @@ import (
 // parallel test binaries rarely meet; a busy port is skipped anyway.
 var testPortBase = 20000 + (os.Getpid()%200)*100
 
+// newTestRelay opens a relay on 127.0.0.1; within bothPaths' "kernel"
+// subtest, with the kernel fast path, which must then have loaded.
 func newTestRelay(t testing.TB, mod func(*Options)) *Relay {
 	t.Helper()
 	o := Options{Addr: "127.0.0.1", PortMin: testPortBase, PortMax: testPortBase + 99, Timeout: time.Minute}
+	o.Kernel = strings.HasSuffix(t.Name(), "/kernel") || strings.Contains(t.Name(), "/kernel/")
 	if mod != nil {
 		mod(&o)
 	}
@@ -28,7 +32,22 @@ func newTestRelay(t testing.TB, mod func(*Options)) *Relay {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
+	if o.Kernel && !r.Stats().Kernel {
+		t.Fatal("the kernel fast path did not load (running as root)")
+	}
 	return r
+}
+
+// bothPaths runs test with the relay forwarding in user space, then with
+// the kernel fast path (as root only: loading eBPF needs it; CI is root).
+func bothPaths(t *testing.T, test func(*testing.T)) {
+	t.Run("user", test)
+	t.Run("kernel", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("the kernel fast path needs root")
+		}
+		test(t)
+	})
 }
 
 // endpoint is a test party: a UDP socket standing for a phone's RTP port.

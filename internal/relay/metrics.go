@@ -30,13 +30,19 @@ type counters struct {
 
 // Stats is a snapshot of the relay's counters.
 type Stats struct {
-	PacketsIn, BytesIn   uint64 // datagrams read on relay sockets
-	PacketsOut, BytesOut uint64 // datagrams sent
-	Drops                map[string]uint64
-	ActiveCalls          int
-	CallsTotal           uint64 // calls created
-	Timeouts             uint64 // calls ended by the media timeout
-	FreePorts            int    // free RTP/RTCP port pairs
+	PacketsIn, BytesIn   uint64 // datagrams relayed in: read on relay sockets or forwarded by the kernel
+	PacketsOut, BytesOut uint64 // datagrams sent, by the workers or the kernel
+	// Kernel says whether the kernel fast path is on; KernelPackets and
+	// KernelBytes (UDP payload) are the part of the totals it forwarded, as
+	// of the last poll (every sweep tick, and when a flow leaves).
+	Kernel                     bool
+	KernelPackets, KernelBytes uint64
+	KernelFlows                int // flows in the kernel now
+	Drops                      map[string]uint64
+	ActiveCalls                int
+	CallsTotal                 uint64 // calls created
+	Timeouts                   uint64 // calls ended by the media timeout
+	FreePorts                  int    // free RTP/RTCP port pairs
 }
 
 // Dropped returns the sum of all drops.
@@ -61,6 +67,15 @@ func (r *Relay) Stats() Stats {
 			s.Drops[dropNames[i]] += w.c.drops[i].Load()
 		}
 	}
+	if r.k != nil {
+		s.Kernel = true
+		s.KernelPackets, s.KernelBytes = r.k.packets.Load(), r.k.bytes.Load()
+		s.KernelFlows = r.kflowCount()
+		s.PacketsIn += s.KernelPackets
+		s.PacketsOut += s.KernelPackets
+		s.BytesIn += s.KernelBytes
+		s.BytesOut += s.KernelBytes
+	}
 	r.poolMu.Lock()
 	s.FreePorts = r.ports.available()
 	r.poolMu.Unlock()
@@ -76,9 +91,12 @@ func (r *Relay) Stats() Stats {
 //	convene_relay_calls_total                        calls created
 //	convene_relay_timeouts_total                     calls ended by the media timeout
 //	convene_relay_free_port_pairs                    port pairs left in the range
+//	convene_relay_kernel_packets_total               the part of packets_total the kernel forwarded
+//	convene_relay_kernel_flows                       flows the kernel forwards now
 type collector struct {
 	r                                                    *Relay
 	packets, bytes, drops, active, calls, timeouts, free *prometheus.Desc
+	kpackets, kflows                                     *prometheus.Desc
 }
 
 func newCollector(r *Relay) *collector {
@@ -93,11 +111,13 @@ func newCollector(r *Relay) *collector {
 		calls:    d("calls_total", "Calls created on the RTP relay."),
 		timeouts: d("timeouts_total", "Calls ended because no media flowed for the timeout."),
 		free:     d("free_port_pairs", "RTP/RTCP port pairs left in the relay's range."),
+		kpackets: d("kernel_packets_total", "Datagrams the kernel fast path forwarded (included in packets_total)."),
+		kflows:   d("kernel_flows", "Flows the kernel fast path forwards now."),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.active, c.calls, c.timeouts, c.free} {
+	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.active, c.calls, c.timeouts, c.free, c.kpackets, c.kflows} {
 		ch <- d
 	}
 }
@@ -115,4 +135,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(s.CallsTotal))
 	ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.Timeouts))
 	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePorts))
+	ch <- prometheus.MustNewConstMetric(c.kpackets, prometheus.CounterValue, float64(s.KernelPackets))
+	ch <- prometheus.MustNewConstMetric(c.kflows, prometheus.GaugeValue, float64(s.KernelFlows))
 }

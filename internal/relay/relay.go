@@ -41,6 +41,10 @@ type Options struct {
 	// Batch is the number of datagrams read or sent per system call
 	// (default 32).
 	Batch int
+	// Kernel forwards established IPv4 flows inside the kernel (package
+	// kfwd) when the process may load eBPF programs; otherwise, or when
+	// loading fails, the relay logs why and forwards in user space.
+	Kernel bool
 }
 
 // Relay forwards the media of proxied calls. Its methods are safe for
@@ -55,6 +59,7 @@ type Relay struct {
 	st     counters
 	doneCh chan struct{}
 	wg     sync.WaitGroup
+	k      *kernelState // nil: user space only
 
 	poolMu sync.Mutex
 	ports  *portPool // guarded by poolMu
@@ -95,11 +100,17 @@ func New(o Options) (*Relay, error) {
 		calls:  map[string]*call{},
 		doneCh: make(chan struct{}),
 	}
+	if o.Kernel {
+		r.openKernel()
+	}
 	for i := 0; i < o.Workers; i++ {
 		w, err := newWorker(r)
 		if err != nil {
 			for _, w := range r.ws {
 				w.stop()
+			}
+			if r.k != nil {
+				r.k.f.Close()
 			}
 			return nil, err
 		}
@@ -118,7 +129,7 @@ func New(o Options) (*Relay, error) {
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); r.sweep() }()
 	r.log.Info("relay started", "addr", addr.String(), "ports", fmt.Sprintf("%d-%d", o.PortMin, o.PortMax),
-		"workers", o.Workers, "timeout", o.Timeout)
+		"workers", o.Workers, "timeout", o.Timeout, "kernel", r.k != nil)
 	return r, nil
 }
 
@@ -252,6 +263,9 @@ func (r *Relay) Close() error {
 	for _, w := range r.ws {
 		w.closeFDs()
 	}
+	if r.k != nil {
+		r.k.f.Close()
+	}
 	r.log.Info("relay stopped")
 	return nil
 }
@@ -284,6 +298,7 @@ func (r *Relay) apply(c *call, x int, d *sdpDesc) ([]byte, error) {
 		st := c.streams[i]
 		st.sides[x].update(m, r.addr)
 		st.raw.Store(!m.rtp)
+		r.kflush(st)
 		ports[i] = st.sides[y].rtp.port
 	}
 	return d.rewrite(r.addr, ports)

@@ -24,7 +24,9 @@ func setupCall(t *testing.T, r *Relay, id string, a, b *endpoint) (toRelayA, toR
 	return relayPort(t, answer), relayPort(t, offer)
 }
 
-func TestRelayBothWays(t *testing.T) {
+func TestRelayBothWays(t *testing.T) { bothPaths(t, testRelayBothWays) }
+
+func testRelayBothWays(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	toA, toB := setupCall(t, r, "both-ways", a, b)
@@ -56,9 +58,17 @@ func TestRelayBothWays(t *testing.T) {
 	if st.BytesOut != 40*172 {
 		t.Errorf("bytes out %d, want %d", st.BytesOut, 40*172)
 	}
+	// On the fast path the first packet each way latches its sender in user
+	// space, and a's flow is rebuilt once b has latched; the kernel does the
+	// rest.
+	if st.Kernel && st.KernelPackets < 36 {
+		t.Errorf("the kernel forwarded %d of 40 packets, want at least 36", st.KernelPackets)
+	}
 }
 
-func TestRelayRTCP(t *testing.T) {
+func TestRelayRTCP(t *testing.T) { bothPaths(t, testRelayRTCP) }
+
+func testRelayRTCP(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	aRTCP := newEndpoint(t)
@@ -96,7 +106,9 @@ func TestRelayRTCP(t *testing.T) {
 
 // A party behind NAT announces an address it cannot be reached at; the relay
 // learns the real one from its first packet.
-func TestRelayLatching(t *testing.T) {
+func TestRelayLatching(t *testing.T) { bothPaths(t, testRelayLatching) }
+
+func testRelayLatching(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	private := netip.MustParseAddrPort("127.0.0.1:9") // discard: nobody reads it
@@ -150,7 +162,9 @@ func TestRelayLatching(t *testing.T) {
 	}
 }
 
-func TestRelayReofferKeepsPorts(t *testing.T) {
+func TestRelayReofferKeepsPorts(t *testing.T) { bothPaths(t, testRelayReofferKeepsPorts) }
+
+func testRelayReofferKeepsPorts(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	toA, toB := setupCall(t, r, "reinvite", a, b)
@@ -194,7 +208,9 @@ func TestRelayReofferKeepsPorts(t *testing.T) {
 	}
 }
 
-func TestRelayDeleteReleasesPorts(t *testing.T) {
+func TestRelayDeleteReleasesPorts(t *testing.T) { bothPaths(t, testRelayDeleteReleasesPorts) }
+
+func testRelayDeleteReleasesPorts(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	free := r.Stats().FreePorts
@@ -205,6 +221,16 @@ func TestRelayDeleteReleasesPorts(t *testing.T) {
 	if f := r.Stats().FreePorts; f != free-2 {
 		t.Fatalf("%d free port pairs during a one-stream call, want %d", f, free-2)
 	}
+	// Media both ways, so that on the fast path both flows are in the kernel.
+	for i := range 3 {
+		a.send(toA, rtpPacket(uint16(i), []byte("a")))
+		b.recv()
+		b.send(toB, rtpPacket(uint16(i), []byte("b")))
+		a.recv()
+	}
+	if st := r.Stats(); st.Kernel && st.KernelFlows != 2 {
+		t.Fatalf("%d flows in the kernel during the call, want 2", st.KernelFlows)
+	}
 	if err := r.Delete("del"); err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +239,8 @@ func TestRelayDeleteReleasesPorts(t *testing.T) {
 			t.Errorf("port %d still bound after Delete", p)
 		}
 	}
-	if st := r.Stats(); st.FreePorts != free || st.ActiveCalls != 0 {
-		t.Errorf("after Delete: %d free pairs (want %d), %d calls", st.FreePorts, free, st.ActiveCalls)
+	if st := r.Stats(); st.FreePorts != free || st.ActiveCalls != 0 || st.KernelFlows != 0 {
+		t.Errorf("after Delete: %d free pairs (want %d), %d calls, %d kernel flows", st.FreePorts, free, st.ActiveCalls, st.KernelFlows)
 	}
 	if err := r.Delete("del"); !errors.Is(err, ErrUnknownCall) {
 		t.Errorf("second Delete: %v, want ErrUnknownCall", err)
@@ -224,7 +250,9 @@ func TestRelayDeleteReleasesPorts(t *testing.T) {
 	}
 }
 
-func TestRelayTimeoutReleasesPorts(t *testing.T) {
+func TestRelayTimeoutReleasesPorts(t *testing.T) { bothPaths(t, testRelayTimeoutReleasesPorts) }
+
+func testRelayTimeoutReleasesPorts(t *testing.T) {
 	r := newTestRelay(t, func(o *Options) { o.Timeout = 300 * time.Millisecond })
 	a, b := newEndpoint(t), newEndpoint(t)
 	free := r.Stats().FreePorts
@@ -238,7 +266,9 @@ func TestRelayTimeoutReleasesPorts(t *testing.T) {
 }
 
 // Packets keep a call alive past its timeout.
-func TestRelayMediaKeepsCallAlive(t *testing.T) {
+func TestRelayMediaKeepsCallAlive(t *testing.T) { bothPaths(t, testRelayMediaKeepsCallAlive) }
+
+func testRelayMediaKeepsCallAlive(t *testing.T) {
 	r := newTestRelay(t, func(o *Options) { o.Timeout = 300 * time.Millisecond })
 	a, b := newEndpoint(t), newEndpoint(t)
 	toA, _ := setupCall(t, r, "talking", a, b)
@@ -253,7 +283,9 @@ func TestRelayMediaKeepsCallAlive(t *testing.T) {
 	}
 }
 
-func TestRelayBadInput(t *testing.T) {
+func TestRelayBadInput(t *testing.T) { bothPaths(t, testRelayBadInput) }
+
+func testRelayBadInput(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	toA, _ := setupCall(t, r, "bad", a, b)

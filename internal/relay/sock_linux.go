@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +18,8 @@ type sock struct {
 	port int
 	side *side
 	rtcp bool
+	// kstate is kNone, kInstalled or kNever (kernel.go).
+	kstate atomic.Uint32
 }
 
 // rawAddr is a socket address in the kernel's form, ready for sendmmsg.

@@ -95,6 +95,7 @@ func (r *Relay) release(c *call) []chan struct{} {
 
 // freeStream closes a retired stream's sockets; called by its worker.
 func (r *Relay) freeStream(st *stream) {
+	r.kflush(st)
 	for i := range st.sides {
 		sd := &st.sides[i]
 		for _, s := range []*sock{sd.rtp, sd.rtcp} {

@@ -21,6 +21,7 @@ func (r *Relay) sweep() {
 }
 
 func (r *Relay) expire(now time.Time) {
+	r.kpoll()
 	r.mu.Lock()
 	var ended []string
 	for id, c := range r.calls {

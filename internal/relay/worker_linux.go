@@ -243,7 +243,9 @@ func (w *worker) forward(s *sock, x *side, n int) int {
 				w.drops[dropSource]++
 				continue
 			}
-			x.remote[idx].CompareAndSwap(p, &peer{addr: toRaw(ap), ap: ap, latched: true})
+			if x.remote[idx].CompareAndSwap(p, &peer{addr: toRaw(ap), ap: ap, latched: true}) && (p == nil || p.ap != ap) {
+				w.r.kflush(x.st) // flows toward x were built from its SDP address
+			}
 		} else if !p.addr.sameAddr(&w.names[i], m.Hdr.Namelen) {
 			w.drops[dropSource]++
 			continue
@@ -264,6 +266,9 @@ func (w *worker) forward(s *sock, x *side, n int) int {
 		w.siov[k].Len = uint64(l)
 		w.sfd[k] = out.fd
 		k++
+		if w.r.k != nil && s.kstate.Load() == kNone {
+			w.r.kinstall(s, x, idx)
+		}
 	}
 	return k
 }

@@ -28,7 +28,7 @@ type endpoint struct {
 	dest  unix.RawSockaddrInet4 // the relay port it sends to
 	ssrc  uint32                // its packets' SSRC
 	peer  uint32                // the SSRC it should receive
-	seq   uint16
+	seq   uint32 // packets made: the RTP sequence number is its low 16 bits, the timestamp seq*160
 
 	sent, sentCounted uint64 // by the sending thread
 	recv, misrouted   uint64 // by the receiving thread
@@ -151,8 +151,8 @@ func (cs *calls) close() {
 // sequence number.
 func (e *endpoint) packet(buf []byte) {
 	buf[0], buf[1] = 0x80, 0
-	binary.BigEndian.PutUint16(buf[2:], e.seq)
-	binary.BigEndian.PutUint32(buf[4:], uint32(e.seq)*160)
+	binary.BigEndian.PutUint16(buf[2:], uint16(e.seq))
+	binary.BigEndian.PutUint32(buf[4:], e.seq*160)
 	binary.BigEndian.PutUint32(buf[8:], e.ssrc)
 	e.seq++
 }
@@ -165,17 +165,17 @@ func sendto(e *endpoint, buf []byte) bool {
 
 // receiver counts what the endpoints receive until stop is set: epoll over
 // all of them, recvmmsg on each ready one. counted are packets whose
-// sequence number is at least from (after the warm-up).
+// packet number is at least from (after the warm-up).
 type receiver struct {
 	eps     []*endpoint
-	from    uint16
+	from    uint32
 	stop    atomic.Bool
 	total   atomic.Uint64 // all packets received, for rates
 	counted uint64
 	done    chan error
 }
 
-func startReceiver(eps []*endpoint, from uint16) *receiver {
+func startReceiver(eps []*endpoint, from uint32) *receiver {
 	rc := &receiver{eps: eps, from: from, done: make(chan error, 1)}
 	go func() { rc.done <- rc.run() }()
 	return rc
@@ -226,7 +226,9 @@ func (rc *receiver) run() error {
 					continue
 				}
 				e.recv++
-				if binary.BigEndian.Uint16(b[2:]) >= rc.from {
+				// The timestamp, not the 16-bit sequence number, which wraps
+				// within a step above 36,000 packets/s per endpoint.
+				if binary.BigEndian.Uint32(b[4:])/160 >= rc.from {
 					rc.counted++
 				}
 			}
@@ -254,7 +256,7 @@ func (rc *receiver) finish() error {
 // sending costs far less than the relay's work per packet; replies still
 // arrive at the endpoints' own sockets. Without the privilege for a raw
 // socket it falls back to one sendto per packet from each endpoint.
-func pace(eps []*endpoint, size int, perEP float64, dur time.Duration, countFrom uint16) time.Duration {
+func pace(eps []*endpoint, size int, perEP float64, dur time.Duration, countFrom uint32) time.Duration {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	size = max(size, 12)
@@ -299,12 +301,12 @@ func pace(eps []*endpoint, size int, perEP float64, dur time.Duration, countFrom
 // rawBatch collects datagrams for one sendmmsg on a raw socket.
 type rawBatch struct {
 	fd, size  int
-	countFrom uint16
+	countFrom uint32
 	bufs      []byte
 	iov       []unix.Iovec
 	msgs      []unix.Mmsghdr
 	eps       []*endpoint
-	seqs      []uint16
+	seqs      []uint32
 	one       []byte
 }
 
@@ -365,7 +367,7 @@ func (b *rawBatch) flush() {
 }
 
 // count records a datagram sent with sequence number seq.
-func (e *endpoint) count(seq, countFrom uint16) {
+func (e *endpoint) count(seq, countFrom uint32) {
 	atomic.AddUint64(&e.sent, 1)
 	if seq >= countFrom {
 		e.sentCounted++

@@ -28,15 +28,23 @@ type Relay struct {
 }
 
 // StartConvene runs `bin relay` (Convene's standalone relay) with its ng
-// control on a free loopback port and media ports in [portMin, portMax].
-func StartConvene(bin string, portMin, portMax int) (*Relay, error) {
+// control on a free loopback port and media ports in [portMin, portMax];
+// kernel chooses its kernel fast path (relay.kernel). With the fast path
+// asked for, a relay that could not load it is an error, so that a report
+// never shows the user-space figure under the fast path's name.
+func StartConvene(name, bin string, portMin, portMax int, kernel bool) (*Relay, error) {
 	ngAddr, err := freeUDP()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "relay", "-relay-addr", "127.0.0.1", "-relay-ng-addr", ngAddr,
-		"-relay-port-min", strconv.Itoa(portMin), "-relay-port-max", strconv.Itoa(portMax), "-log-level", "warn")
-	r, err := start("convene", cmd, ngAddr)
+		"-relay-port-min", strconv.Itoa(portMin), "-relay-port-max", strconv.Itoa(portMax), "-log-level", "warn",
+		"-relay-kernel="+strconv.FormatBool(kernel))
+	r, err := start(name, cmd, ngAddr)
+	if err == nil && kernel && strings.Contains(r.log.String(), "kernel fast path unavailable") {
+		r.Stop()
+		return nil, fmt.Errorf("the kernel fast path did not load (it needs root): %s", r.log)
+	}
 	if err != nil {
 		return nil, err
 	}

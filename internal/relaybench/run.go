@@ -138,8 +138,11 @@ func Run(ctx context.Context, o Options) *Result {
 	var systems []system
 	for _, name := range o.Systems {
 		switch name {
-		case "convene":
-			systems = append(systems, system{name, func() (*Relay, error) { return StartConvene(o.ConveneBin, portMin, portMax) }})
+		case "convene", "convene-userspace":
+			kernel := name == "convene"
+			systems = append(systems, system{name, func() (*Relay, error) {
+				return StartConvene(name, o.ConveneBin, portMin, portMax, kernel)
+			}})
 		case "rtpengine":
 			systems = append(systems, system{name, func() (*Relay, error) { return StartRTPEngine(portMin, portMax) }})
 		default:
@@ -193,6 +196,12 @@ func Run(ctx context.Context, o Options) *Result {
 			"itself; a relayed packet is received and sent twice (generator → relay → generator), and the generator "+
 			"shares the same two CPUs. × relay probe compares with the same probe sending through a minimal C relay "+
 			"thread (recvmmsg, then sendmmsg on; probe -R), which is the machine's ceiling for any user-space relay.",
+		"convene forwards established flows in the kernel (relay.kernel, an eBPF program on the loopback "+
+			"interface's ingress that rewrites and delivers each datagram; package kfwd): a relayed packet is then "+
+			"sent once and received once, like the probe's, and its forwarding cost is spent in the sender's "+
+			"system call, not in the relay process, so the relay CPU column shows only its user-space part. "+
+			"convene-userspace is the same relay with relay.kernel off. rtpengine runs without its kernel module "+
+			"(--table=-1), as the issue asks.",
 		"Calls pass with zero loss and the generator no more than 100 ms behind its schedule; past that the two CPUs "+
 			"are saturated (relay + generator) and late packets leave in bursts, which is not the load asked for.")
 	res.End = time.Now().UTC()
@@ -270,7 +279,7 @@ type RateStep struct {
 func rateStep(r *Relay, eps []*endpoint, size int, rate float64) RateStep {
 	st := RateStep{Size: size, Rate: rate}
 	perEP := rate / float64(len(eps))
-	from := uint16(perEP * tputWarmup.Seconds())
+	from := uint32(perEP * tputWarmup.Seconds())
 	rc := startReceiver(eps, from)
 	done := make(chan struct{})
 	go func() {
@@ -310,7 +319,7 @@ func callStep(r *Relay, n int) CallStep {
 	}
 	defer cs.close()
 	st.SetupMs = float64(time.Since(t0).Microseconds()) / 1000
-	from := uint16(callWarmup / callInterval)
+	from := uint32(callWarmup / callInterval)
 	rc := startReceiver(cs.eps, from)
 	cpu0, c0 := r.CPUSeconds(), time.Now()
 	lag := pace(cs.eps, callSize, float64(time.Second/callInterval), callWarmup+callMeasure, from)

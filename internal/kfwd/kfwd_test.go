@@ -1,0 +1,213 @@
+package kfwd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// open attaches a forwarder for addr, or skips when this process may not
+// load eBPF programs (not root). CI runs as root, so there it always runs.
+func open(t *testing.T, addr string) *Forwarder {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("loading eBPF programs needs root")
+	}
+	f, err := Open(netip.MustParseAddr(addr), 1024)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func udp(t *testing.T, addr string) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ap(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+func key(t *testing.T, src, dst netip.AddrPort) Key {
+	t.Helper()
+	k, ok := MakeKey(src, dst)
+	if !ok {
+		t.Fatalf("MakeKey(%v, %v) refused", src, dst)
+	}
+	return k
+}
+
+// recv reads one datagram within a second, or returns nil.
+func recv(c *net.UDPConn) ([]byte, netip.AddrPort) {
+	buf := make([]byte, 2048)
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	n, from, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return nil, netip.AddrPort{}
+	}
+	return buf[:n], from
+}
+
+func rtpPacket(seq uint16, n int) []byte {
+	p := make([]byte, 12+n)
+	p[0], p[1] = 0x80, 0
+	binary.BigEndian.PutUint16(p[2:], seq)
+	for i := 12; i < len(p); i++ {
+		p[i] = byte(i * int(seq))
+	}
+	return p
+}
+
+func TestLoopbackFlowIsRewrittenAndCounted(t *testing.T) {
+	f := open(t, "127.0.0.1")
+	a := udp(t, "127.0.0.2:0")        // the sender
+	relayIn := udp(t, "127.0.0.1:0")  // where it sends
+	relayOut := udp(t, "127.0.0.1:0") // the address the receiver must see
+	b := udp(t, "127.0.0.3:0")        // the receiver
+	if err := f.Add(key(t, ap(a), ap(relayIn)), key(t, ap(relayOut), ap(b))); err != nil {
+		t.Fatal(err)
+	}
+	var sent int
+	for seq := uint16(1); seq <= 50; seq++ {
+		p := rtpPacket(seq, 160)
+		if _, err := a.WriteToUDPAddrPort(p, ap(relayIn)); err != nil {
+			t.Fatal(err)
+		}
+		sent += len(p)
+		got, from := recv(b)
+		if !bytes.Equal(got, p) {
+			t.Fatalf("seq %d: receiver got %x, want %x", seq, got, p)
+		}
+		if from != ap(relayOut) {
+			t.Fatalf("seq %d: came from %v, want the relay's other socket %v", seq, from, ap(relayOut))
+		}
+	}
+	// Not RTP: left alone, so the relay's own socket gets it.
+	stun := []byte{0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42}
+	if _, err := a.WriteToUDPAddrPort(stun, ap(relayIn)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := recv(relayIn); !bytes.Equal(got, stun) {
+		t.Fatalf("relay socket got %x, want the STUN bytes", got)
+	}
+	// Another source is not this flow.
+	other := udp(t, "127.0.0.2:0")
+	p := rtpPacket(99, 20)
+	if _, err := other.WriteToUDPAddrPort(p, ap(relayIn)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := recv(relayIn); !bytes.Equal(got, p) {
+		t.Fatalf("relay socket got %x from another source, want it untouched", got)
+	}
+	var seen Counts
+	if err := f.Each(func(k Key, c Counts) { seen = c }); err != nil {
+		t.Fatal(err)
+	}
+	c := f.Delete(key(t, ap(a), ap(relayIn)))
+	// skb->len counts the IP and UDP headers (and Ethernet's on loopback):
+	// each datagram adds its payload plus 14+20+8.
+	if c.Packets != 50 || c.Bytes != uint64(sent+50*42) || seen != c {
+		t.Fatalf("counts %+v (Each saw %+v), want 50 packets, %d bytes", c, seen, sent+50*42)
+	}
+	if _, err := a.WriteToUDPAddrPort(rtpPacket(100, 10), ap(relayIn)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := recv(relayIn); got == nil {
+		t.Fatal("after Delete the relay socket got nothing")
+	}
+}
+
+// TestChecksumsStayValid sends through a raw socket with a real UDP checksum
+// (loopback sockets otherwise leave it to the "hardware", so the receiver
+// would not check it); a wrong rewrite would be dropped as InCsumErrors.
+func TestChecksumsStayValid(t *testing.T) {
+	f := open(t, "127.0.0.1")
+	relayIn := udp(t, "127.0.0.1:0")
+	relayOut := udp(t, "127.0.0.1:0")
+	b := udp(t, "127.0.0.3:0")
+	src := netip.MustParseAddrPort("127.0.0.2:40000")
+	if err := f.Add(key(t, src, ap(relayIn)), key(t, ap(relayOut), ap(b))); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for _, n := range []int{0, 1, 171, 1000} {
+		p := rtpPacket(uint16(n+1), n)
+		pkt := ipUDP(src, ap(relayIn), p)
+		if err := unix.Sendto(fd, pkt, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		got, from := recv(b)
+		if !bytes.Equal(got, p) || from != ap(relayOut) {
+			t.Fatalf("%d-byte payload: got %x from %v; want it from %v (a bad checksum is dropped)", n, got, from, ap(relayOut))
+		}
+	}
+}
+
+// ipUDP builds an IPv4/UDP datagram with both checksums computed.
+func ipUDP(src, dst netip.AddrPort, payload []byte) []byte {
+	ul := 8 + len(payload)
+	p := make([]byte, 20+ul)
+	p[0], p[8], p[9] = 0x45, 64, 17
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	copy(p[12:], s[:])
+	copy(p[16:], d[:])
+	binary.BigEndian.PutUint16(p[10:], ^fold(sum(p[:20])))
+	u := p[20:]
+	binary.BigEndian.PutUint16(u[0:], src.Port())
+	binary.BigEndian.PutUint16(u[2:], dst.Port())
+	binary.BigEndian.PutUint16(u[4:], uint16(ul))
+	copy(u[8:], payload)
+	pseudo := append(append(append([]byte{}, s[:]...), d[:]...), 0, 17, byte(ul>>8), byte(ul))
+	c := ^fold(sum(pseudo) + sum(u))
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(u[6:], c)
+	return p
+}
+
+func sum(b []byte) uint32 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	return s
+}
+
+func fold(s uint32) uint16 {
+	for s > 0xffff {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
+}
+
+func TestAddRefusesFlowsAcrossLoopback(t *testing.T) {
+	f := open(t, "127.0.0.1")
+	in := key(t, netip.MustParseAddrPort("127.0.0.2:1000"), netip.MustParseAddrPort("127.0.0.1:2000"))
+	out := key(t, netip.MustParseAddrPort("127.0.0.1:2002"), netip.MustParseAddrPort("192.0.2.7:3000"))
+	if err := f.Add(in, out); err == nil {
+		t.Fatal("a loopback forwarder accepted a flow to 192.0.2.7")
+	}
+	if _, ok := MakeKey(netip.MustParseAddrPort("[::1]:1"), netip.MustParseAddrPort("127.0.0.1:2")); ok {
+		t.Fatal("MakeKey accepted IPv6")
+	}
+}
