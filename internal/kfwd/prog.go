@@ -16,8 +16,8 @@ const (
 	offUDPCsum  = offIP + 20 + 6
 	offPayload  = offIP + 20 + 8
 	minLen      = offPayload + 8 // the smallest RTCP packet
-	ethPIPLE    = 0x0008 // ETH_P_IP in network order, read as a little-endian u16
-	fragMaskLE  = 0xff3f // IP_MF|IP_OFFSET in network order, read little-endian
+	ethPIPLE    = 0x0008         // ETH_P_IP in network order, read as a little-endian u16
+	fragMaskLE  = 0xff3f         // IP_MF|IP_OFFSET in network order, read little-endian
 	ipProtoUDP  = 17
 	afInet      = 2
 	rtpVerMask  = 0xc0

@@ -28,7 +28,7 @@ type endpoint struct {
 	dest  unix.RawSockaddrInet4 // the relay port it sends to
 	ssrc  uint32                // its packets' SSRC
 	peer  uint32                // the SSRC it should receive
-	seq   uint32 // packets made: the RTP sequence number is its low 16 bits, the timestamp seq*160
+	seq   uint32                // packets made: the RTP sequence number is its low 16 bits, the timestamp seq*160
 
 	sent, sentCounted uint64 // by the sending thread
 	recv, misrouted   uint64 // by the receiving thread
