@@ -211,3 +211,69 @@ func TestAddRefusesFlowsAcrossLoopback(t *testing.T) {
 		t.Fatal("MakeKey accepted IPv6")
 	}
 }
+
+// TestUnusualDatagramsAreLeftAlone sends datagrams of a forwarded flow that
+// the program must not touch: IP options, a fragment, a payload shorter
+// than any RTCP packet. Each reaches the relay's own socket as sent.
+func TestUnusualDatagramsAreLeftAlone(t *testing.T) {
+	f := open(t, "127.0.0.1")
+	relayIn := udp(t, "127.0.0.1:0")
+	relayOut := udp(t, "127.0.0.1:0")
+	b := udp(t, "127.0.0.3:0")
+	src := netip.MustParseAddrPort("127.0.0.2:40002")
+	if err := f.Add(key(t, src, ap(relayIn)), key(t, ap(relayOut), ap(b))); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	send := func(pkt []byte) {
+		t.Helper()
+		if err := unix.Sendto(fd, pkt, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short := rtpPacket(1, 0)[:7]
+	send(ipUDP(src, ap(relayIn), short))
+	if got, _ := recv(relayIn); !bytes.Equal(got, short) {
+		t.Fatalf("7-byte payload: relay socket got %x", got)
+	}
+	// IP options: a 4-byte NOP option list, so the header is 24 bytes.
+	p := rtpPacket(2, 20)
+	pkt := ipUDP(src, ap(relayIn), p)
+	withOpt := append(append(append([]byte{}, pkt[:20]...), 1, 1, 1, 0), pkt[20:]...)
+	withOpt[0] = 0x46
+	binary.BigEndian.PutUint16(withOpt[2:], uint16(len(withOpt)))
+	withOpt[10], withOpt[11] = 0, 0
+	binary.BigEndian.PutUint16(withOpt[10:], ^fold(sum(withOpt[:24])))
+	send(withOpt)
+	if got, _ := recv(relayIn); !bytes.Equal(got, p) {
+		t.Fatalf("with IP options: relay socket got %x, want %x", got, p)
+	}
+	// Two fragments: the first carries the UDP header and 16 bytes, with MF.
+	p = rtpPacket(3, 40)
+	pkt = ipUDP(src, ap(relayIn), p)
+	id := []byte{0x12, 0x34}
+	first := append([]byte{}, pkt[:20+24]...)
+	copy(first[4:], id)
+	first[6] = 0x20 // MF
+	binary.BigEndian.PutUint16(first[2:], uint16(len(first)))
+	first[10], first[11] = 0, 0
+	binary.BigEndian.PutUint16(first[10:], ^fold(sum(first[:20])))
+	second := append(append([]byte{}, pkt[:20]...), pkt[20+24:]...)
+	copy(second[4:], id)
+	binary.BigEndian.PutUint16(second[6:], 3) // offset 24 bytes
+	binary.BigEndian.PutUint16(second[2:], uint16(len(second)))
+	second[10], second[11] = 0, 0
+	binary.BigEndian.PutUint16(second[10:], ^fold(sum(second[:20])))
+	send(first)
+	send(second)
+	if got, _ := recv(relayIn); !bytes.Equal(got, p) {
+		t.Fatalf("fragmented: relay socket got %x, want %x", got, p)
+	}
+	if c := f.Delete(key(t, src, ap(relayIn))); c.Packets != 0 {
+		t.Fatalf("the program forwarded %d of them", c.Packets)
+	}
+}
