@@ -215,20 +215,31 @@ func (r *Relay) Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error
 // Delete ends a call and releases its ports; when it returns, the ports are
 // closed.
 func (r *Relay) Delete(callID string) error {
-	r.mu.Lock()
-	c := r.calls[callID]
-	if c == nil {
-		r.mu.Unlock()
-		return fmt.Errorf("%w: %q", ErrUnknownCall, callID)
-	}
-	delete(r.calls, callID)
-	done := r.release(c)
-	r.mu.Unlock()
+	done, err := r.end(callID)
 	for _, ch := range done {
 		<-ch
 	}
+	return err
+}
+
+// Release ends a call like Delete but returns at once: the call's workers
+// close its ports (and take its flows out of the kernel) right after. For
+// callers that must not wait on a worker, such as the SIP proxy's.
+func (r *Relay) Release(callID string) error {
+	_, err := r.end(callID)
+	return err
+}
+
+func (r *Relay) end(callID string) ([]chan struct{}, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.calls[callID]
+	if c == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownCall, callID)
+	}
+	delete(r.calls, callID)
 	r.log.Debug("call deleted", "call_id", callID)
-	return nil
+	return r.release(c), nil
 }
 
 // Calls returns the number of active calls.

@@ -244,19 +244,50 @@ func (rc *receiver) finish() error {
 	return <-rc.done
 }
 
+// senders is the number of sending threads. With the relay in the kernel a
+// datagram is forwarded and delivered inside its sender's system call, so a
+// single sending thread would measure itself, not the machine: two threads,
+// each with half the endpoints and a raw socket of its own, can use both
+// CPUs, as the relay processes do. Every system gets the same generator.
+const senders = 2
+
+// paceAll runs pace over the endpoints split among the sending threads and
+// returns the worst lag and the longest window.
+func paceAll(eps []*endpoint, size int, perEP float64, warm, dur time.Duration, countFrom uint32) (lag, window time.Duration) {
+	type out struct{ lag, window time.Duration }
+	ch := make(chan out, senders)
+	per := (len(eps) + senders - 1) / senders
+	started := 0
+	for i := 0; i < len(eps); i += per {
+		part := eps[i:min(i+per, len(eps))]
+		started++
+		go func() {
+			l, w := pace(part, size, perEP, warm, dur, countFrom)
+			ch <- out{l, w}
+		}()
+	}
+	for range started {
+		o := <-ch
+		lag, window = max(lag, o.lag), max(window, o.window)
+	}
+	return lag, window
+}
+
 // pace sends size-byte packets from every endpoint at perEP packets per
 // second each for dur, endpoint i's stream shifted by i/len(eps) of a packet
 // interval so that the load is even, checking every millisecond what is
-// due. It returns how far behind schedule it fell at worst. Packets with a
-// sequence number of at least countFrom (the measuring window) are counted
-// in sentCounted.
+// due. It returns how far behind schedule it fell at worst, and how long
+// the measuring window (from warm on) really took: a generator that falls
+// behind sends every packet all the same, only later, so rates must be
+// taken over that time, not over the schedule's. Packets with a number of at
+// least countFrom (the measuring window) are counted in sentCounted.
 //
 // The packets leave through one raw IPv4 socket in sendmmsg batches, each
 // with its endpoint's source address and port, so that the generator's
 // sending costs far less than the relay's work per packet; replies still
 // arrive at the endpoints' own sockets. Without the privilege for a raw
 // socket it falls back to one sendto per packet from each endpoint.
-func pace(eps []*endpoint, size int, perEP float64, dur time.Duration, countFrom uint32) time.Duration {
+func pace(eps []*endpoint, size int, perEP float64, warm, dur time.Duration, countFrom uint32) (lag, window time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	size = max(size, 12)
@@ -273,10 +304,14 @@ func pace(eps []*endpoint, size int, perEP float64, dur time.Duration, countFrom
 	n := float64(len(eps))
 	start := time.Now()
 	var worst time.Duration
+	var measuring time.Time
 	for k := 0; ; k++ {
 		due := start.Add(time.Duration(k) * time.Millisecond)
 		if due.Sub(start) >= dur {
-			return worst
+			return worst, time.Since(measuring)
+		}
+		if measuring.IsZero() && due.Sub(start) >= warm {
+			measuring = time.Now()
 		}
 		if d := time.Until(due); d > 0 {
 			// The kernel's sleep, not the Go timer: this thread is locked,

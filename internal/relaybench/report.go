@@ -62,10 +62,10 @@ func FormatTables(res *Result) string {
 		if len(s.RateSteps) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n**%s: throughput search**\n\n| Packet size (B) | Asked pkt/s | Sent pkt/s | Delivered pkt/s | Loss (%%) | Relay CPU (%%) | Pass |\n| --- | --- | --- | --- | --- | --- | --- |\n", s.Name)
+		fmt.Fprintf(&b, "\n**%s: throughput search**\n\n| Packet size (B) | Asked pkt/s | Sent pkt/s | Delivered pkt/s | Loss (%%) | Generator lag (ms) | Relay CPU (%%) | Pass |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n", s.Name)
 		for _, st := range s.RateSteps {
-			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.3f | %.0f | %v |\n", st.Size, st.Rate, st.SentPPS, st.DeliveredPPS,
-				st.LossPct, st.CPUPercent, map[bool]string{true: "pass", false: "FAIL"}[st.Pass])
+			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.3f | %.1f | %.0f | %v |\n", st.Size, st.Rate, st.SentPPS, st.DeliveredPPS,
+				st.LossPct, st.LagMs, st.CPUPercent, map[bool]string{true: "pass", false: "FAIL"}[st.Pass])
 		}
 	}
 	for _, s := range res.Systems {

@@ -75,7 +75,7 @@ func (t *callTable) endAll(s *Server) {
 // endCall releases a call's relay ports (BYE).
 func (s *Server) endCall(callID string) {
 	if s.calls.end(callID, s.m) && s.o.Media != nil {
-		if err := s.o.Media.Delete(callID); err != nil {
+		if err := s.o.Media.Release(callID); err != nil {
 			s.log.Debug("sip: media delete", "call_id", callID, "err", err)
 		}
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	authFailures  *prometheus.CounterVec
 	challenges    prometheus.Counter
 	rateLimited   *prometheus.CounterVec
+	queueDrops    prometheus.Counter
 	registrations prometheus.Gauge
 	registers     *prometheus.CounterVec
 	calls         *prometheus.CounterVec
@@ -42,6 +43,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "SIP digest challenges (401/407) sent."}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_rate_limited_total",
 			Help: "SIP requests refused with 503 by the per-source rate limit, by method."}, []string{"method"}),
+		queueDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_sip_udp_queue_drops_total",
+			Help: "UDP REGISTERs and in-dialog ACKs/BYEs dropped because the workers' queue was full (the client retransmits)."}),
 		registrations: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_sip_registrations",
 			Help: "Registered SIP contacts."}),
 		registers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_registers_total",
@@ -58,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.regOK, m.regChallenged, m.regFailed = m.registers.WithLabelValues("ok"), m.registers.WithLabelValues("challenged"),
 		m.registers.WithLabelValues("failed")
 	m.reqRegister = m.requests.WithLabelValues("REGISTER")
-	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.challenges, m.rateLimited,
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.challenges, m.rateLimited, m.queueDrops,
 		m.registrations, m.registers, m.calls, m.callsActive, m.dropped, m.badMessages} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

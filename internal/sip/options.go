@@ -22,10 +22,12 @@ type Users interface {
 
 // Media rewrites the SDP of proxied calls through an RTP relay
 // (internal/relay), in the manner of rtpengine's offer/answer/delete.
+// Release ends a call's media without waiting for its ports to close: the
+// proxy calls it from the workers that forward every UDP request.
 type Media interface {
 	Offer(callID, fromTag string, sdp []byte) ([]byte, error)
 	Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error)
-	Delete(callID string) error
+	Release(callID string) error
 }
 
 // Timers are the RFC 3261 transaction timers. sipgo keeps them in package

@@ -244,7 +244,7 @@ func (s *Server) readFilter(p sip.TransportReadProps, data []byte) ([]byte, erro
 	case s.work <- job:
 	default:
 		// Workers behind: drop, the client retransmits (RFC 3261 17.1.2).
-		s.m.rateLimited.WithLabelValues("REGISTER_queue_full").Inc()
+		s.m.queueDrops.Inc()
 	}
 	return nil, nil
 }

@@ -135,7 +135,8 @@ func (s *Server) handleUDPInDialog(job udpJob) {
 		Host: s.o.Advertise, Port: s.port, Params: sip.HeaderParams{{K: "branch", V: "z9hG4bK-sl" + strconv.FormatUint(h.Sum64(), 36)}}}
 	req.PrependHeader(via)
 	if req.Method == sip.BYE {
-		s.endCall(string(*req.CallID()))
+		// After the BYE is on its way; ending the media does not wait.
+		defer s.endCall(string(*req.CallID()))
 	}
 	if t.transport == "udp" {
 		if ap, err := netip.ParseAddrPort(t.addr); err == nil {
