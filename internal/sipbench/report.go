@@ -109,7 +109,8 @@ func rate(r *Result) string {
 
 const method = `Method: each workload runs on Convene (` + "`convene serve`" + `, the whole node, SIP rate limits and
 contact probing off, INVITEs not challenged, SDP rewritten through the node's RTP relay) and on Kamailio
-(bench/kamailio/kamailio.cfg, 2 UDP workers, stateless registrar, usrloc in memory, record-routing stateful
+(bench/kamailio/kamailio.cfg; 2 UDP workers for registrations, 8 for calls, where its workers wait in tm
+and 2 collapsed at 2,100-2,500 calls/s; stateless registrar, usrloc in memory, record-routing stateful
 proxy with a usrloc lookup, no media relay), one after the other on the same machine, driven by SIPp over UDP on
 loopback. Before the registration workloads every user registers once (warm-up). SIPp runs a fixed call
 rate for one point; a point is clean when every call succeeded with no

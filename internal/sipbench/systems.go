@@ -181,10 +181,10 @@ func startConvene(ctx context.Context, bin, dir string, users []string) (*server
 }
 
 // startKamailio runs kamailio with cfg in mode ("" or "WITH_NONCE_REUSE"),
-// 2 UDP workers (the machine's cores), 1 GiB of shared memory and a UDP
+// the given number of UDP workers, 1 GiB of shared memory and a UDP
 // receive buffer of up to 4 MiB (-b; its default stops at 256 KiB, and at
 // a few thousand registrations/s the kernel dropped requests at its socket).
-func startKamailio(ctx context.Context, cfg, dir, mode string) (*server, error) {
+func startKamailio(ctx context.Context, cfg, dir, mode string, workers int) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func startKamailio(ctx context.Context, cfg, dir, mode string) (*server, error) 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	// 1 GiB of shared memory: with the default 64 MiB, tm runs out of
 	// transactions at a few hundred calls per second ("out of mem").
-	args := []string{"-f", cfg, "-DD", "-E", "-n", "2", "-m", "1024", "-M", "32", "-b", sippBuffer, "-l", "udp:" + addr, "-Y", run,
+	args := []string{"-f", cfg, "-DD", "-E", "-n", strconv.Itoa(workers), "-m", "1024", "-M", "32", "-b", sippBuffer, "-l", "udp:" + addr, "-Y", run,
 		"-A", `CTL_SOCK="unix:` + filepath.Join(run, "ctl") + `"`, "-A", `AUTH_PASSWORD="` + Password + `"`}
 	if mode != "" {
 		args = append(args, "-A", mode)
