@@ -17,6 +17,10 @@ type callTable struct {
 type callState struct {
 	media    bool
 	answered bool
+	// awaitAnswer: a late offer (an INVITE without SDP, RFC 3261 13.2.1)
+	// came back in a 2xx and went through the relay; the ACK carries the
+	// answer.
+	awaitAnswer bool
 }
 
 func newCallTable() *callTable { return &callTable{calls: map[string]*callState{}} }
@@ -34,6 +38,27 @@ func (t *callTable) media(id string) {
 	t.mu.Lock()
 	t.get(id).media = true
 	t.mu.Unlock()
+}
+
+// lateOffer records that id's media goes through the relay and that its
+// next ACK carries the answer to the offer of a 2xx.
+func (t *callTable) lateOffer(id string) {
+	t.mu.Lock()
+	c := t.get(id)
+	c.media, c.awaitAnswer = true, true
+	t.mu.Unlock()
+}
+
+// takeAnswer reports, once, whether id's ACK is awaited with an answer.
+func (t *callTable) takeAnswer(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.calls[id]
+	if c == nil || !c.awaitAnswer {
+		return false
+	}
+	c.awaitAnswer = false
+	return true
 }
 
 func (t *callTable) answered(id string, m *metrics) {

@@ -297,12 +297,25 @@ func (s *Server) relay(tx sip.ServerTransaction, req *sip.Request, res *sip.Resp
 }
 
 // upstream is res as it goes to the caller: our Via removed, SDP rewritten
-// through the media relay when the call has one.
+// through the media relay when the call has one. For an INVITE that came
+// without SDP (a late offer), the 2xx's SDP is the offer: the relay takes it
+// from the responder, and the ACK brings the answer (lateAnswer).
 func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callID, fromTag string) *sip.Response {
 	out := res.Clone()
 	out.RemoveHeader("Via")
 	out.SetDestination("")
 	out.SetTransport(req.Transport())
+	if s.o.Media != nil && req.IsInvite() && !isSDP(req) && res.IsSuccess() && isSDPResponse(res) {
+		toTag, _ := res.To().Params.Get("tag")
+		sdp, err := s.o.Media.Offer(callID, toTag, res.Body())
+		if err != nil {
+			s.log.Warn("sip: media offer in 2xx", "call_id", callID, "err", err)
+			return out
+		}
+		s.calls.lateOffer(callID)
+		out.SetBody(sdp)
+		return out
+	}
 	if media && isSDPResponse(res) && (res.IsSuccess() || res.IsProvisional()) {
 		toTag, _ := res.To().Params.Get("tag")
 		sdp, err := s.o.Media.Answer(callID, fromTag, toTag, res.Body())
@@ -313,6 +326,27 @@ func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callI
 		}
 	}
 	return out
+}
+
+// lateAnswer rewrites the SDP answer an ACK carries for a late offer; the
+// offerer is the ACK's To-tag party (it sent the 2xx), the answerer its
+// From-tag party.
+func (s *Server) lateAnswer(req *sip.Request) {
+	if s.o.Media == nil || !req.IsAck() || !isSDP(req) || req.CallID() == nil {
+		return
+	}
+	callID := string(*req.CallID())
+	if !s.calls.takeAnswer(callID) {
+		return
+	}
+	fromTag, _ := req.From().Params.Get("tag")
+	toTag, _ := req.To().Params.Get("tag")
+	sdp, err := s.o.Media.Answer(callID, toTag, fromTag, req.Body())
+	if err != nil {
+		s.log.Warn("sip: media answer in ACK", "call_id", callID, "err", err)
+		return
+	}
+	req.SetBody(sdp)
 }
 
 // relayBranch relays a branch's 2xx and keeps its rewritten SDP for the

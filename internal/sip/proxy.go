@@ -218,6 +218,7 @@ func (s *Server) onAck(req *sip.Request, tx sip.ServerTransaction) {
 	t := s.nextHop(req)
 	out := req.Clone()
 	out.SetBody(req.Body())
+	s.lateAnswer(out)
 	if mf := out.MaxForwards(); mf != nil {
 		mf.Dec()
 	}

@@ -134,6 +134,7 @@ func (s *Server) handleUDPInDialog(job udpJob) {
 	via := &sip.ViaHeader{ProtocolName: "SIP", ProtocolVersion: "2.0", Transport: toUpper(t.transport),
 		Host: s.o.Advertise, Port: s.port, Params: sip.HeaderParams{{K: "branch", V: "z9hG4bK-sl" + strconv.FormatUint(h.Sum64(), 36)}}}
 	req.PrependHeader(via)
+	s.lateAnswer(req)
 	if req.Method == sip.BYE {
 		// After the BYE is on its way; ending the media does not wait.
 		defer s.endCall(string(*req.CallID()))
