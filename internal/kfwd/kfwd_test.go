@@ -39,7 +39,7 @@ func udp(t *testing.T, addr string) *net.UDPConn {
 
 func ap(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-func key(t *testing.T, src, dst netip.AddrPort) Key {
+func key(t testing.TB, src, dst netip.AddrPort) Key {
 	t.Helper()
 	k, ok := MakeKey(src, dst)
 	if !ok {

@@ -189,6 +189,15 @@ func (w *worker) serve(s *sock) {
 	st := x.st
 	k := w.forward(s, x, n)
 	w.send(k)
+	// Hand the flow to the kernel only after this batch is sent, so that
+	// packets it forwards do not overtake the ones read here.
+	if k > 0 && w.r.k != nil && s.kstate.Load() == kNone {
+		idx := 0
+		if s.rtcp {
+			idx = 1
+		}
+		w.r.kinstall(s, x, idx)
+	}
 	st.call.packets.Add(uint64(n))
 	w.flush()
 }
@@ -266,9 +275,6 @@ func (w *worker) forward(s *sock, x *side, n int) int {
 		w.siov[k].Len = uint64(l)
 		w.sfd[k] = out.fd
 		k++
-		if w.r.k != nil && s.kstate.Load() == kNone {
-			w.r.kinstall(s, x, idx)
-		}
 	}
 	return k
 }
