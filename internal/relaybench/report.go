@@ -65,7 +65,8 @@ func FormatTables(res *Result) string {
 		fmt.Fprintf(&b, "\n**%s: throughput search**\n\n| Packet size (B) | Asked pkt/s | Sent pkt/s | Delivered pkt/s | Loss (%%) | Generator lag (ms) | Relay CPU (%%) | Pass |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n", s.Name)
 		for _, st := range s.RateSteps {
 			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.3f | %.1f | %.0f | %v |\n", st.Size, st.Rate, st.SentPPS, st.DeliveredPPS,
-				st.LossPct, st.LagMs, st.CPUPercent, map[bool]string{true: "pass", false: "FAIL"}[st.Pass])
+				st.LossPct, st.LagMs, st.CPUPercent, map[bool]string{true: "pass", false: "FAIL"}[st.Pass]+
+					map[bool]string{true: " (measured again)", false: ""}[st.Retry])
 		}
 	}
 	for _, s := range res.Systems {
