@@ -200,6 +200,8 @@ func Run(ctx context.Context, o Options) *Result {
 			"interface's ingress that rewrites and delivers each datagram; package kfwd): a relayed packet is then "+
 			"sent once and received once, like the probe's, and its forwarding cost is spent in the sender's "+
 			"system call, not in the relay process, so the relay CPU column shows only its user-space part. "+
+			"The generator sends from two threads and the probe from one, so with the relay in the kernel "+
+			"(where nothing is left for a relay process to do) convene can exceed 1 × probe. "+
 			"convene-userspace is the same relay with relay.kernel off. rtpengine runs without its kernel module "+
 			"(--table=-1), as the issue asks.",
 		"Throughput rates are taken over the wall-clock time the measuring window really took, and a step passes "+
