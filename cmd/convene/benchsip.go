@@ -21,7 +21,7 @@ func benchSIPCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "bench/results", "`directory` for <date>-sip.md, .json and CPU profiles")
 	point := fs.Duration("point", 5*time.Second, "SIPp run `duration` at each rate")
-	budget := fs.Duration("budget", 12*time.Minute, "bound on the whole run")
+	budget := fs.Duration("budget", 18*time.Minute, "bound on the whole run")
 	users := fs.Int("users", 1000, "number of SIP accounts registering")
 	only := fs.String("only", "", "comma-separated workloads to run: reg_fresh,reg_reuse,call (default all)")
 	kcfg := fs.String("kamailio-cfg", "bench/kamailio/kamailio.cfg", "Kamailio configuration `file`")

@@ -23,7 +23,8 @@ type Options struct {
 	KamailioCfg string
 	// Point is how long SIPp runs at each rate (default 5s).
 	Point time.Duration
-	// Budget bounds the whole run (default 12m).
+	// Budget bounds the whole run (default 18m: each system gets 3 minutes
+	// per workload, enough for a search with its reruns).
 	Budget time.Duration
 	// Users is the number of accounts (default 1000).
 	Users int
@@ -81,7 +82,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Point = 5 * time.Second
 	}
 	if o.Budget == 0 {
-		o.Budget = 12 * time.Minute
+		o.Budget = 18 * time.Minute
 	}
 	if o.Users == 0 {
 		o.Users = 1000
@@ -212,6 +213,8 @@ func (b *bencher) workload(ctx context.Context, sys, workload string, start, per
 		if err != nil {
 			if ctx.Err() == nil {
 				res.Note = err.Error()
+			} else {
+				res.Note = "the time budget ran out before the search ended"
 			}
 			break
 		}
