@@ -132,25 +132,11 @@ func TestLoopbackFlowIsRewrittenAndCounted(t *testing.T) {
 // (loopback sockets otherwise leave it to the "hardware", so the receiver
 // would not check it); a wrong rewrite would be dropped as InCsumErrors.
 func TestChecksumsStayValid(t *testing.T) {
-	f := open(t, "127.0.0.1")
-	relayIn := udp(t, "127.0.0.1:0")
-	relayOut := udp(t, "127.0.0.1:0")
-	b := udp(t, "127.0.0.3:0")
-	src := netip.MustParseAddrPort("127.0.0.2:40000")
-	if err := f.Add(key(t, src, ap(relayIn)), key(t, ap(relayOut), ap(b))); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	rf := newRawFlow(t, "127.0.0.2:40000")
+	relayIn, relayOut, b, src := rf.relayIn, rf.relayOut, rf.b, rf.src
 	for _, n := range []int{0, 1, 171, 1000} {
 		p := rtpPacket(uint16(n+1), n)
-		pkt := ipUDP(src, ap(relayIn), p)
-		if err := unix.Sendto(fd, pkt, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
+		rf.send(ipUDP(src, ap(relayIn), p))
 		got, from := recv(b)
 		if !bytes.Equal(got, p) || from != ap(relayOut) {
 			t.Fatalf("%d-byte payload: got %x from %v; want it from %v (a bad checksum is dropped)", n, got, from, ap(relayOut))
@@ -216,25 +202,8 @@ func TestAddRefusesFlowsAcrossLoopback(t *testing.T) {
 // the program must not touch: IP options, a fragment, a payload shorter
 // than any RTCP packet. Each reaches the relay's own socket as sent.
 func TestUnusualDatagramsAreLeftAlone(t *testing.T) {
-	f := open(t, "127.0.0.1")
-	relayIn := udp(t, "127.0.0.1:0")
-	relayOut := udp(t, "127.0.0.1:0")
-	b := udp(t, "127.0.0.3:0")
-	src := netip.MustParseAddrPort("127.0.0.2:40002")
-	if err := f.Add(key(t, src, ap(relayIn)), key(t, ap(relayOut), ap(b))); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	send := func(pkt []byte) {
-		t.Helper()
-		if err := unix.Sendto(fd, pkt, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rf := newRawFlow(t, "127.0.0.2:40002")
+	f, relayIn, src, send := rf.f, rf.relayIn, rf.src, rf.send
 	short := rtpPacket(1, 0)[:7]
 	send(ipUDP(src, ap(relayIn), short))
 	if got, _ := recv(relayIn); !bytes.Equal(got, short) {
@@ -275,5 +244,38 @@ func TestUnusualDatagramsAreLeftAlone(t *testing.T) {
 	}
 	if c := f.Delete(key(t, src, ap(relayIn))); c.Packets != 0 {
 		t.Fatalf("the program forwarded %d of them", c.Packets)
+	}
+}
+
+// rawFlow is a loopback flow from src (a raw socket's forged source, so the
+// test sends real checksums) through relayIn, forwarded to b from relayOut.
+type rawFlow struct {
+	t                    *testing.T
+	f                    *Forwarder
+	relayIn, relayOut, b *net.UDPConn
+	src                  netip.AddrPort
+	fd                   int
+}
+
+func newRawFlow(t *testing.T, src string) *rawFlow {
+	rf := &rawFlow{t: t, f: open(t, "127.0.0.1"), relayIn: udp(t, "127.0.0.1:0"), relayOut: udp(t, "127.0.0.1:0"),
+		b: udp(t, "127.0.0.3:0"), src: netip.MustParseAddrPort(src)}
+	if err := rf.f.Add(key(t, rf.src, ap(rf.relayIn)), key(t, ap(rf.relayOut), ap(rf.b))); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	rf.fd = fd
+	return rf
+}
+
+// send sends an IPv4 datagram (header included) through the raw socket.
+func (rf *rawFlow) send(pkt []byte) {
+	rf.t.Helper()
+	if err := unix.Sendto(rf.fd, pkt, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		rf.t.Fatal(err)
 	}
 }
