@@ -24,7 +24,7 @@ func TestFFmpegThroughRelay(t *testing.T) {
 	}
 	r := newTestRelay(t, nil)
 	b := newEndpoint(t)
-	offer, err := r.Offer("ffmpeg", "ff", offerSDP(netip.MustParseAddrPort("127.0.0.1:9")))
+	offer, err := r.Offer("ffmpeg", "ff", offerSDP(netip.MustParseAddrPort("127.0.0.1:9")), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
