@@ -54,7 +54,7 @@ func (r *Relay) kinstall(s *sock, x *side, idx int) {
 		return
 	}
 	y := x.other
-	out, di := y.rtp, 0
+	out := y.rtp
 	switch {
 	case st.raw.Load():
 		s.kstate.Store(kNever) // not RTP: the kernel checks the RTP version
@@ -70,7 +70,7 @@ func (r *Relay) kinstall(s *sock, x *side, idx int) {
 		s.kstate.Store(kNever)
 		return
 	}
-	p, dp := x.remote[idx].Load(), y.remote[di].Load()
+	p, dp := x.remote[idx].Load(), y.remote[0].Load()
 	if p == nil || !p.latched || !dp.known() {
 		return
 	}
