@@ -34,7 +34,9 @@ func relayCmd(args, env []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg.Log, stderr)
 	r, err := relay.New(relay.Options{Addr: cfg.Relay.Addr, PortMin: cfg.Relay.PortMin, PortMax: cfg.Relay.PortMax,
-		Timeout: cfg.Relay.Timeout.Std(), Logger: log, Kernel: cfg.Relay.Kernel})
+		Timeout: cfg.Relay.Timeout.Std(), Logger: log, Kernel: cfg.Relay.Kernel,
+		MaxPacket: cfg.Relay.MaxPacket, LatchWindow: cfg.Relay.LatchWindow.Std(), MaxStreamsPerCall: cfg.Relay.MaxStreamsPerCall,
+		MaxStreamsPerUser: cfg.Relay.MaxStreamsPerUser, MaxStreamsPerSource: cfg.Relay.MaxStreamsPerSource})
 	if err != nil {
 		log.Error("relay failed to start", "err", err)
 		return 1

@@ -95,6 +95,17 @@ type RelayConfig struct {
 	// Kernel forwards established flows in the kernel when it can (package
 	// kfwd); otherwise the relay forwards in user space.
 	Kernel bool `yaml:"kernel"`
+
+	// Issue 11 caps (package relay): the largest UDP payload relayed (user
+	// space and kernel alike), how long after an offer or answer a party
+	// behind NAT may be latched onto from another IP than its SDP's, and
+	// the streams (m= lines) a call, an authenticated user and a signalling
+	// source IP may hold.
+	MaxPacket           int      `yaml:"max_packet"`
+	LatchWindow         Duration `yaml:"latch_window"`
+	MaxStreamsPerCall   int      `yaml:"max_streams_per_call"`
+	MaxStreamsPerUser   int      `yaml:"max_streams_per_user"`
+	MaxStreamsPerSource int      `yaml:"max_streams_per_source"`
 }
 
 // SIPConfig configures the SIP registrar and proxy (package sip).
@@ -192,7 +203,8 @@ func Default() Config {
 			Queue: 512,
 			Batch: false,
 		},
-		Relay:             RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true},
+		Relay: RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true,
+			MaxPacket: 1500, LatchWindow: Duration(3 * time.Second), MaxStreamsPerCall: 4, MaxStreamsPerUser: 64, MaxStreamsPerSource: 256},
 		SIP:               SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},
@@ -259,6 +271,21 @@ func (c Config) Validate() error {
 	}
 	if c.Relay.Timeout <= 0 {
 		bad("relay.timeout", c.Relay.Timeout, "must be positive")
+	}
+	if c.Relay.MaxPacket < 12 || c.Relay.MaxPacket > 2047 {
+		bad("relay.max_packet", c.Relay.MaxPacket, "want 12..2047 bytes")
+	}
+	if c.Relay.LatchWindow <= 0 {
+		bad("relay.latch_window", c.Relay.LatchWindow, "must be positive")
+	}
+	if c.Relay.MaxStreamsPerCall < 1 {
+		bad("relay.max_streams_per_call", c.Relay.MaxStreamsPerCall, "must be at least 1")
+	}
+	if c.Relay.MaxStreamsPerUser < 1 {
+		bad("relay.max_streams_per_user", c.Relay.MaxStreamsPerUser, "must be at least 1")
+	}
+	if c.Relay.MaxStreamsPerSource < 1 {
+		bad("relay.max_streams_per_source", c.Relay.MaxStreamsPerSource, "must be at least 1")
 	}
 	if c.Relay.NGAddr != "" {
 		if err := checkHostPort(c.Relay.NGAddr); err != nil {

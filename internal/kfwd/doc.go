@@ -14,7 +14,11 @@
 // only then installs the flow here. Anything the program does not match (not
 // a flow, not version 2, a fragment, IP options, a GSO batch) it leaves
 // untouched for the next program and for the relay's socket, so the
-// user-space path stays correct on its own.
+// user-space path stays correct on its own. So does anything user space
+// would refuse or look at more closely: a payload above the relay's maximum
+// size, an RTP header whose CSRC list or extension runs past the payload,
+// padding, an RTCP packet type (prog.go, checkRTP); the kernel never forwards
+// what user space would drop.
 //
 // Each flow counts the datagrams and bytes it forwarded; the relay reads them
 // in batches for its metrics and media timeout. Loading needs CAP_BPF and

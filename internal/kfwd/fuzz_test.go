@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/convene/convene/internal/rtplink"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +17,10 @@ import (
 // (BPF_PROG_TEST_RUN), with one loopback flow installed. Whatever the
 // frame, the verifier-checked program must either leave it byte for byte
 // (TCX_NEXT) or, for a well-formed datagram of that flow, pass it on with
-// exactly the flow's addresses and ports and valid checksums.
+// exactly the flow's addresses and ports and valid checksums, and only when
+// user space would have forwarded it too: a payload of at most the maximum
+// size, an RTP header whose CSRC list and extension fit (rtplink.Classify),
+// no padding and no RTCP packet type (those user space checks itself).
 func FuzzProgram(f *testing.F) {
 	if os.Geteuid() != 0 {
 		f.Skip("loading eBPF programs needs root")
@@ -34,7 +38,7 @@ func FuzzProgram(f *testing.F) {
 	if err := flows.Update(&in, &value{Out: out}, ebpf.UpdateAny); err != nil {
 		f.Fatal(err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL", Instructions: program(flows.FD())})
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL", Instructions: program(flows.FD(), fuzzMaxPayload)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -48,6 +52,13 @@ func FuzzProgram(f *testing.F) {
 	f.Add(frame(ipUDP(src, dst, []byte{0x81, 200, 0, 1, 0, 0, 0, 1})))
 	f.Add(frame(ipUDP(netip.MustParseAddrPort("127.0.0.2:4001"), dst, rtpPacket(3, 20))))
 	f.Add(frame(ipUDP(src, dst, []byte{0, 1, 0, 0, 0x21, 0x12, 0xa4, 0x42})))
+	f.Add(frame(ipUDP(src, dst, rtpPacket(4, fuzzMaxPayload-12))))
+	f.Add(frame(ipUDP(src, dst, rtpPacket(5, fuzzMaxPayload-11))))
+	f.Add(frame(ipUDP(src, dst, withHeader(0x8f, rtpPacket(6, 40)))))  // 15 CSRCs, 40 bytes
+	f.Add(frame(ipUDP(src, dst, withHeader(0x82, rtpPacket(7, 8)))))   // 2 CSRCs fit
+	f.Add(frame(ipUDP(src, dst, withExt(rtpPacket(8, 20), 4))))        // extension fits
+	f.Add(frame(ipUDP(src, dst, withExt(rtpPacket(9, 20), 200))))      // extension runs past
+	f.Add(frame(ipUDP(src, dst, withHeader(0xa0, rtpPacket(10, 20))))) // padding
 	f.Add([]byte{})
 	f.Add(make([]byte, 14))
 
@@ -72,6 +83,9 @@ func FuzzProgram(f *testing.F) {
 			}
 		case tcxPass:
 			ip := got[14:len(data)]
+			if pl := data[14+28 : 14+int(binary.BigEndian.Uint16(data[14+24:]))+20]; !userForwards(pl) {
+				t.Fatalf("forwarded a payload user space would not: %x", pl)
+			}
 			if !bytes.Equal(ip[12:24], keyBytes(out)) {
 				t.Fatalf("forwarded with addresses %x, want %x", ip[12:24], keyBytes(out))
 			}
@@ -92,6 +106,31 @@ func FuzzProgram(f *testing.F) {
 			t.Fatalf("program returned %d for a loopback flow", int32(ret))
 		}
 	})
+}
+
+// fuzzMaxPayload is the largest payload the fuzzed program forwards.
+const fuzzMaxPayload = 1000
+
+// userForwards reports whether the relay's user space forwards payload p of
+// a flow as RTP without a closer look: what the program may forward.
+func userForwards(p []byte) bool {
+	return len(p) <= fuzzMaxPayload && rtplink.Classify(p, false) == rtplink.ClassRTP &&
+		p[0]&0x20 == 0 && (p[1] < 192 || p[1] > 223)
+}
+
+// withHeader sets an RTP packet's first octet (V, P, X, CC).
+func withHeader(b0 byte, p []byte) []byte {
+	p[0] = b0
+	return p
+}
+
+// withExt marks p as having a header extension right after the fixed
+// header that claims words 32-bit words.
+func withExt(p []byte, words uint16) []byte {
+	p[0] |= 0x10
+	p[12], p[13] = 0xbe, 0xde
+	binary.BigEndian.PutUint16(p[14:], words)
+	return p
 }
 
 func keyBytes(k Key) []byte {

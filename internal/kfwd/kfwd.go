@@ -63,8 +63,10 @@ type Forwarder struct {
 
 // Open loads the program and attaches it to the TCX ingress of the
 // interface that holds addr (loopback for 127.0.0.0/8), for at most
-// maxFlows flows at a time.
-func Open(addr netip.Addr, maxFlows int) (*Forwarder, error) {
+// maxFlows flows at a time. Datagrams with a UDP payload larger than
+// maxPayload (and any whose RTP header user space would refuse or inspect,
+// see checkRTP) are left to the relay's sockets.
+func Open(addr netip.Addr, maxFlows, maxPayload int) (*Forwarder, error) {
 	addr = addr.Unmap()
 	if !addr.Is4() {
 		return nil, errors.New("kfwd: only IPv4 is forwarded in the kernel")
@@ -86,7 +88,7 @@ func Open(addr netip.Addr, maxFlows int) (*Forwarder, error) {
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "convene_fwd", Type: ebpf.SchedCLS, License: "GPL",
-		Instructions: program(flows.FD()),
+		Instructions: program(flows.FD(), maxPayload),
 	})
 	if err != nil {
 		flows.Close()

@@ -12,6 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// testMaxPayload is the largest UDP payload the test forwarders forward.
+const testMaxPayload = 1200
+
 // open attaches a forwarder for addr, or skips when this process may not
 // load eBPF programs (not root). CI runs as root, so there it always runs.
 func open(t *testing.T, addr string) *Forwarder {
@@ -19,7 +22,7 @@ func open(t *testing.T, addr string) *Forwarder {
 	if os.Geteuid() != 0 {
 		t.Skip("loading eBPF programs needs root")
 	}
-	f, err := Open(netip.MustParseAddr(addr), 1024)
+	f, err := Open(netip.MustParseAddr(addr), 1024, testMaxPayload)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -277,5 +280,52 @@ func (rf *rawFlow) send(pkt []byte) {
 	rf.t.Helper()
 	if err := unix.Sendto(rf.fd, pkt, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		rf.t.Fatal(err)
+	}
+}
+
+// TestDatagramsUserSpaceChecksAreLeftAlone sends datagrams of a forwarded
+// flow that user space refuses or looks at more closely: larger than the
+// maximum payload, a CSRC count or header extension that runs past the
+// payload, padding, an RTCP packet type. Each reaches the relay's own
+// socket as sent (where the relay drops or checks it); a well-formed packet
+// with CSRCs and an extension that fit is still forwarded.
+func TestDatagramsUserSpaceChecksAreLeftAlone(t *testing.T) {
+	rf := newRawFlow(t, "127.0.0.2:40004")
+	f, relayIn, src, send := rf.f, rf.relayIn, rf.src, rf.send
+	csrcs := rtpPacket(1, 40)
+	csrcs[0] = 0x8f // 15 CSRCs: 72 bytes of header in a 52-byte payload
+	ext := rtpPacket(2, 20)
+	ext[0] |= 0x10
+	binary.BigEndian.PutUint16(ext[14:], 100) // 400 bytes of extension
+	pad := rtpPacket(3, 20)
+	pad[0] |= 0x20
+	pad[len(pad)-1] = 4
+	rtcp := []byte{0x80, 201, 0, 1, 0, 0, 0, 1}
+	for name, p := range map[string][]byte{
+		"oversize": rtpPacket(4, testMaxPayload-11), "csrc": csrcs, "extension": ext, "padding": pad, "rtcp": rtcp,
+	} {
+		send(ipUDP(src, ap(relayIn), p))
+		if got, _ := recv(relayIn); !bytes.Equal(got, p) {
+			t.Fatalf("%s: relay socket got %x, want it as sent", name, got)
+		}
+	}
+	if c := f.Delete(key(t, src, ap(relayIn))); c.Packets != 0 {
+		t.Fatalf("the program forwarded %d of them", c.Packets)
+	}
+	// Still forwarded: exactly the maximum, and CSRCs plus an extension that fit.
+	if err := f.Add(key(t, src, ap(relayIn)), key(t, ap(rf.relayOut), ap(rf.b))); err != nil {
+		t.Fatal(err)
+	}
+	fits := rtpPacket(5, 40)
+	fits[0] = 0x92 // X, 2 CSRCs
+	binary.BigEndian.PutUint16(fits[22:], 3)
+	for _, p := range [][]byte{rtpPacket(6, testMaxPayload-12), fits} {
+		send(ipUDP(src, ap(relayIn), p))
+		if got, _ := recv(rf.b); !bytes.Equal(got, p) {
+			t.Fatalf("%d-byte packet: receiver got %x, want it forwarded", len(p), got)
+		}
+	}
+	if c := f.Delete(key(t, src, ap(relayIn))); c.Packets != 2 {
+		t.Fatalf("the program forwarded %d packets, want 2", c.Packets)
 	}
 }

@@ -13,6 +13,7 @@ const (
 	offIPFrag   = offIP + 6
 	offIPProto  = offIP + 9
 	offIPSrc    = offIP + 12 // saddr, daddr, then the UDP ports: 12 bytes a Key mirrors
+	offUDPLen   = offIP + 20 + 4
 	offUDPCsum  = offIP + 20 + 6
 	offPayload  = offIP + 20 + 8
 	minLen      = offPayload + 8 // the smallest RTCP packet
@@ -39,6 +40,7 @@ const (
 	tcxNext       = -1     // TCX_NEXT: leave the packet to the next program, then the stack
 	tcxPass       = 0      // TCX_PASS: deliver, skipping later programs
 	stackKey      = -16    // the Key, 12 bytes
+	stackExt      = -24    // the RTP header extension's length field, 2 bytes
 	valOffOut     = 0      // value.Out: saddr, daddr, sport, dport as in the packet
 	valOffOif     = 12
 	valOffPackets = 16
@@ -46,10 +48,10 @@ const (
 )
 
 // program returns the TCX ingress classifier for the flow map with the
-// given descriptor. It is written with the assembler rather than compiled
+// given descriptor; it forwards no UDP payload larger than maxPayload. It is written with the assembler rather than compiled
 // from C so that building Convene needs no clang; every step says what the C
 // would have been.
-func program(mapFD int) asm.Instructions {
+func program(mapFD, maxPayload int) asm.Instructions {
 	ins := asm.Instructions{
 		// ctx in r6 for the helpers; data and data_end in r2, r3.
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -89,8 +91,8 @@ func program(mapFD int) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "next"),
 		asm.Mov.Reg(asm.R7, asm.R0),
-		// if (v->oif == 0) goto rewrite;  a loopback flow: local delivery
 	}
+	ins = append(ins, checkRTP(maxPayload)...)
 	ins = append(ins, rewrite()...)
 	ins = append(ins,
 		// if (v->oif == 0) return PASS;
@@ -111,6 +113,87 @@ func program(mapFD int) asm.Instructions {
 		asm.Return(),
 	)
 	return ins
+}
+
+// checkRTP leaves to user space every datagram whose RTP header the relay
+// would look at more closely or refuse there (package rtplink's Classify),
+// so that the fast path forwards exactly what user space would:
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|V=2|P|X|  CC   |M|     PT      |       sequence number         |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|                 timestamp, SSRC, CC x CSRC ...                |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|      defined by profile       |   extension length (words)    |  if X
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//
+// (RFC 3550 §5.1, §5.3.1): a payload larger than maxPayload, padding (P),
+// an RTCP packet type (200-207 with the marker bit's range, 192-223, which
+// user space checks as a compound packet, RFC 5761 §4), a UDP length that
+// does not fit the datagram, or a CSRC list or header extension that runs
+// past the payload. In C, with v in r7 and the packet re-read after the map
+// lookup:
+//
+//	b0 = data[payload]; b1 = data[payload+1];
+//	if (b1 >= 192 && b1 <= 223) return NEXT;
+//	if (b0 & 0x20) return NEXT;
+//	ulen = ntohs(udp->len);
+//	if (ulen < 8+12 || 14+20+ulen > skb->len) return NEXT;
+//	plen = ulen - 8; if (plen > maxPayload) return NEXT;
+//	n = 12 + 4*(b0 & 0x0f); if (n > plen) return NEXT;
+//	if (b0 & 0x10) {
+//		if (n+4 > plen) return NEXT;
+//		if (bpf_skb_load_bytes(skb, payload+n+2, &ext, 2)) return NEXT;
+//		n += 4 + 4*ntohs(ext); if (n > plen) return NEXT;
+//	}
+func checkRTP(maxPayload int) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R6, skbData, asm.Word),
+		asm.LoadMem(asm.R3, asm.R6, skbDataEnd, asm.Word),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, minLen),
+		asm.JGT.Reg(asm.R4, asm.R3, "next"),
+		asm.LoadMem(asm.R8, asm.R2, offPayload, asm.Byte),
+		asm.LoadMem(asm.R4, asm.R2, offPayload+1, asm.Byte),
+		asm.LoadMem(asm.R9, asm.R2, offUDPLen, asm.Half),
+		asm.JLT.Imm(asm.R4, 192, "rtp_pt"),
+		asm.JLE.Imm(asm.R4, 223, "next"),
+		asm.JSet.Imm(asm.R8, 0x20, "next").WithSymbol("rtp_pt"),
+		asm.HostTo(asm.BE, asm.R9, asm.Half),
+		asm.JLT.Imm(asm.R9, 8+12, "next"),
+		asm.LoadMem(asm.R4, asm.R6, skbLen, asm.Word),
+		asm.Mov.Reg(asm.R5, asm.R9),
+		asm.Add.Imm(asm.R5, offIP+20),
+		asm.JGT.Reg(asm.R5, asm.R4, "next"),
+		asm.Sub.Imm(asm.R9, 8),
+		asm.JGT.Imm(asm.R9, int32(maxPayload), "next"),
+		asm.Mov.Reg(asm.R4, asm.R8),
+		asm.And.Imm(asm.R4, 0x0f),
+		asm.LSh.Imm(asm.R4, 2),
+		asm.Add.Imm(asm.R4, 12),
+		asm.JGT.Reg(asm.R4, asm.R9, "next"),
+		asm.JSet.Imm(asm.R8, 0x10, "ext"),
+		asm.Ja.Label("rewrite"),
+		asm.Mov.Reg(asm.R8, asm.R4).WithSymbol("ext"),
+		asm.Add.Imm(asm.R4, 4),
+		asm.JGT.Reg(asm.R4, asm.R9, "next"),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Reg(asm.R2, asm.R8),
+		asm.Add.Imm(asm.R2, offPayload+2),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, stackExt),
+		asm.Mov.Imm(asm.R4, 2),
+		asm.FnSkbLoadBytes.Call(),
+		asm.JNE.Imm(asm.R0, 0, "next"),
+		asm.LoadMem(asm.R4, asm.RFP, stackExt, asm.Half),
+		asm.HostTo(asm.BE, asm.R4, asm.Half),
+		asm.LSh.Imm(asm.R4, 2),
+		asm.Add.Imm(asm.R4, 4),
+		asm.Add.Reg(asm.R8, asm.R4),
+		asm.JGT.Reg(asm.R8, asm.R9, "next"),
+	}
 }
 
 // rewrite counts the datagram on v (r7) and gives it v's addresses and

@@ -14,7 +14,9 @@ import (
 // metrics in reg, and its ng control server when cfg.NGAddr is set.
 func startRelay(cfg config.RelayConfig, reg prometheus.Registerer, log *slog.Logger) (*relay.Relay, *ng.Server, error) {
 	r, err := relay.New(relay.Options{Addr: cfg.Addr, PortMin: cfg.PortMin, PortMax: cfg.PortMax,
-		Timeout: cfg.Timeout.Std(), Logger: log, Registry: reg, Kernel: cfg.Kernel})
+		Timeout: cfg.Timeout.Std(), Logger: log, Registry: reg, Kernel: cfg.Kernel,
+		MaxPacket: cfg.MaxPacket, LatchWindow: cfg.LatchWindow.Std(), MaxStreamsPerCall: cfg.MaxStreamsPerCall,
+		MaxStreamsPerUser: cfg.MaxStreamsPerUser, MaxStreamsPerSource: cfg.MaxStreamsPerSource})
 	if err != nil {
 		return nil, nil, err
 	}

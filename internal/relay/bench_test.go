@@ -2,6 +2,7 @@ package relay
 
 import (
 	"net"
+	"net/netip"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,7 @@ func BenchmarkForward(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(workers + 4))
 			r := newTestRelay(b, func(o *Options) { o.Workers = workers })
 			a, rx := newEndpoint(b), newEndpoint(b)
-			if _, err := r.Offer("bench", "a", offerSDP(a.addr())); err != nil {
+			if _, err := r.Offer("bench", "a", offerSDP(a.addr()), "", netip.Addr{}); err != nil {
 				b.Fatal(err)
 			}
 			answer, err := r.Answer("bench", "a", "b", offerSDP(rx.addr()))
@@ -100,7 +101,7 @@ func BenchmarkForward(b *testing.B) {
 func BenchmarkForwardBatch(b *testing.B) {
 	r := newTestRelay(b, func(o *Options) { o.Workers = 1 })
 	a, rx := newEndpoint(b), newEndpoint(b)
-	if _, err := r.Offer("batch", "a", offerSDP(a.addr())); err != nil {
+	if _, err := r.Offer("batch", "a", offerSDP(a.addr()), "", netip.Addr{}); err != nil {
 		b.Fatal(err)
 	}
 	answer, err := r.Answer("batch", "a", "b", offerSDP(rx.addr()))

@@ -15,6 +15,9 @@ type call struct {
 	id      string
 	tags    [2]string // side 0: the first offerer (from-tag), side 1: the answerer (to-tag)
 	streams []*stream
+	user    string     // charged for the streams ("" if none)
+	source  netip.Addr // likewise (invalid if unknown)
+	held    int        // streams charged
 
 	packets  atomic.Uint64 // relayed so far, added per batch by the workers
 	seen     uint64        // packets at the last sweep that saw it change
@@ -53,7 +56,11 @@ type side struct {
 	remote [2]atomic.Pointer[peer]
 	// sdp[i] is the address the party's SDP gave last (control only).
 	sdp [2]netip.AddrPort
+	sig netip.Addr  // where the party's signalling came from, if known (control only)
 	mux atomic.Bool // the party multiplexes RTCP on its RTP port (a=rtcp-mux)
+	// latch says which sources the worker may latch onto (latch.go);
+	// replaced by control, read by the worker.
+	latch atomic.Pointer[latchPolicy]
 }
 
 // peer is an immutable destination.

@@ -9,10 +9,21 @@
 // socket to the other side's endpoint, so each endpoint sees one address for
 // the far end in both directions (symmetric RTP, RFC 4961).
 //
-// Endpoints behind NAT announce a private address in their SDP; the relay
-// latches onto the source address of the first packet a side sends and sends
-// the other direction there from then on (packets from other sources are
-// dropped and counted until a new offer or answer changes that side's SDP).
+// Ports are drawn at random from the range, and a released pair is held
+// back for a while (ports.go), so that a third party cannot guess a call's
+// ports from another call's.
+//
+// The relay sends a side's media to the address it latched onto: the
+// source of that party's packets (symmetric RTP). It latches only onto a
+// source whose IP is the one in the party's SDP or its signalling source;
+// a party behind NAT, whose SDP gives a private address, is learnt from its
+// first packet within a short window after each offer or answer, and never
+// replaced by another IP after that (latch.go). Other sources are dropped
+// and counted.
+//
+// Offers are charged to the call's authenticated user and signalling source
+// IP: streams per call, per user and per source are capped (limits.go), so
+// that nobody can empty the port range.
 //
 // The forwarding path is a few worker goroutines, each running epoll over the
 // sockets of the calls given to it, reading with recvmmsg and sending each

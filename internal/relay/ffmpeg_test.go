@@ -17,6 +17,8 @@ import (
 // relay port of a call whose SDP gave a dead address for it, as a phone
 // behind NAT would; the far side receives every packet byte-exact, in order,
 // from the relay's port, and then reaches ffmpeg's real source address.
+// A third party (another IP) sends to the same relay port first and
+// throughout; it is refused and receives nothing.
 func TestFFmpegThroughRelay(t *testing.T) {
 	ffmpeg, err := exec.LookPath("ffmpeg")
 	if err != nil {
@@ -24,7 +26,7 @@ func TestFFmpegThroughRelay(t *testing.T) {
 	}
 	r := newTestRelay(t, nil)
 	b := newEndpoint(t)
-	offer, err := r.Offer("ffmpeg", "ff", offerSDP(netip.MustParseAddrPort("127.0.0.1:9")))
+	offer, err := r.Offer("ffmpeg", "ff", offerSDP(netip.MustParseAddrPort("127.0.0.1:9")), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,17 @@ func TestFFmpegThroughRelay(t *testing.T) {
 		fmt.Sprintf("rtp://%s?localrtpport=%d&localrtcpport=%d", toA, srcPort+2, srcPort+3))
 	cmd.Stderr = os.Stderr
 	src.conn.Close() // ffmpeg binds srcPort+2; this socket only reserved the neighbourhood
-	if err := cmd.Run(); err != nil {
+	evil := newEndpointOn(t, "127.0.0.66")
+	evil.send(toA, rtpPacket(1, []byte("me first")))
+	waitFor(t, "the third party refused", func() bool { return r.Stats().Drops["refused_source"] == 1 })
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("ffmpeg: %v", err)
+	}
+	for i := range 20 {
+		evil.send(toA, rtpPacket(uint16(i), []byte("me too")))
+		time.Sleep(10 * time.Millisecond) // spread over ffmpeg's 2 s; the order does not matter
+	}
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("ffmpeg: %v", err)
 	}
 	want, err := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", args,
@@ -87,14 +99,17 @@ func TestFFmpegThroughRelay(t *testing.T) {
 
 	// The relay latched onto ffmpeg's real source port: b's reply goes there.
 	st := r.Stats()
-	if st.Drops["no_peer"] != 0 || st.Drops["source"] != 0 {
-		t.Errorf("drops %v", st.Drops)
+	if st.Drops["no_peer"] != 0 || st.Drops["source"]+st.Drops["refused_source"] != 21 {
+		t.Errorf("drops %v, want only the third party's 21 packets", st.Drops)
 	}
 	ffSrc := newEndpointAt(t, srcPort+2)
 	b.send(toB, rtpPacket(1, []byte("back to ffmpeg")))
 	got, from := ffSrc.recv()
 	if from != toA || !slices.Equal(got, rtpPacket(1, []byte("back to ffmpeg"))) {
 		t.Fatalf("ffmpeg's source port got %x from %s", got, from)
+	}
+	if got, from, err := evil.tryRecv(100 * time.Millisecond); err == nil {
+		t.Fatalf("the third party received %x from %s", got, from)
 	}
 }
 

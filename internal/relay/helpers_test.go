@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,9 +57,13 @@ type endpoint struct {
 	conn *net.UDPConn
 }
 
-func newEndpoint(t testing.TB) *endpoint {
+func newEndpoint(t testing.TB) *endpoint { return newEndpointOn(t, "127.0.0.1") }
+
+// newEndpointOn is an endpoint on another loopback address, such as a third
+// party's (127.0.0.66): not the IP any test SDP announces.
+func newEndpointOn(t testing.TB, ip string) *endpoint {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,4 +178,28 @@ func canBind(port int) bool {
 
 func listenAt(port uint16) (*net.UDPConn, error) {
 	return net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
+}
+
+// fakeClock is a relay clock the test moves by hand (Options.clock).
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// callPackets returns what the relay counted for call id (the workers' and,
+// after a poll, the kernel's).
+func callPackets(r *Relay, id string) uint64 {
+	r.kpoll()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.calls[id]; c != nil {
+		return c.packets.Load()
+	}
+	return 0
 }

@@ -54,22 +54,23 @@ func (r *Relay) kinstall(s *sock, x *side, idx int) {
 		return
 	}
 	y := x.other
-	out, di := y.rtp, 0
+	out := y.rtp
 	switch {
 	case st.raw.Load():
 		s.kstate.Store(kNever) // not RTP: the kernel checks the RTP version
 		return
 	case s.rtcp:
-		if !y.mux.Load() {
-			out, di = y.rtcp, 1
-		}
+		// The kernel passes RTCP up anyway (kfwd checkRTP): user space
+		// checks compound packets. Keep the flow map for RTP.
+		s.kstate.Store(kNever)
+		return
 	case x.mux.Load() && !y.mux.Load():
 		// RTCP multiplexed on x's RTP port goes to y's RTCP port: that
 		// takes a look at every packet, which the kernel does not do.
 		s.kstate.Store(kNever)
 		return
 	}
-	p, dp := x.remote[idx].Load(), y.remote[di].Load()
+	p, dp := x.remote[idx].Load(), y.remote[0].Load()
 	if p == nil || !p.latched || !dp.known() {
 		return
 	}
@@ -160,7 +161,7 @@ func (r *Relay) kflowCount() int {
 // openKernel loads the fast path; on failure the relay runs without it.
 func (r *Relay) openKernel() {
 	// At most one flow per socket: a socket's old flow leaves before a new one comes.
-	f, err := kfwd.Open(r.addr, r.o.PortMax-r.o.PortMin+1)
+	f, err := kfwd.Open(r.addr, r.o.PortMax-r.o.PortMin+1, r.o.MaxPacket)
 	if err != nil {
 		r.log.Warn("kernel fast path unavailable; forwarding in user space only", "err", err)
 		return

@@ -11,14 +11,15 @@ const (
 	dropNotRTP    = iota // version is not 2: not RTP/RTCP (e.g. STUN, garbage)
 	dropTruncated        // shorter than its RTP/RTCP headers say
 	dropOversize         // larger than the relay's buffer
-	dropSource           // not from the address the side latched onto
+	dropSource           // not from the address the side latched onto, nor one that may take over
+	dropRefused          // the side had not latched and may not latch onto this source (latch.go)
 	dropNoPeer           // the other side's address is not known yet
 	dropSend             // the kernel refused the send (buffer full, error)
 	dropReadError        // recvmmsg failed
 	numDrops
 )
 
-var dropNames = [numDrops]string{"not_rtp", "truncated", "oversize", "source", "no_peer", "send", "read_error"}
+var dropNames = [numDrops]string{"not_rtp", "truncated", "oversize", "source", "refused_source", "no_peer", "send", "read_error"}
 
 // counters are shared tallies, added to once per batch.
 type counters struct {
@@ -26,6 +27,7 @@ type counters struct {
 	drops                      [numDrops]atomic.Uint64
 
 	calls, timeouts, busyPorts atomic.Uint64
+	limited                    [numCaps]atomic.Uint64 // offers refused, by cap
 }
 
 // Stats is a snapshot of the relay's counters.
@@ -43,6 +45,9 @@ type Stats struct {
 	CallsTotal                 uint64 // calls created
 	Timeouts                   uint64 // calls ended by the media timeout
 	FreePorts                  int    // free RTP/RTCP port pairs
+	// Refused counts offers refused by a stream cap, by cap ("call",
+	// "user", "source").
+	Refused map[string]uint64
 }
 
 // Dropped returns the sum of all drops.
@@ -57,7 +62,10 @@ func (s Stats) Dropped() uint64 {
 // Stats returns the relay's counters.
 func (r *Relay) Stats() Stats {
 	s := Stats{Drops: map[string]uint64{}, ActiveCalls: r.Calls(), CallsTotal: r.st.calls.Load(),
-		Timeouts: r.st.timeouts.Load()}
+		Timeouts: r.st.timeouts.Load(), Refused: map[string]uint64{}}
+	for i, name := range capNames {
+		s.Refused[name] = r.st.limited[i].Load()
+	}
 	for _, w := range r.ws {
 		s.PacketsIn += w.c.in.Load()
 		s.BytesIn += w.c.inBytes.Load()
@@ -93,10 +101,14 @@ func (r *Relay) Stats() Stats {
 //	convene_relay_free_port_pairs                    port pairs left in the range
 //	convene_relay_kernel_packets_total               the part of packets_total the kernel forwarded
 //	convene_relay_kernel_flows                       flows the kernel forwards now
+//	convene_relay_limit_refusals_total{cap}          offers refused by a stream cap (call, user, source)
+//
+// Sources the relay refused to latch onto are drops_total{reason="refused_source"}
+// (the side had not latched) and {reason="source"} (it had, to another).
 type collector struct {
 	r                                                    *Relay
 	packets, bytes, drops, active, calls, timeouts, free *prometheus.Desc
-	kpackets, kflows                                     *prometheus.Desc
+	kpackets, kflows, refused                            *prometheus.Desc
 }
 
 func newCollector(r *Relay) *collector {
@@ -113,11 +125,12 @@ func newCollector(r *Relay) *collector {
 		free:     d("free_port_pairs", "RTP/RTCP port pairs left in the relay's range."),
 		kpackets: d("kernel_packets_total", "Datagrams the kernel fast path forwarded (included in packets_total)."),
 		kflows:   d("kernel_flows", "Flows the kernel fast path forwards now."),
+		refused:  d("limit_refusals_total", "Offers the RTP relay refused because a stream cap was reached, by cap.", "cap"),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.active, c.calls, c.timeouts, c.free, c.kpackets, c.kflows} {
+	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.drops, c.active, c.calls, c.timeouts, c.free, c.kpackets, c.kflows, c.refused} {
 		ch <- d
 	}
 }
@@ -137,4 +150,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, float64(s.FreePorts))
 	ch <- prometheus.MustNewConstMetric(c.kpackets, prometheus.CounterValue, float64(s.KernelPackets))
 	ch <- prometheus.MustNewConstMetric(c.kflows, prometheus.GaugeValue, float64(s.KernelFlows))
+	for _, name := range capNames {
+		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(s.Refused[name]), name)
+	}
 }

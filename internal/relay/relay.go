@@ -19,6 +19,18 @@ var (
 	ErrClosed      = errors.New("relay: closed")
 	ErrNoPorts     = errors.New("relay: no free ports in range")
 	ErrBadSDP      = errors.New("relay: bad SDP")
+	// ErrLimit: the offer (or answer) would take more streams than a call,
+	// a user or a signalling source may hold; nothing was allocated.
+	ErrLimit = errors.New("relay: stream limit reached")
+)
+
+// Defaults of the Options that bound what one party may take and send.
+const (
+	DefaultMaxPacket           = 1500
+	DefaultLatchWindow         = 3 * time.Second
+	DefaultMaxStreamsPerCall   = 4
+	DefaultMaxStreamsPerUser   = 64
+	DefaultMaxStreamsPerSource = 256
 )
 
 // Options configure a Relay.
@@ -45,6 +57,26 @@ type Options struct {
 	// kfwd) when the process may load eBPF programs; otherwise, or when
 	// loading fails, the relay logs why and forwards in user space.
 	Kernel bool
+
+	// MaxPacket is the largest UDP payload relayed, by the workers and by
+	// the kernel alike; larger datagrams are dropped as oversize (default
+	// DefaultMaxPacket, at most bufSize-1).
+	MaxPacket int
+	// LatchWindow is how long after each offer or answer a side that
+	// announced a private or unknown address in its SDP (a party behind
+	// NAT) may latch onto a source of another IP (default
+	// DefaultLatchWindow). See latch.go.
+	LatchWindow time.Duration
+	// MaxStreamsPerCall, MaxStreamsPerUser and MaxStreamsPerSource cap the
+	// streams (relayed m= lines, two port pairs each) one call, one
+	// authenticated SIP user and one signalling source IP may hold at a
+	// time; an offer over a cap fails with ErrLimit (defaults
+	// DefaultMaxStreamsPer*).
+	MaxStreamsPerCall, MaxStreamsPerUser, MaxStreamsPerSource int
+
+	// clock is the media timeout's and the latch window's time (tests
+	// inject one; default time.Now).
+	clock func() time.Time
 }
 
 // Relay forwards the media of proxied calls. Its methods are safe for
@@ -64,9 +96,11 @@ type Relay struct {
 	poolMu sync.Mutex
 	ports  *portPool // guarded by poolMu
 
-	mu     sync.Mutex
-	calls  map[string]*call
-	closed bool
+	mu      sync.Mutex
+	calls   map[string]*call
+	users   map[string]int     // streams held per authenticated user
+	sources map[netip.Addr]int // streams held per signalling source IP
+	closed  bool
 }
 
 // New opens a relay and starts its workers.
@@ -91,14 +125,37 @@ func New(o Options) (*Relay, error) {
 	if o.Batch <= 0 {
 		o.Batch = 32
 	}
+	if o.MaxPacket <= 0 {
+		o.MaxPacket = DefaultMaxPacket
+	}
+	if o.MaxPacket >= bufSize {
+		return nil, fmt.Errorf("relay: max packet %d: want at most %d bytes", o.MaxPacket, bufSize-1)
+	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	if o.LatchWindow <= 0 {
+		o.LatchWindow = DefaultLatchWindow
+	}
+	for _, v := range []struct {
+		p   *int
+		def int
+	}{{&o.MaxStreamsPerCall, DefaultMaxStreamsPerCall}, {&o.MaxStreamsPerUser, DefaultMaxStreamsPerUser},
+		{&o.MaxStreamsPerSource, DefaultMaxStreamsPerSource}} {
+		if *v.p <= 0 {
+			*v.p = v.def
+		}
+	}
 	r := &Relay{
-		o:      o,
-		log:    o.Logger.With("component", "relay"),
-		addr:   addr,
-		ports:  newPortPool(o.PortMin, o.PortMax),
-		socks:  make([]atomic.Pointer[sock], o.PortMax-o.PortMin+1),
-		calls:  map[string]*call{},
-		doneCh: make(chan struct{}),
+		o:       o,
+		log:     o.Logger.With("component", "relay"),
+		addr:    addr,
+		ports:   newPortPool(o.PortMin, o.PortMax),
+		socks:   make([]atomic.Pointer[sock], o.PortMax-o.PortMin+1),
+		calls:   map[string]*call{},
+		users:   map[string]int{},
+		sources: map[netip.Addr]int{},
+		doneCh:  make(chan struct{}),
 	}
 	if o.Kernel {
 		r.openKernel()
@@ -141,7 +198,15 @@ func (r *Relay) Addr() netip.Addr { return r.addr }
 // wants media, allocates the call's ports if they are new, and returns the
 // SDP to forward to the other party, pointing at the relay. An offer on an
 // existing call keeps its ports.
-func (r *Relay) Offer(callID, fromTag string, sdp []byte) ([]byte, error) {
+//
+// user is the authenticated SIP user who sent the offer ("" if none) and
+// source the IP address it came from (the zero Addr if unknown). A new
+// call is charged to them: its streams count against
+// Options.MaxStreamsPerUser and MaxStreamsPerSource as long as it lasts,
+// and an offer that would exceed a cap, or MaxStreamsPerCall, fails with an
+// error wrapping ErrLimit and allocates nothing. The source is also an
+// address the offerer's media may come from (latch.go).
+func (r *Relay) Offer(callID, fromTag string, sdp []byte, user string, source netip.Addr) ([]byte, error) {
 	if callID == "" || fromTag == "" {
 		return nil, errors.New("relay: offer needs a call-id and a from-tag")
 	}
@@ -156,7 +221,8 @@ func (r *Relay) Offer(callID, fromTag string, sdp []byte) ([]byte, error) {
 	}
 	c, isNew := r.calls[callID], false
 	if c == nil {
-		c, isNew = &call{id: callID, tags: [2]string{fromTag, ""}, lastMove: time.Now()}, true
+		c, isNew = &call{id: callID, tags: [2]string{fromTag, ""}, lastMove: r.o.clock(), user: user,
+			source: source.Unmap()}, true
 	}
 	x := c.sideOf(fromTag)
 	if x < 0 {
@@ -165,7 +231,7 @@ func (r *Relay) Offer(callID, fromTag string, sdp []byte) ([]byte, error) {
 		}
 		x, c.tags[0] = 0, fromTag // a new offer before any answer replaces the first one
 	}
-	out, err := r.apply(c, x, d)
+	out, err := r.apply(c, x, d, source.Unmap())
 	if err != nil {
 		if isNew {
 			r.release(c)
@@ -209,7 +275,7 @@ func (r *Relay) Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error
 		}
 		c.tags[x] = toTag
 	}
-	return r.apply(c, x, d)
+	return r.apply(c, x, d, netip.Addr{})
 }
 
 // Delete ends a call and releases its ports; when it returns, the ports are
@@ -281,10 +347,19 @@ func (r *Relay) Close() error {
 	return nil
 }
 
-// apply records d as side x's media description, creating streams as
-// needed, and returns d rewritten to point at the other side's sockets.
-// r.mu is held.
-func (r *Relay) apply(c *call, x int, d *sdpDesc) ([]byte, error) {
+// apply records d as side x's media description (sent by that party from
+// sig, if valid), creating streams as needed within the caps, and returns d
+// rewritten to point at the other side's sockets. r.mu is held.
+func (r *Relay) apply(c *call, x int, d *sdpDesc, sig netip.Addr) ([]byte, error) {
+	n := 0
+	for i, m := range d.media {
+		if m.port != 0 && m.relayed && (i >= len(c.streams) || c.streams[i] == nil) {
+			n++
+		}
+	}
+	if err := r.admit(c, n); err != nil {
+		return nil, err
+	}
 	for i, m := range d.media {
 		if m.port == 0 || !m.relayed {
 			continue
@@ -298,8 +373,10 @@ func (r *Relay) apply(c *call, x int, d *sdpDesc) ([]byte, error) {
 				return nil, err
 			}
 			c.streams[i] = st
+			r.charge(c, 1)
 		}
 	}
+	until := r.o.clock().Add(r.o.LatchWindow)
 	y := 1 - x
 	ports := make([]int, len(d.media))
 	for i, m := range d.media {
@@ -307,10 +384,20 @@ func (r *Relay) apply(c *call, x int, d *sdpDesc) ([]byte, error) {
 			continue
 		}
 		st := c.streams[i]
+		if sig.IsValid() {
+			st.sides[x].sig = sig
+		}
 		st.sides[x].update(m, r.addr)
 		st.raw.Store(!m.rtp)
 		r.kflush(st)
 		ports[i] = st.sides[y].rtp.port
+	}
+	// Either party may start sending now: both may learn (latch.go).
+	for _, st := range c.streams {
+		if st != nil {
+			st.sides[0].learn(until, r.addr)
+			st.sides[1].learn(until, r.addr)
+		}
 	}
 	return d.rewrite(r.addr, ports)
 }

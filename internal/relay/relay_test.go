@@ -13,7 +13,7 @@ import (
 // returns the relay addresses each must send to.
 func setupCall(t *testing.T, r *Relay, id string, a, b *endpoint) (toRelayA, toRelayB netip.AddrPort) {
 	t.Helper()
-	offer, err := r.Offer(id, "tag-a", offerSDP(a.addr()))
+	offer, err := r.Offer(id, "tag-a", offerSDP(a.addr()), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func testRelayRTCP(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	aRTCP := newEndpoint(t)
-	offer, err := r.Offer("rtcp", "ta", offerSDP(a.addr(), fmt.Sprintf("a=rtcp:%d", aRTCP.addr().Port())))
+	offer, err := r.Offer("rtcp", "ta", offerSDP(a.addr(), fmt.Sprintf("a=rtcp:%d", aRTCP.addr().Port())), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func testRelayLatching(t *testing.T) {
 	r := newTestRelay(t, nil)
 	a, b := newEndpoint(t), newEndpoint(t)
 	private := netip.MustParseAddrPort("127.0.0.1:9") // discard: nobody reads it
-	offer, err := r.Offer("nat", "ta", offerSDP(private))
+	offer, err := r.Offer("nat", "ta", offerSDP(private), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func testRelayLatching(t *testing.T) {
 	}
 
 	// Another source speaking for a is dropped; a itself still gets through.
-	intruder := newEndpoint(t)
+	intruder := newEndpointOn(t, "127.0.0.66")
 	intruder.send(toA, rtpPacket(4, []byte("intruder")))
 	waitFor(t, "intruder dropped", func() bool { return r.Stats().Drops["source"] == 1 })
 	p = rtpPacket(5, []byte("a again"))
@@ -148,7 +148,7 @@ func testRelayLatching(t *testing.T) {
 	}
 
 	// A re-INVITE from a with the same SDP keeps the latched address.
-	reoffer, err := r.Offer("nat", "ta", offerSDP(private))
+	reoffer, err := r.Offer("nat", "ta", offerSDP(private), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func testRelayReofferKeepsPorts(t *testing.T) {
 	free := r.Stats().FreePorts
 
 	// The caller re-offers (say, hold and resume), then the callee does.
-	again, err := r.Offer("reinvite", "tag-a", offerSDP(a.addr(), "a=sendonly"))
+	again, err := r.Offer("reinvite", "tag-a", offerSDP(a.addr(), "a=sendonly"), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func testRelayReofferKeepsPorts(t *testing.T) {
 	if got := relayPort(t, ans); got != toA {
 		t.Errorf("answer to the re-offer points a at %s, want %s", got, toA)
 	}
-	fromB, err := r.Offer("reinvite", "tag-b", offerSDP(b.addr()))
+	fromB, err := r.Offer("reinvite", "tag-b", offerSDP(b.addr()), "", netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func testRelayReofferKeepsPorts(t *testing.T) {
 	if got, _ := b.recv(); !bytes.Equal(got, p) {
 		t.Fatalf("b got %x, want %x", got, p)
 	}
-	if _, err := r.Offer("reinvite", "tag-c", offerSDP(a.addr())); err == nil {
+	if _, err := r.Offer("reinvite", "tag-c", offerSDP(a.addr()), "", netip.Addr{}); err == nil {
 		t.Error("an offer with a third party's tag was accepted")
 	}
 }
@@ -265,21 +265,33 @@ func testRelayTimeoutReleasesPorts(t *testing.T) {
 	waitFor(t, "the timed-out call's port to be closed", func() bool { return canBind(int(toA.Port())) })
 }
 
-// Packets keep a call alive past its timeout.
+// Packets keep a call alive past its timeout. The relay's clock is the
+// test's: the sweeps see exactly the times the test gives them, however
+// slowly the machine runs.
 func TestRelayMediaKeepsCallAlive(t *testing.T) { bothPaths(t, testRelayMediaKeepsCallAlive) }
 
 func testRelayMediaKeepsCallAlive(t *testing.T) {
-	r := newTestRelay(t, func(o *Options) { o.Timeout = 300 * time.Millisecond })
+	clock := newFakeClock()
+	const timeout = time.Minute
+	r := newTestRelay(t, func(o *Options) { o.Timeout, o.clock = timeout, clock.now })
 	a, b := newEndpoint(t), newEndpoint(t)
 	toA, _ := setupCall(t, r, "talking", a, b)
-	// Talk for several timeouts: the sweeper sees the count move every time.
-	for i := range 60 {
+	// Talk for several timeouts: before every sweep a packet has moved.
+	for i := range 6 {
 		a.send(toA, rtpPacket(uint16(i), []byte("talk")))
 		b.recv()
-		time.Sleep(20 * time.Millisecond)
+		waitFor(t, "the packet counted", func() bool { return callPackets(r, "talking") > uint64(i) })
+		clock.advance(timeout * 9 / 10)
+		r.expire(clock.now())
+		if r.Calls() != 1 {
+			t.Fatalf("after %d timeouts' worth of talking, the media timeout ended the call", i+1)
+		}
 	}
-	if r.Calls() != 1 {
-		t.Fatal("a call with media was ended by the media timeout")
+	// Silence for a whole timeout ends it.
+	clock.advance(timeout)
+	r.expire(clock.now())
+	if r.Calls() != 0 {
+		t.Fatal("a call silent for the timeout was not ended")
 	}
 }
 
@@ -318,14 +330,14 @@ func testRelayBadInput(t *testing.T) {
 func TestRelayBadControl(t *testing.T) {
 	r := newTestRelay(t, nil)
 	for _, body := range []string{"", "hello", "v=0\r\n", "v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"} {
-		if _, err := r.Offer("x", "t", []byte(body)); err == nil {
+		if _, err := r.Offer("x", "t", []byte(body), "", netip.Addr{}); err == nil {
 			t.Errorf("Offer accepted %q", body)
 		}
 	}
 	if r.Calls() != 0 {
 		t.Errorf("%d calls after bad offers", r.Calls())
 	}
-	if _, err := r.Offer("", "t", offerSDP(netip.MustParseAddrPort("127.0.0.1:4000"))); err == nil {
+	if _, err := r.Offer("", "t", offerSDP(netip.MustParseAddrPort("127.0.0.1:4000")), "", netip.Addr{}); err == nil {
 		t.Error("Offer without call-id accepted")
 	}
 	if _, err := New(Options{Addr: "0.0.0.0", PortMin: 1000, PortMax: 2000}); err == nil {
@@ -341,7 +353,7 @@ func TestRelayRunsOutOfPorts(t *testing.T) {
 	sdp := offerSDP(netip.MustParseAddrPort("127.0.0.1:4000"))
 	n := 0
 	for i := range 4 {
-		if _, err := r.Offer(fmt.Sprint("c", i), "t", sdp); err != nil {
+		if _, err := r.Offer(fmt.Sprint("c", i), "t", sdp, "", netip.Addr{}); err != nil {
 			if !errors.Is(err, ErrNoPorts) {
 				t.Fatal(err)
 			}
@@ -358,7 +370,7 @@ func TestRelayRunsOutOfPorts(t *testing.T) {
 	if err := r.Delete("c0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Offer("again", "t", sdp); err != nil {
+	if _, err := r.Offer("again", "t", sdp, "", netip.Addr{}); err != nil {
 		t.Fatalf("ports freed by Delete were not reused: %v", err)
 	}
 }

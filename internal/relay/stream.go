@@ -90,6 +90,7 @@ func (r *Relay) release(c *call) []chan struct{} {
 		}
 	}
 	c.streams = nil
+	r.charge(c, -c.held)
 	return done
 }
 

@@ -14,8 +14,8 @@ func (r *Relay) sweep() {
 		select {
 		case <-r.doneCh:
 			return
-		case now := <-t.C:
-			r.expire(now)
+		case <-t.C:
+			r.expire(r.o.clock())
 		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bufSize is the largest datagram relayed; larger ones are dropped as
-// oversize (RTP over UDP stays under the path MTU).
+// bufSize bounds Options.MaxPacket, the largest datagram relayed; larger
+// ones are dropped as oversize (RTP over UDP stays under the path MTU).
 const bufSize = 2048
 
 const maxEvents = 256
@@ -218,7 +218,7 @@ func (w *worker) forward(s *sock, x *side, n int) int {
 		l := int(m.Len)
 		w.in++
 		w.inBytes += uint64(l)
-		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || l >= bufSize {
+		if m.Hdr.Flags&unix.MSG_TRUNC != 0 || l > w.r.o.MaxPacket {
 			w.drops[dropOversize]++
 			continue
 		}
@@ -245,19 +245,23 @@ func (w *worker) forward(s *sock, x *side, n int) int {
 		}
 		// Symmetric RTP (RFC 4961): the party's first packet tells where it
 		// really is; after that only that address may speak for it.
+		// Only a source that passes the side's latch policy (latch.go) may
+		// latch or take over.
 		p := x.remote[idx].Load()
-		if p == nil || !p.latched {
+		if p == nil || !p.latched || !p.addr.sameAddr(&w.names[i], m.Hdr.Namelen) {
+			latched := p != nil && p.latched
 			ap := fromRaw(&w.names[i], m.Hdr.Namelen)
-			if !ap.IsValid() {
-				w.drops[dropSource]++
+			if !ap.IsValid() || !x.mayLatch(idx, ap, latched, w.r.o.clock) {
+				if latched {
+					w.drops[dropSource]++
+				} else {
+					w.drops[dropRefused]++
+				}
 				continue
 			}
 			if x.remote[idx].CompareAndSwap(p, &peer{addr: toRaw(ap), ap: ap, latched: true}) && (p == nil || p.ap != ap) {
-				w.r.kflush(x.st) // flows toward x were built from its SDP address
+				w.r.kflush(x.st) // flows toward x were built from its SDP address or the old latch
 			}
-		} else if !p.addr.sameAddr(&w.names[i], m.Hdr.Namelen) {
-			w.drops[dropSource]++
-			continue
 		}
 		out, di := y.rtp, 0
 		if rtcp && !y.mux.Load() {

@@ -3,6 +3,7 @@ package sip
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"sync"
 
 	"github.com/emiago/sipgo"
@@ -54,7 +55,8 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 	body := req.Body()
 	media := s.o.Media != nil && isSDP(req)
 	if media {
-		out, err := s.o.Media.Offer(callID, fromTag, body)
+		src, _ := netip.ParseAddrPort(req.Source())
+		out, err := s.o.Media.Offer(callID, fromTag, body, "", src.Addr())
 		if err != nil {
 			s.log.Warn("sip: media offer", "call_id", callID, "err", err)
 			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Media Relay Unavailable", nil))
@@ -307,7 +309,7 @@ func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callI
 	out.SetTransport(req.Transport())
 	if s.o.Media != nil && req.IsInvite() && !isSDP(req) && res.IsSuccess() && isSDPResponse(res) {
 		toTag, _ := res.To().Params.Get("tag")
-		sdp, err := s.o.Media.Offer(callID, toTag, res.Body())
+		sdp, err := s.o.Media.Offer(callID, toTag, res.Body(), "", netip.Addr{})
 		if err != nil {
 			s.log.Warn("sip: media offer in 2xx", "call_id", callID, "err", err)
 			return out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +24,11 @@ type Users interface {
 // Media rewrites the SDP of proxied calls through an RTP relay
 // (internal/relay), in the manner of rtpengine's offer/answer/delete.
 // Release ends a call's media without waiting for its ports to close: the
-// proxy calls it from the workers that forward every UDP request.
+// proxy calls it from the workers that forward every UDP request. Offer's
+// user is the authenticated SIP user ("" if none) and source the request's
+// source IP (invalid if unknown): the relay caps the streams each holds.
 type Media interface {
-	Offer(callID, fromTag string, sdp []byte) ([]byte, error)
+	Offer(callID, fromTag string, sdp []byte, user string, source netip.Addr) ([]byte, error)
 	Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error)
 	Release(callID string) error
 }

@@ -130,7 +130,7 @@ var runningRE = regexp.MustCompile(`http://[0-9.:]+`)
 
 // startConvene runs `convene serve` (bin) on fresh ports with the users in
 // its catalog. Rate limits and contact probing are off (one SIPp is one
-// source), MD5 is challenged first (SIPp 3.6 reads only the first
+// source, and so may hold every relay stream), MD5 is challenged first (SIPp 3.6 reads only the first
 // challenge) and INVITEs are not challenged, as in Kamailio's config.
 func startConvene(ctx context.Context, bin, dir string, users []string) (*server, error) {
 	data := filepath.Join(dir, "convene-data")
@@ -149,7 +149,8 @@ func startConvene(ctx context.Context, bin, dir string, users []string) (*server
 		"-http-pprof", "-log-level", "warn", "-sip-listen", addr, "-sip-domain", Domain,
 		"-sip-register-rate", "0", "-sip-invite-rate", "0", "-sip-probe-interval", "0",
 		"-sip-algorithms", "MD5,SHA-256", "-sip-auth-calls=false",
-		"-relay-port-min", strconv.Itoa(relayPortMin), "-relay-port-max", strconv.Itoa(relayPortMax))
+		"-relay-port-min", strconv.Itoa(relayPortMin), "-relay-port-max", strconv.Itoa(relayPortMax),
+		"-relay-max-streams-per-source", strconv.Itoa((relayPortMax-relayPortMin+1)/4)) // one SIPp is one source
 	s := &server{name: "Convene", addr: addr, cmd: cmd, logTail: &tailBuffer{}}
 	cmd.Stderr = s.logTail
 	stdout, err := cmd.StdoutPipe()

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 )
 
 // Relay is what the server controls (a *relay.Relay).
 type Relay interface {
-	Offer(callID, fromTag string, sdp []byte) ([]byte, error)
+	Offer(callID, fromTag string, sdp []byte, user string, source netip.Addr) ([]byte, error)
 	Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error)
 	Delete(callID string) error
 }
@@ -112,7 +113,7 @@ func (s *Server) handle(req map[string]any) map[string]any {
 		var out []byte
 		var err error
 		if cmd == "offer" {
-			out, err = s.relay.Offer(callID, fromTag, []byte(sdp))
+			out, err = s.relay.Offer(callID, fromTag, []byte(sdp), "", receivedFrom(req))
 		} else {
 			out, err = s.relay.Answer(callID, fromTag, toTag, []byte(sdp))
 		}
@@ -132,4 +133,21 @@ func (s *Server) handle(req map[string]any) map[string]any {
 		return fail("no command")
 	}
 	return fail("Unrecognized command")
+}
+
+// receivedFrom returns the address of an offer's "received from" key, the
+// signalling source rtpengine's clients send as ["IP4", "192.0.2.1"]; the
+// zero Addr when it is missing or malformed.
+func receivedFrom(req map[string]any) netip.Addr {
+	l, _ := req["received from"].([]any)
+	if len(l) != 2 {
+		return netip.Addr{}
+	}
+	family, _ := l[0].(string)
+	s, _ := l[1].(string)
+	a, err := netip.ParseAddr(s)
+	if err != nil || (family == "IP4") != a.Unmap().Is4() {
+		return netip.Addr{}
+	}
+	return a.Unmap()
 }

@@ -119,3 +119,42 @@ func TestServerBadRequests(t *testing.T) {
 		t.Errorf("%d bad requests counted, want 3", s.BadRequests())
 	}
 }
+
+// An offer's "received from" is the signalling source the relay caps
+// streams by: a second call from the same source over the cap is refused,
+// one from another source is not.
+func TestServerReceivedFromIsCapped(t *testing.T) {
+	r, err := relay.New(relay.Options{Addr: "127.0.0.1", PortMin: 26000, PortMax: 26099, Timeout: time.Minute,
+		MaxStreamsPerSource: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	s, err := Listen("127.0.0.1:0", r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c, err := Dial(s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sdp := sdpFor(netip.MustParseAddrPort("192.0.2.9:4000"))
+	from := func(ip string) map[string]any { return map[string]any{"received from": []string{"IP4", ip}} }
+	if _, err := c.Offer("one", "t", sdp, from("192.0.2.9")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Offer("two", "t", sdp, from("192.0.2.9")); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("second call from the same source: %v, want the stream limit", err)
+	}
+	if _, err := c.Offer("three", "t", sdp, from("198.51.100.1")); err != nil {
+		t.Fatalf("a call from another source: %v", err)
+	}
+	if _, err := c.Offer("four", "t", sdp, map[string]any{"received from": []string{"IP6", "192.0.2.9"}}); err != nil {
+		t.Fatalf("a malformed received-from counts as unknown: %v", err)
+	}
+	if st := r.Stats(); st.Refused["source"] != 1 || r.Calls() != 3 {
+		t.Fatalf("refusals %v, %d calls; want 1 by source, 3 calls", st.Refused, r.Calls())
+	}
+}
