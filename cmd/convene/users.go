@@ -77,7 +77,7 @@ func usersCmd(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return 1
 	}
 	defer cat.Close()
-	us, err := sipusers.New(sipusers.Options{Catalog: cat, Realm: node.SIPRealm(cfg.SIP)})
+	us, err := sipusers.New(sipusers.Options{Catalog: cat, Realm: node.SIPRealm(cfg.SIP), MinPassword: cfg.SIP.MinPasswordLength})
 	if err != nil {
 		fmt.Fprintln(stderr, "convene users:", err)
 		return 1

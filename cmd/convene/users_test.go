@@ -18,16 +18,16 @@ func TestUsersCommand(t *testing.T) {
 		code := usersCmd(append(args, "-data-dir", dir), env, strings.NewReader("from-stdin-pw\n"), &out, &errb)
 		return code, out.String(), errb.String()
 	}
-	if code, out, errs := users("add", "alice", "--password", "s3cret-pw"); code != 0 || !strings.Contains(out, "sip:alice@example.test") {
+	if code, out, errs := users("add", "alice", "--password", "s3cret-password"); code != 0 || !strings.Contains(out, "sip:alice@example.test") {
 		t.Fatalf("add alice: %d %q %q", code, out, errs)
 	}
 	if code, _, errs := users("add", "bob"); code != 0 {
 		t.Fatalf("add bob (password from stdin): %d %q", code, errs)
 	}
-	if code, _, errs := users("add", "alice", "--password", "other-pw"); code != 1 || !strings.Contains(errs, "exists") {
+	if code, _, errs := users("add", "alice", "--password", "other-password"); code != 1 || !strings.Contains(errs, "exists") {
 		t.Errorf("duplicate: %d %q", code, errs)
 	}
-	if code, _, _ := users("add", "bad name", "--password", "s3cret-pw"); code != 2 {
+	if code, _, _ := users("add", "bad name", "--password", "s3cret-password"); code != 2 {
 		t.Errorf("invalid name: %d, want 2", code)
 	}
 	code, out, _ := users("list")
@@ -51,7 +51,7 @@ func TestUsersCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := sipusers.HA1(sipusers.SHA256, "alice", "example.test", "s3cret-pw")
+	want, _ := sipusers.HA1(sipusers.SHA256, "alice", "example.test", "s3cret-password")
 	if u.Realm != "example.test" || u.HA1SHA256 != want || len(u.HA1MD5) != 32 {
 		t.Errorf("stored %+v, want realm example.test and SHA-256 HA1 %s", u, want)
 	}

@@ -27,14 +27,14 @@ func TestSIPUsersREST(t *testing.T) {
 		Access: &Access{Keys: auth.NewKeys(testKey), Tokens: auth.NewSigner([]byte("test-secret"), nil)}}))
 	t.Cleanup(srv.Close)
 
-	code, out := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"alice","password":"s3cret-pw"}`)
+	code, out := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"alice","password":"s3cret-password"}`)
 	if code != 201 || out["username"] != "alice" || out["realm"] != "example.test" || out["password"] != nil {
 		t.Fatalf("create: %d %v", code, out)
 	}
-	if code, out := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"alice","password":"other-pw"}`); code != 409 {
+	if code, out := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"alice","password":"other-password"}`); code != 409 {
 		t.Errorf("duplicate: %d %v", code, out)
 	}
-	if code, _ := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"a b","password":"s3cret-pw"}`); code != 400 {
+	if code, _ := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"a b","password":"s3cret-password"}`); code != 400 {
 		t.Errorf("bad name: %d", code)
 	}
 	if code, _ := do(t, srv, "POST", "/api/v1/users", "application/json", `{"username":"bob","password":"x"}`); code != 400 {

@@ -135,6 +135,18 @@ type SIPConfig struct {
 	// second; 0 turns a limit off.
 	RegisterRate int `yaml:"register_rate"`
 	InviteRate   int `yaml:"invite_rate"`
+	// RequestRate limits every other method per source IP, requests per
+	// second; 0 turns it off.
+	RequestRate int `yaml:"request_rate"`
+	// MaxContacts caps the contacts one account may register.
+	MaxContacts int `yaml:"max_contacts"`
+	// TCPIdleTimeout closes a SIP TCP connection that sent nothing for this
+	// long; TCPMaxConns and TCPMaxConnsPerIP cap accepted connections.
+	TCPIdleTimeout   Duration `yaml:"tcp_idle_timeout"`
+	TCPMaxConns      int      `yaml:"tcp_max_conns"`
+	TCPMaxConnsPerIP int      `yaml:"tcp_max_conns_per_ip"`
+	// MinPasswordLength is the shortest SIP password accepted for an account.
+	MinPasswordLength int `yaml:"min_password_length"`
 }
 
 // AuthConfig configures access to the API (package auth).
@@ -205,7 +217,9 @@ func Default() Config {
 		},
 		Relay: RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true,
 			MaxPacket: 1500, LatchWindow: Duration(3 * time.Second), MaxStreamsPerCall: 4, MaxStreamsPerUser: 64, MaxStreamsPerSource: 256},
-		SIP:               SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20},
+		SIP: SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20,
+			RequestRate: 100, MaxContacts: 10, TCPIdleTimeout: Duration(2 * time.Minute), TCPMaxConns: 4096, TCPMaxConnsPerIP: 32,
+			MinPasswordLength: 12},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},
 		HeartbeatInterval: Duration(2 * time.Second),
@@ -315,6 +329,21 @@ func (c Config) Validate() error {
 	}
 	if c.SIP.InviteRate < 0 {
 		bad("sip.invite_rate", c.SIP.InviteRate, "must not be negative")
+	}
+	if c.SIP.RequestRate < 0 {
+		bad("sip.request_rate", c.SIP.RequestRate, "must not be negative")
+	}
+	if c.SIP.MaxContacts < 1 {
+		bad("sip.max_contacts", c.SIP.MaxContacts, "want at least 1")
+	}
+	if c.SIP.TCPIdleTimeout.Std() < time.Second {
+		bad("sip.tcp_idle_timeout", c.SIP.TCPIdleTimeout, "want at least 1s")
+	}
+	if c.SIP.TCPMaxConns < 1 || c.SIP.TCPMaxConnsPerIP < 1 {
+		bad("sip.tcp_max_conns", c.SIP.TCPMaxConns, "tcp_max_conns and tcp_max_conns_per_ip want at least 1")
+	}
+	if c.SIP.MinPasswordLength < 1 {
+		bad("sip.min_password_length", c.SIP.MinPasswordLength, "want at least 1")
 	}
 	if c.NATS.URL != "" {
 		if err := checkNATSURL(c.NATS.URL); err != nil {

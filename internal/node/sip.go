@@ -41,7 +41,7 @@ func SIPRealm(cfg config.SIPConfig) string {
 func startSIP(ctx context.Context, cfg config.SIPConfig, cat *catalog.Store, rl *relay.Relay,
 	reg prometheus.Registerer, log *slog.Logger) (*sipusers.Service, *sip.Server, error) {
 	realm := SIPRealm(cfg)
-	users, err := sipusers.New(sipusers.Options{Catalog: cat, Realm: realm})
+	users, err := sipusers.New(sipusers.Options{Catalog: cat, Realm: realm, MinPassword: cfg.MinPasswordLength})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,6 +55,8 @@ func startSIP(ctx context.Context, cfg config.SIPConfig, cat *catalog.Store, rl 
 	o := sip.Options{Listen: cfg.Listen, Advertise: cfg.Advertise, Domain: realm, Expires: cfg.Expires.Std(),
 		NATExpires: cfg.NATExpires.Std(), ProbeInterval: cfg.ProbeInterval.Std(), Algorithms: algs,
 		AuthCalls: cfg.AuthCalls, RegisterRate: float64(cfg.RegisterRate), InviteRate: float64(cfg.InviteRate),
+		RequestRate: float64(cfg.RequestRate), MaxContacts: cfg.MaxContacts, TCPIdle: cfg.TCPIdleTimeout.Std(),
+		TCPMaxConns: cfg.TCPMaxConns, TCPMaxConnsPerIP: cfg.TCPMaxConnsPerIP,
 		Users: users, Catalog: cat, Logger: log, Registry: reg}
 	if rl != nil {
 		o.Media = rl

@@ -17,7 +17,7 @@ func TestNodeSIP(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.SIP.Domain = "node.test"
 	n := startNode(t, cfg)
-	if code := call(t, "POST", n.URL()+"/api/v1/users", map[string]string{"username": "alice", "password": "pw-alice"}, nil); code != 201 {
+	if code := call(t, "POST", n.URL()+"/api/v1/users", map[string]string{"username": "alice", "password": "pw-alice-long-enough"}, nil); code != 201 {
 		t.Fatalf("create user: %d", code)
 	}
 	c, err := net.Dial("udp", n.SIPAddr())

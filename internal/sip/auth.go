@@ -22,6 +22,9 @@ type authResult struct {
 	ok    bool
 	stale bool   // challenge again with stale=true
 	fail  string // metric reason when neither ok nor a plain challenge
+	// badURI: the credentials' uri is not the Request-URI (RFC 7616
+	// section 3.4.6: 400, so they cannot be replayed on another request).
+	badURI bool
 }
 
 // challenge adds the digest challenges of RFC 8760 section 2.4 to res, one
@@ -59,6 +62,10 @@ func (s *Server) authenticate(ctx context.Context, req *sip.Request, header stri
 	}
 	if !found {
 		return authResult{}
+	}
+	if !sameURI(cred.URI, &req.Recipient) {
+		s.m.authFailures.WithLabelValues("uri_mismatch").Inc()
+		return authResult{fail: "uri_mismatch", badURI: true}
 	}
 	return s.checkCredentials(ctx, string(req.Method), &cred, rtxKey(req))
 }
@@ -141,4 +148,22 @@ func rtxKey(req *sip.Request) uint32 {
 		h.Write([]byte(strconv.FormatUint(uint64(c.SeqNo), 10)))
 	}
 	return h.Sum32()
+}
+
+// sameURI reports whether the digest uri names the Request-URI: the same
+// scheme, user, host and port (an absent port being 5060), as RFC 3261
+// section 19.1.4 compares them.
+func sameURI(digestURI string, req *sip.Uri) bool {
+	var u sip.Uri
+	if err := sip.ParseUri(digestURI, &u); err != nil {
+		return false
+	}
+	port := func(p int) int {
+		if p == 0 {
+			return 5060
+		}
+		return p
+	}
+	return strings.EqualFold(u.Scheme, req.Scheme) && u.User == req.User &&
+		strings.EqualFold(strings.Trim(u.Host, "[]"), strings.Trim(req.Host, "[]")) && port(u.Port) == port(req.Port)
 }

@@ -133,7 +133,7 @@ func sippCall(t *testing.T, uac, uas string) {
 		t.Fatalf("register bob: %v\n%s", err, out)
 	}
 	out, err := runSIPp(t, ctx, "-sf", scenario(uac), "-i", "127.0.0.1", "-p", strconv.Itoa(freeUDPPort(t)),
-		"-mp", strconv.Itoa(44000+2*rand.IntN(2000)), "-s", "bob", "-au", "alice", "-ap", testPassword,
+		"-mp", strconv.Itoa(44000+2*rand.IntN(2000)), "-s", "bob", "-au", "alice", "-ap", testPassword, "-auth_uri", "bob@convene.test",
 		"-set", "domain", "convene.test", "-m", "1", "-timeout", "30s", "-nostdin", e.srv.Addr())
 	if err != nil {
 		cancel()

@@ -17,6 +17,10 @@ type callTable struct {
 type callState struct {
 	media    bool
 	answered bool
+	// relay: the call may use the relay (its INVITE was authenticated as
+	// user); a re-offer in its dialog may too.
+	relay bool
+	user  string
 	// awaitAnswer: a late offer (an INVITE without SDP, RFC 3261 13.2.1)
 	// came back in a 2xx and went through the relay; the ACK carries the
 	// answer.
@@ -32,6 +36,26 @@ func (t *callTable) get(id string) *callState {
 		t.calls[id] = c
 	}
 	return c
+}
+
+// allowRelay records that id's INVITE was authenticated as user, so its
+// media may go through the relay.
+func (t *callTable) allowRelay(id, user string) {
+	t.mu.Lock()
+	c := t.get(id)
+	c.relay, c.user = true, user
+	t.mu.Unlock()
+}
+
+// relayUser reports whether id may use the relay, and for whom.
+func (t *callTable) relayUser(id string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.calls[id]
+	if c == nil || !c.relay {
+		return "", false
+	}
+	return c.user, true
 }
 
 func (t *callTable) media(id string) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
@@ -22,6 +24,11 @@ type target struct {
 type forkOpts struct {
 	recordRoute bool
 	initial     bool // an out-of-dialog INVITE: a new call
+	// relay: the call's media may go through the relay: an initial INVITE
+	// whose caller authenticated (user), or a request inside a dialog the
+	// proxy already relays (issue 11 item 2: no ports for strangers).
+	relay bool
+	user  string
 }
 
 type branchEvent struct {
@@ -53,15 +60,21 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 	fromTag, _ := req.From().Params.Get("tag")
 	isInvite := req.IsInvite()
 	body := req.Body()
-	media := s.o.Media != nil && isSDP(req)
+	if fo.relay && fo.initial {
+		s.calls.allowRelay(callID, fo.user)
+	}
+	media := s.o.Media != nil && fo.relay && isSDP(req)
 	if media {
 		src, _ := netip.ParseAddrPort(req.Source())
-		out, err := s.o.Media.Offer(callID, fromTag, body, "", src.Addr())
+		out, err := s.o.Media.Offer(callID, fromTag, body, fo.user, src.Addr())
 		if err != nil {
 			s.log.Warn("sip: media offer", "call_id", callID, "err", err)
-			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Media Relay Unavailable", nil))
+			res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Media Relay Unavailable", nil)
+			res.AppendHeader(sip.NewHeader("Retry-After", strconv.Itoa(int(max(s.o.RetryAfter/time.Second, 1)))))
+			s.respond(tx, res)
 			if fo.initial {
 				s.m.calls.WithLabelValues("failed").Inc()
+				s.endCall(callID)
 			}
 			return
 		}
@@ -199,9 +212,7 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 	}
 	if fo.initial {
 		s.m.calls.WithLabelValues("failed").Inc()
-		if media {
-			s.endMedia(callID)
-		}
+		s.endCall(callID)
 	}
 	if req.Method == sip.BYE {
 		s.endCall(callID)
@@ -260,8 +271,10 @@ func (s *Server) forwardRequest(req *sip.Request, t target, recordRoute bool, bo
 		out.AppendHeader(&m)
 	}
 	if recordRoute {
+		fromTag, _ := req.From().Params.Get("tag")
 		rr := &sip.RecordRouteHeader{Address: sip.Uri{Scheme: "sip", Host: s.o.Advertise, Port: s.port,
-			UriParams: sip.HeaderParams{{K: "transport", V: t.transport}, {K: "lr", V: ""}}}}
+			UriParams: sip.HeaderParams{{K: "transport", V: t.transport}, {K: "lr", V: ""},
+				{K: rrParam, V: s.dialogToken(string(*req.CallID()), fromTag)}}}}
 		out.PrependHeader(rr)
 	}
 	out.SetBody(body)
@@ -308,8 +321,12 @@ func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callI
 	out.SetDestination("")
 	out.SetTransport(req.Transport())
 	if s.o.Media != nil && req.IsInvite() && !isSDP(req) && res.IsSuccess() && isSDPResponse(res) {
+		user, ok := s.calls.relayUser(callID)
+		if !ok {
+			return out
+		}
 		toTag, _ := res.To().Params.Get("tag")
-		sdp, err := s.o.Media.Offer(callID, toTag, res.Body(), "", netip.Addr{})
+		sdp, err := s.o.Media.Offer(callID, toTag, res.Body(), user, netip.Addr{})
 		if err != nil {
 			s.log.Warn("sip: media offer in 2xx", "call_id", callID, "err", err)
 			return out

@@ -15,7 +15,7 @@ import (
 	"github.com/convene/convene/internal/sipusers"
 )
 
-const testPassword = "secret-pw"
+const testPassword = "secret-password"
 
 // testEnv is a Server on a free port with a fresh catalog and users.
 type testEnv struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/sipgo/sip"
@@ -62,6 +63,11 @@ type location struct {
 	pmu     sync.Mutex
 	upserts map[bindingKey]catalog.SIPBinding
 	removes map[bindingKey]struct{}
+	seq     uint64 // numbers every change marked for the catalog
+
+	// fmu serializes flushes, so durable only moves forward.
+	fmu     sync.Mutex
+	durable atomic.Uint64 // every change numbered up to this is in the catalog
 }
 
 func newLocation(cat *catalog.Store, log *slog.Logger, now func() time.Time) *location {
@@ -172,50 +178,75 @@ type regOutcome int
 const (
 	regOK regOutcome = iota
 	regOutOfOrder
+	regTooMany // the user would have more than the contacts cap
 )
 
 // apply performs the changes of one REGISTER atomically (RFC 3261 section
 // 10.3 steps 7-8) and returns the user's bindings afterwards. removeAll is
 // the "Contact: *" form.
-func (l *location) apply(user, callID string, cseq uint32, removeAll bool, changes []regChange, now time.Time) ([]binding, regOutcome) {
+//
+// maxContacts caps the user's bindings after the changes; a REGISTER that
+// would pass it changes nothing.
+//
+// seq numbers the last change made (see isDurable); 0 when none.
+func (l *location) apply(user, callID string, cseq uint32, removeAll bool, changes []regChange, now time.Time, maxContacts int) (out []binding, outcome regOutcome, seq uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if removeAll {
 		for _, b := range l.byUser[user] {
 			if b.callID == callID && cseq <= b.cseq {
-				return nil, regOutOfOrder
+				return nil, regOutOfOrder, 0
 			}
 		}
 		for _, b := range append([]*binding(nil), l.byUser[user]...) {
 			l.removeLocked(user, b.contact)
-			l.markRemoved(bindingKey{user, b.contact})
+			seq = l.markRemoved(bindingKey{user, b.contact})
 		}
-		return nil, regOK
+		return nil, regOK, seq
 	}
 	for _, c := range changes {
 		for _, b := range l.byUser[user] {
 			if b.contact == c.b.contact && b.callID == callID && cseq < b.cseq {
-				return nil, regOutOfOrder
+				return nil, regOutOfOrder, 0
 			}
+		}
+	}
+	if maxContacts > 0 {
+		after := make(map[string]bool, len(l.byUser[user])+len(changes))
+		for _, b := range l.byUser[user] {
+			if b.expires.After(now) {
+				after[b.contact] = true
+			}
+		}
+		for _, c := range changes {
+			after[c.b.contact] = !c.remove
+		}
+		n := 0
+		for _, live := range after {
+			if live {
+				n++
+			}
+		}
+		if n > maxContacts {
+			return nil, regTooMany, 0
 		}
 	}
 	for _, c := range changes {
 		if c.remove {
 			if l.removeLocked(user, c.b.contact) {
-				l.markRemoved(bindingKey{user, c.b.contact})
+				seq = l.markRemoved(bindingKey{user, c.b.contact})
 			}
 			continue
 		}
 		l.putLocked(c.b)
-		l.markUpsert(c.b)
+		seq = l.markUpsert(c.b)
 	}
-	var out []binding
 	for _, b := range l.byUser[user] {
 		if b.expires.After(now) {
 			out = append(out, *b)
 		}
 	}
-	return out, regOK
+	return out, regOK, seq
 }
 
 // drop removes one binding (a contact that stopped answering).
@@ -265,21 +296,28 @@ func (l *location) expire(now time.Time) {
 	}
 }
 
-func (l *location) markUpsert(b *binding) {
+func (l *location) markUpsert(b *binding) uint64 {
 	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	l.seq++
 	k := bindingKey{b.user, b.contact}
 	delete(l.removes, k)
 	l.upserts[k] = catalog.SIPBinding{Username: b.user, Contact: b.contact, CallID: b.callID, CSeq: b.cseq,
 		ExpiresAt: b.expires, Source: b.transport + "/" + b.source, NAT: b.nat, UserAgent: b.userAgent, UpdatedAt: b.updated}
-	l.pmu.Unlock()
+	return l.seq
 }
 
-func (l *location) markRemoved(k bindingKey) {
+func (l *location) markRemoved(k bindingKey) uint64 {
 	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	l.seq++
 	delete(l.upserts, k)
 	l.removes[k] = struct{}{}
-	l.pmu.Unlock()
+	return l.seq
 }
+
+// isDurable reports whether the change numbered seq is in the catalog.
+func (l *location) isDurable(seq uint64) bool { return l.cat == nil || seq <= l.durable.Load() }
 
 // flush writes pending changes to the catalog; on failure they are kept
 // for the next flush.
@@ -287,11 +325,15 @@ func (l *location) flush(ctx context.Context) error {
 	if l.cat == nil {
 		return nil
 	}
+	l.fmu.Lock()
+	defer l.fmu.Unlock()
 	l.pmu.Lock()
+	snap := l.seq
 	ups, rms := l.upserts, l.removes
 	l.upserts, l.removes = map[bindingKey]catalog.SIPBinding{}, map[bindingKey]struct{}{}
 	l.pmu.Unlock()
 	if len(ups) == 0 && len(rms) == 0 {
+		l.durable.Store(snap)
 		return nil
 	}
 	upList := make([]catalog.SIPBinding, 0, len(ups))
@@ -313,7 +355,9 @@ func (l *location) flush(ctx context.Context) error {
 			break
 		}
 	}
-	if err != nil {
+	if err == nil {
+		l.durable.Store(snap)
+	} else {
 		l.pmu.Lock()
 		for k, b := range ups {
 			if _, newer := l.upserts[k]; !newer {

@@ -16,6 +16,12 @@ import "github.com/prometheus/client_golang/prometheus"
 //	convene_sip_calls_active                   answered calls not yet ended with BYE
 //	convene_sip_contacts_dropped_total         contacts dropped because they stopped answering
 //	convene_sip_bad_messages_total             requests refused or dropped as malformed
+//	convene_sip_denied_total{reason}           requests refused as abuse: dialog (in-dialog
+//	                                           request without this proxy's dialog token),
+//	                                           no_relay (re-offer outside a relayed call),
+//	                                           contacts (over the contacts cap), tcp_conns
+//	                                           (TCP connection over a cap), tcp_idle (closed idle)
+//	convene_sip_register_commit_seconds        time to make a batch of bindings durable
 type metrics struct {
 	requests      *prometheus.CounterVec
 	authFailures  *prometheus.CounterVec
@@ -28,6 +34,8 @@ type metrics struct {
 	callsActive   prometheus.Gauge
 	dropped       prometheus.Counter
 	badMessages   prometheus.Counter
+	denied        *prometheus.CounterVec
+	commit        prometheus.Histogram
 
 	// Children resolved once for the hot path.
 	regOK, regChallenged, regFailed, reqRegister prometheus.Counter
@@ -57,12 +65,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Registered contacts dropped because they stopped answering."}),
 		badMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_sip_bad_messages_total",
 			Help: "SIP requests refused or dropped as malformed."}),
+		denied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_denied_total",
+			Help: "SIP requests and connections refused as abuse, by reason."}, []string{"reason"}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_sip_register_commit_seconds",
+			Help:    "Time to write a batch of changed bindings durably before their REGISTERs are answered.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14)}),
 	}
 	m.regOK, m.regChallenged, m.regFailed = m.registers.WithLabelValues("ok"), m.registers.WithLabelValues("challenged"),
 		m.registers.WithLabelValues("failed")
 	m.reqRegister = m.requests.WithLabelValues("REGISTER")
 	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.challenges, m.rateLimited, m.queueDrops,
-		m.registrations, m.registers, m.calls, m.callsActive, m.dropped, m.badMessages} {
+		m.registrations, m.registers, m.calls, m.callsActive, m.dropped, m.badMessages, m.denied, m.commit} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -74,6 +74,9 @@ type Options struct {
 	// RegisterRate and InviteRate are per-source-IP limits in requests per
 	// second (0 disables); bursts of twice the rate are allowed.
 	RegisterRate, InviteRate float64
+	// RequestRate is the per-source-IP limit of every other method
+	// (OPTIONS, MESSAGE, BYE, ACK, UPDATE, …) in requests per second.
+	RequestRate float64
 	// RetryAfter is the Retry-After of a rate-limited 503 (default 5s).
 	RetryAfter time.Duration
 
@@ -90,6 +93,17 @@ type Options struct {
 	Workers int
 	// Timers are the transaction timers (see Timers).
 	Timers Timers
+
+	// DialogKey signs the Record-Route dialog tokens (dialog.go); nil
+	// makes a random one, so dialogs do not outlive the process.
+	DialogKey []byte
+	// MaxContacts caps the contacts one account may register (default 10).
+	MaxContacts int
+	// TCPIdle closes a TCP connection that sent nothing for this long
+	// (default 2 minutes; keep-alive CRLFs count). TCPMaxConns and
+	// TCPMaxConnsPerIP cap accepted connections (default 4096 and 32).
+	TCPIdle                       time.Duration
+	TCPMaxConns, TCPMaxConnsPerIP int
 
 	Users   Users
 	Catalog *catalog.Store
@@ -133,6 +147,16 @@ func (o *Options) setDefaults() error {
 	def(&o.NonceTTL, 5*time.Minute)
 	def(&o.RetryAfter, 5*time.Second)
 	def(&o.FlushInterval, 500*time.Millisecond)
+	def(&o.TCPIdle, 2*time.Minute)
+	if o.MaxContacts == 0 {
+		o.MaxContacts = 10
+	}
+	if o.TCPMaxConns == 0 {
+		o.TCPMaxConns = 4096
+	}
+	if o.TCPMaxConnsPerIP == 0 {
+		o.TCPMaxConnsPerIP = 32
+	}
 	if len(o.Algorithms) == 0 {
 		o.Algorithms = []string{"MD5", "SHA-256"}
 	}

@@ -23,7 +23,11 @@ func (s *Server) handlerFor(m sip.RequestMethod) sipgo.RequestHandler {
 	switch m {
 	case sip.REGISTER:
 		return s.wrap(func(req *sip.Request, tx sip.ServerTransaction) {
-			s.respond(tx, s.register(s.ctx, req, strings.ToLower(req.Transport()), req.Source()))
+			res, seq := s.register(s.ctx, req, strings.ToLower(req.Transport()), req.Source())
+			if seq != 0 && s.awaitCommit(s.ctx, seq) != nil {
+				res = s.notStored(req)
+			}
+			s.respond(tx, res)
 		}, false)
 	case sip.INVITE:
 		return s.wrap(s.onInvite, true)
@@ -53,9 +57,26 @@ func (s *Server) wrap(h sipgo.RequestHandler, count bool) sipgo.RequestHandler {
 			}
 			return
 		}
+		if req.Method != sip.REGISTER && req.Method != sip.INVITE && !s.allowOther(req) {
+			if !req.IsAck() {
+				s.respond(tx, s.overloaded(req))
+			}
+			return
+		}
 		fixVia(req)
 		h(req, tx)
 	}
+}
+
+// allowOther applies the per-source limit of every method but REGISTER and
+// INVITE, which have limits of their own.
+func (s *Server) allowOther(req *sip.Request) bool {
+	src, _ := splitHostPort(req.Source())
+	if s.otherLimit.allow(src, s.o.Now()) {
+		return true
+	}
+	s.m.rateLimited.WithLabelValues(methodLabel(req.Method)).Inc()
+	return false
 }
 
 func methodLabel(m sip.RequestMethod) string {
@@ -85,14 +106,17 @@ func (s *Server) isUs(uri *sip.Uri) bool {
 	return uri.Port == 0 || uri.Port == s.port
 }
 
-// popRoute removes the top Route if it names us (loose routing, RFC 3261
-// 16.4); it reports whether the request was routed through us.
-func (s *Server) popRoute(req *sip.Request) bool {
-	popped := false
+// popRoute removes the top Routes that name us (loose routing, RFC 3261
+// 16.4); it reports whether the request was routed through us, and the
+// dialog token the first of them carried (dialog.go).
+func (s *Server) popRoute(req *sip.Request) (popped bool, token string) {
 	for {
 		r := req.Route()
 		if r == nil || !s.isUs(&r.Address) {
-			return popped
+			return popped, token
+		}
+		if token == "" {
+			token, _ = r.Address.UriParams.Get(rrParam)
 		}
 		req.RemoveHeader("Route")
 		popped = true
@@ -131,15 +155,24 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusTooManyHops, "Too Many Hops", nil))
 		return
 	}
+	authUser := ""
 	if invite && s.o.AuthCalls {
 		a := s.authenticate(s.ctx, req, "Proxy-Authorization")
+		if a.badURI {
+			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (digest uri is not the Request-URI)", nil))
+			return
+		}
 		if !a.ok {
 			res := sip.NewResponseFromRequest(req, sip.StatusProxyAuthRequired, "Proxy Authentication Required", nil)
 			s.challenge(res, "Proxy-Authenticate", a.stale)
+			if req.Transport() == "UDP" {
+				res = bounded(req, res, requestLen(req))
+			}
 			s.respond(tx, res)
 			return
 		}
 		req.RemoveHeader("Proxy-Authorization")
+		authUser = a.user
 	}
 	user := req.Recipient.User
 	_, found, err := s.o.Users.Lookup(s.ctx, user)
@@ -170,13 +203,19 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 		targets = append(targets, target{uri: b.uri, transport: tp, addr: addr, user: b.user, contact: b.contact})
 	}
 	rr := invite || req.Method == sip.SUBSCRIBE || req.Method == sip.REFER
-	s.fork(req, tx, targets, forkOpts{recordRoute: rr, initial: invite})
+	s.fork(req, tx, targets, forkOpts{recordRoute: rr, initial: invite, relay: invite && authUser != "", user: authUser})
 }
 
-// inDialog forwards a request inside a dialog we record-routed.
+// inDialog forwards a request inside a dialog we record-routed; any other
+// is refused before its next hop is looked at.
 func (s *Server) inDialog(req *sip.Request, tx sip.ServerTransaction) {
-	if !s.popRoute(req) {
+	popped, token := s.popRoute(req)
+	if !popped {
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusNotFound, "Not Here", nil))
+		return
+	}
+	if !s.ourDialog(req, token) {
+		s.respond(tx, s.denyRoute(req))
 		return
 	}
 	if mf := req.MaxForwards(); mf != nil && mf.Val() <= 1 {
@@ -184,7 +223,8 @@ func (s *Server) inDialog(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	t := s.nextHop(req)
-	s.fork(req, tx, []target{t}, forkOpts{})
+	user, relay := s.calls.relayUser(string(*req.CallID()))
+	s.fork(req, tx, []target{t}, forkOpts{relay: relay, user: user})
 }
 
 // nextHop is where a routed request goes: the next Route, else the
@@ -212,7 +252,12 @@ func (s *Server) nextHop(req *sip.Request) target {
 func (s *Server) onAck(req *sip.Request, tx sip.ServerTransaction) {
 	// An ACK for a 2xx is its own transaction and is forwarded statelessly
 	// (RFC 3261 16.11); the ACK of a non-2xx is absorbed by sipgo.
-	if !s.popRoute(req) {
+	popped, token := s.popRoute(req)
+	if !popped {
+		return
+	}
+	if !s.ourDialog(req, token) {
+		s.denyRoute(req)
 		return
 	}
 	t := s.nextHop(req)
@@ -243,6 +288,9 @@ func (s *Server) onOther(req *sip.Request, tx sip.ServerTransaction) {
 	if req.Method == sip.OPTIONS && req.Recipient.User == "" {
 		res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil)
 		res.AppendHeader(sip.NewHeader("Allow", "INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER, MESSAGE, UPDATE, INFO"))
+		if req.Transport() == "UDP" {
+			res = bounded(req, res, requestLen(req))
+		}
 		s.respond(tx, res)
 		return
 	}

@@ -11,20 +11,23 @@ import (
 )
 
 // register answers a REGISTER (RFC 3261 section 10.3). transport is "udp"
-// or "tcp" and source the packet's ip:port. It never returns nil.
-func (s *Server) register(ctx context.Context, req *sip.Request, transport, source string) *sip.Response {
+// or "tcp" and source the packet's ip:port. It never returns a nil
+// response. A non-zero seq numbers the binding change the answer
+// acknowledges: it may be sent only once that change is durable
+// (commit.go).
+func (s *Server) register(ctx context.Context, req *sip.Request, transport, source string) (*sip.Response, uint64) {
 	now := s.o.Now()
 	s.m.reqRegister.Inc()
 	srcIP, srcPort := splitHostPort(source)
 	if !s.regLimit.allow(srcIP, now) {
 		s.m.rateLimited.WithLabelValues("REGISTER").Inc()
-		return s.overloaded(req)
+		return s.overloaded(req), 0
 	}
 	to, callID, cseq := req.To(), req.CallID(), req.CSeq()
 	if to == nil || callID == nil || cseq == nil || to.Address.User == "" || req.From() == nil {
 		s.m.badMessages.Inc()
 		s.m.regFailed.Inc()
-		return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (missing To user, From, Call-ID or CSeq)", nil)
+		return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (missing To user, From, Call-ID or CSeq)", nil), 0
 	}
 
 	if !to.Params.Has("tag") {
@@ -33,6 +36,10 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		to.Params.Add("tag", s.nextTag())
 	}
 	auth := s.authenticate(ctx, req, "Authorization")
+	if auth.badURI {
+		s.m.regFailed.Inc()
+		return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (digest uri is not the Request-URI)", nil), 0
+	}
 	if !auth.ok {
 		res := sip.NewResponseFromRequest(req, sip.StatusUnauthorized, "Unauthorized", nil)
 		s.challenge(res, "WWW-Authenticate", auth.stale)
@@ -41,13 +48,13 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		} else {
 			s.m.regChallenged.Inc()
 		}
-		return res
+		return res, 0
 	}
 	user := auth.user
 	if to.Address.User != user {
 		s.m.authFailures.WithLabelValues("forbidden").Inc()
 		s.m.regFailed.Inc()
-		return sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden (To is not the authenticated user)", nil)
+		return sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden (To is not the authenticated user)", nil), 0
 	}
 
 	defExpires := s.o.Expires
@@ -56,7 +63,7 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		if err != nil {
 			s.m.badMessages.Inc()
 			s.m.regFailed.Inc()
-			return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Expires)", nil)
+			return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Expires)", nil), 0
 		}
 		defExpires = time.Duration(v) * time.Second
 	}
@@ -83,7 +90,7 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 			if len(contacts) != 1 || defExpires != 0 {
 				s.m.badMessages.Inc()
 				s.m.regFailed.Inc()
-				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact: * needs Expires: 0 alone)", nil)
+				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact: * needs Expires: 0 alone)", nil), 0
 			}
 			removeAll = true
 			break
@@ -94,7 +101,7 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 			if err != nil {
 				s.m.badMessages.Inc()
 				s.m.regFailed.Inc()
-				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact expires)", nil)
+				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact expires)", nil), 0
 			}
 			exp = time.Duration(n) * time.Second
 		}
@@ -107,7 +114,7 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 			res := sip.NewResponseFromRequest(req, sip.StatusIntervalToBrief, "Interval Too Brief", nil)
 			res.AppendHeader(sip.NewHeader("Min-Expires", strconv.Itoa(int(s.o.MinExpires/time.Second))))
 			s.m.regFailed.Inc()
-			return res
+			return res, 0
 		}
 		nat := viaNAT || c.Address.Host != srcIP
 		exp = min(exp, s.o.MaxExpires)
@@ -119,10 +126,16 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 			nat: nat, userAgent: ua, updated: now}})
 	}
 
-	current, outcome := s.loc.apply(user, string(*callID), cseq.SeqNo, removeAll, changes, now)
-	if outcome == regOutOfOrder {
+	current, outcome, seq := s.loc.apply(user, string(*callID), cseq.SeqNo, removeAll, changes, now, s.o.MaxContacts)
+	switch outcome {
+	case regOutOfOrder:
 		s.m.regFailed.Inc()
-		return sip.NewResponseFromRequest(req, sip.StatusInternalServerError, "Server Error (CSeq out of order)", nil)
+		return sip.NewResponseFromRequest(req, sip.StatusInternalServerError, "Server Error (CSeq out of order)", nil), 0
+	case regTooMany:
+		s.m.regFailed.Inc()
+		s.m.denied.WithLabelValues("contacts").Inc()
+		return sip.NewResponseFromRequest(req, sip.StatusForbidden,
+			"Forbidden (more than "+strconv.Itoa(s.o.MaxContacts)+" contacts for this account)", nil), 0
 	}
 	s.m.registrations.Set(float64(s.loc.size()))
 	s.m.regOK.Inc()
@@ -135,7 +148,7 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		res.AppendHeader(ch)
 	}
 	res.AppendHeader(sip.NewHeader("Date", s.date(now)))
-	return res
+	return res, seq
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"

@@ -3,6 +3,7 @@ package sip
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,12 @@ type Server struct {
 	regLimit   *limiter
 	invLimit   *limiter
 	calls      *callTable
+	otherLimit *limiter
+	dialogKey  []byte
+
+	commitMu   sync.Mutex
+	waiting    []waitingAnswer
+	commitKick chan struct{}
 
 	ua     *sipgo.UserAgent
 	srv    *sipgo.Server
@@ -96,9 +103,18 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		regLimit:   newLimiter(o.RegisterRate),
 		invLimit:   newLimiter(o.InviteRate),
 		calls:      newCallTable(),
+		otherLimit: newLimiter(o.RequestRate),
+		commitKick: make(chan struct{}, 1),
+		dialogKey:  o.DialogKey,
 		parser:     sip.NewParser(),
 		work:       make(chan udpJob, 4096),
 		tagPrefix:  sip.GenerateTagN(8) + ".",
+	}
+	if len(s.dialogKey) == 0 {
+		s.dialogKey = make([]byte, 32)
+		if _, err := rand.Read(s.dialogKey); err != nil {
+			return nil, fmt.Errorf("sip: dialog key: %w", err)
+		}
 	}
 	if err := s.loc.load(ctx); err != nil {
 		return nil, fmt.Errorf("sip: load registrations: %w", err)
@@ -135,7 +151,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		s.wg.Add(1)
 		go s.udpWorker()
 	}
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.commitLoop()
 	go func() { defer s.wg.Done(); s.serveErr("udp", s.srv.ServeUDP(s.udp)) }()
 	go func() { defer s.wg.Done(); s.serveErr("tcp", s.srv.ServeTCP(s.tcp)) }()
 	go func() { defer s.wg.Done(); s.housekeeping() }()
@@ -162,8 +179,12 @@ func (s *Server) listen() error {
 		ua := s.udp.LocalAddr().(*net.UDPAddr)
 		s.port = ua.Port
 		s.udpLaddr = sip.Addr{IP: ua.IP, Port: ua.Port}
-		s.tcp, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(s.port)))
+		var tl net.Listener
+		tl, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(s.port)))
 		if err == nil {
+			s.tcp = newCapListener(tl, s.o.TCPIdle, s.o.TCPMaxConns, s.o.TCPMaxConnsPerIP,
+				func() { s.m.denied.WithLabelValues("tcp_conns").Inc() },
+				func() { s.m.denied.WithLabelValues("tcp_idle").Inc() })
 			return nil
 		}
 		s.udp.Close()
@@ -287,8 +308,22 @@ func (s *Server) handleUDPRegister(job udpJob) {
 		return
 	}
 	fixVia(req)
-	res := s.register(s.ctx, req, "udp", src)
-	s.writeUDP(res, job.from)
+	res, seq := s.register(s.ctx, req, "udp", src)
+	if res.StatusCode != sip.StatusOK {
+		res = bounded(req, res, len(job.data))
+	}
+	if seq == 0 {
+		s.writeUDP(res, job.from)
+		return
+	}
+	// Answered once the binding is durable, from the committer; this
+	// worker goes on with the next request meanwhile.
+	s.afterCommit(seq, func(err error) {
+		if err != nil {
+			res = s.notStored(req)
+		}
+		s.writeUDP(res, job.from)
+	})
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -401,6 +436,7 @@ func (s *Server) housekeeping() {
 			s.loc.expire(now)
 			s.regLimit.prune(now)
 			s.invLimit.prune(now)
+			s.otherLimit.prune(now)
 			s.m.registrations.Set(float64(s.loc.size()))
 		case <-probe:
 			s.probeContacts()

@@ -106,10 +106,23 @@ func (s *Server) handleUDPInDialog(job udpJob) {
 		}
 		return
 	}
+	if !s.allowOther(req) {
+		if !req.IsAck() {
+			s.writeUDP(s.overloaded(req), job.from)
+		}
+		return
+	}
 	fixVia(req)
-	if !s.popRoute(req) || !hasToTag(req) {
+	popped, token := s.popRoute(req)
+	if !popped || !hasToTag(req) {
 		if !req.IsAck() {
 			s.writeUDP(sip.NewResponseFromRequest(req, sip.StatusNotFound, "Not Here", nil), job.from)
+		}
+		return
+	}
+	if !s.ourDialog(req, token) {
+		if res := s.denyRoute(req); res != nil {
+			s.writeUDP(res, job.from)
 		}
 		return
 	}

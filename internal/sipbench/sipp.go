@@ -111,7 +111,7 @@ const sippBuffer = "4194304"
 // non-zero exit (some call failed) is not an error: the stats say so.
 func sipp(ctx context.Context, dir string, timeout time.Duration, args ...string) (sippStats, string, error) {
 	stat := filepath.Join(dir, fmt.Sprintf("stat-%d.csv", time.Now().UnixNano()))
-	args = append([]string{"-i", "127.0.0.1", "-nostdin", "-buff_size", sippBuffer, "-trace_stat", "-stf", stat, "-fd", "1",
+	args = append([]string{"-i", "127.0.0.1", "-nostdin", "-auth_uri", Domain, "-buff_size", sippBuffer, "-trace_stat", "-stf", stat, "-fd", "1",
 		"-timeout", strconv.Itoa(int(timeout/time.Second)) + "s", "-timeout_error"}, args...)
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()

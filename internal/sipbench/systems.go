@@ -26,7 +26,7 @@ import (
 const Domain = "bench.test"
 
 // Password is every benchmark user's password.
-const Password = "benchpw"
+const Password = "bench-password"
 
 // server is a system under test, running as a child process.
 type server struct {
@@ -147,7 +147,7 @@ func startConvene(ctx context.Context, bin, dir string, users []string) (*server
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin, "serve", "-data-dir", data, "-http-addr", "127.0.0.1:0", "-rtp-port", "0",
 		"-http-pprof", "-log-level", "warn", "-sip-listen", addr, "-sip-domain", Domain,
-		"-sip-register-rate", "0", "-sip-invite-rate", "0", "-sip-probe-interval", "0",
+		"-sip-register-rate", "0", "-sip-invite-rate", "0", "-sip-request-rate", "0", "-sip-probe-interval", "0",
 		"-sip-algorithms", "MD5,SHA-256", "-sip-auth-calls=false",
 		"-relay-port-min", strconv.Itoa(relayPortMin), "-relay-port-max", strconv.Itoa(relayPortMax),
 		"-relay-max-streams-per-source", strconv.Itoa((relayPortMax-relayPortMin+1)/4)) // one SIPp is one source

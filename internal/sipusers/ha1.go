@@ -62,9 +62,17 @@ func ValidUsername(name string) error {
 }
 
 // ValidPassword checks a new password: 4 to 128 bytes, no control characters.
-func ValidPassword(pw string) error {
-	if len(pw) < 4 || len(pw) > 128 {
-		return fmt.Errorf("%w password: want 4 to 128 characters", ErrInvalid)
+// DefaultMinPassword is the shortest password accepted unless configured
+// otherwise: a SIP digest can be brute-forced offline from one captured
+// exchange, so length is what protects an account.
+const DefaultMinPassword = 12
+
+func ValidPassword(pw string, minLen int) error {
+	if minLen < 1 {
+		minLen = DefaultMinPassword
+	}
+	if len(pw) < minLen || len(pw) > 128 {
+		return fmt.Errorf("%w password: want %d to 128 characters (sip.min_password_length)", ErrInvalid, minLen)
 	}
 	for i := 0; i < len(pw); i++ {
 		if pw[i] < 0x20 || pw[i] == 0x7f {

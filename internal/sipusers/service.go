@@ -47,6 +47,9 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MinPassword is the shortest password Add accepts; 0 means
+	// DefaultMinPassword (12).
+	MinPassword int
 }
 
 // Service manages accounts in the catalog. It is safe for concurrent use.
@@ -91,7 +94,7 @@ func (s *Service) Add(ctx context.Context, username, password string) (User, err
 	if err := ValidUsername(username); err != nil {
 		return User{}, err
 	}
-	if err := ValidPassword(password); err != nil {
+	if err := ValidPassword(password, s.o.MinPassword); err != nil {
 		return User{}, err
 	}
 	md, _ := HA1(MD5, username, s.o.Realm, password)

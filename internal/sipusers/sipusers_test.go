@@ -37,7 +37,8 @@ func TestValidation(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if ValidPassword("abc") == nil || ValidPassword("ab\ncd") == nil || ValidPassword("good-one") != nil {
+	if ValidPassword("abc", 4) == nil || ValidPassword("ab\ncd", 4) == nil || ValidPassword("good-one", 4) != nil ||
+		ValidPassword("good-one", 0) == nil || ValidPassword("twelve-chars", 0) != nil {
 		t.Error("password rules")
 	}
 }
@@ -56,7 +57,7 @@ func TestServiceCache(t *testing.T) {
 	if _, found, _ := s.Lookup(ctx, "alice"); found {
 		t.Fatal("alice found before she exists")
 	}
-	if _, err := other.Add(ctx, "alice", "pw-alice"); err != nil {
+	if _, err := other.Add(ctx, "alice", "pw-alice-long-enough"); err != nil {
 		t.Fatal(err)
 	}
 	if _, found, _ := s.Lookup(ctx, "alice"); found {
@@ -71,7 +72,7 @@ func TestServiceCache(t *testing.T) {
 		c, found, err = s.Lookup(ctx, "alice")
 		time.Sleep(10 * time.Millisecond)
 	}
-	want, _ := HA1(SHA256, "alice", "r.test", "pw-alice")
+	want, _ := HA1(SHA256, "alice", "r.test", "pw-alice-long-enough")
 	if err != nil || !found || c.HA1(SHA256) != want || c.HA1("") != c.HA1MD5 {
 		t.Fatalf("after the TTL: %+v %v %v", c, found, err)
 	}
@@ -82,10 +83,10 @@ func TestServiceCache(t *testing.T) {
 	if _, found, _ := s.Lookup(ctx, "alice"); found {
 		t.Error("deleted user still found")
 	}
-	if _, err := s.Add(ctx, "alice", "pw-alice"); err != nil {
+	if _, err := s.Add(ctx, "alice", "pw-alice-long-enough"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Add(ctx, "alice", "pw-alice"); !errors.Is(err, ErrExists) {
+	if _, err := s.Add(ctx, "alice", "pw-alice-long-enough"); !errors.Is(err, ErrExists) {
 		t.Errorf("duplicate: %v", err)
 	}
 	if err := s.Delete(ctx, "nobody"); !errors.Is(err, ErrNotFound) {
@@ -93,7 +94,7 @@ func TestServiceCache(t *testing.T) {
 	}
 	// Preload caches every account: a user added by another process shows
 	// in a fresh service without waiting for a TTL.
-	if _, err := other.Add(ctx, "bob", "pw-bob"); err != nil {
+	if _, err := other.Add(ctx, "bob", "pw-bob-long-enough"); err != nil {
 		t.Fatal(err)
 	}
 	fresh, _ := New(Options{Catalog: cat, Realm: "r.test", CacheTTL: time.Hour})
