@@ -30,6 +30,19 @@ type Member struct {
 	// Gated starts the member's track with its floor gate closed
 	// (Track.SetGated), so nothing leaks before floor control says so.
 	Gated bool
+	// Owner is the session member the endpoint belongs to ("" for none).
+	// No echo holds per owner: a member's media, from any of its
+	// endpoints, never reaches another endpoint of the same owner.
+	Owner string
+}
+
+// hears reports whether a receiving member r is subscribed to the track of
+// publisher p: same kind, same subgroup, not itself and not the same owner.
+func hears(r Member, rid string, p Member, pid string) bool {
+	if rid == pid || r.Kind != p.Kind || r.Group != p.Group || !r.Receives || r.Sink == nil {
+		return false
+	}
+	return r.Owner == "" || r.Owner != p.Owner
 }
 
 type rtcpSub struct {
@@ -77,7 +90,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	r.members[m.ID] = m
 	if m.Receives && m.Sink != nil {
 		for pub, t := range r.tracks {
-			if pub != m.ID && t.kind == m.Kind && r.members[pub].Group == m.Group {
+			if hears(m, m.ID, r.members[pub], pub) {
 				t.subscribe(m.ID, m.Sink)
 			}
 		}
@@ -87,7 +100,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 		own = newTrack(m.ID+"/"+m.Kind.String(), m.ID, m.Kind)
 		own.gated.Store(m.Gated)
 		for id, o := range r.members {
-			if id != m.ID && o.Receives && o.Sink != nil && o.Kind == m.Kind && o.Group == m.Group {
+			if hears(o, id, m, m.ID) {
 				own.subscribe(id, o.Sink)
 			}
 		}
@@ -146,7 +159,7 @@ func (r *Room) SetGroup(id, group string) {
 		if pub == id || t.kind != m.Kind {
 			continue
 		}
-		if r.members[pub].Group == group && m.Receives && m.Sink != nil {
+		if hears(m, id, r.members[pub], pub) {
 			t.subscribe(id, m.Sink)
 		} else {
 			t.unsubscribe(id)
@@ -157,7 +170,7 @@ func (r *Room) SetGroup(id, group string) {
 			if oid == id || o.Kind != m.Kind {
 				continue
 			}
-			if o.Group == group && o.Receives && o.Sink != nil {
+			if hears(o, oid, m, id) {
 				own.subscribe(oid, o.Sink)
 			} else {
 				own.unsubscribe(oid)

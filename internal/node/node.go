@@ -97,8 +97,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if generated {
 		n.apiKey = key
 	}
+	allow, err := cfg.Links.AllowedDestinations()
+	if err != nil {
+		return nil, err
+	}
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks,
-		Queue: cfg.RTP.Queue, Logger: log})
+		Queue: cfg.RTP.Queue, Logger: log, Links: session.LinkPolicy{Allow: allow, Own: ownAddrs(cfg.SIP.Listen, cfg.HTTP.Addr),
+			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std()}})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}

@@ -1,0 +1,30 @@
+package node
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// ownAddrs are the node's listening addresses besides its media sockets
+// (SIP, HTTP), for the links' destination policy: no link may send to
+// them. A host name or an empty host stands for every address of the host.
+func ownAddrs(hostports ...string) []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, hp := range hostports {
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil {
+			continue
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || p == 0 {
+			continue
+		}
+		a, err := netip.ParseAddr(host)
+		if err != nil {
+			a = netip.IPv4Unspecified()
+		}
+		out = append(out, netip.AddrPortFrom(a.Unmap(), uint16(p)))
+	}
+	return out
+}
