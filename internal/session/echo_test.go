@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -90,4 +91,22 @@ func TestNoEchoPerMember(t *testing.T) {
 	cSend.send(rtp, fromCarol)
 	aRecv.expectNext("alice's receive link: carol's packet first, never her own", fromCarol)
 	bRecv.expectNext("bob hears carol", fromCarol)
+}
+
+func waitFloorDrops(t *testing.T, svc *Service, sid, link string, want uint64) {
+	t.Helper()
+	var last string
+	for range 5000 {
+		got, _ := svc.Get(context.Background(), sid)
+		for _, l := range got.Links {
+			if l.ID == link {
+				if l.Stats.Dropped[DropFloor] == want {
+					return
+				}
+				last = fmt.Sprintf("link %s dropped %v, want floor=%d", link, l.Stats.Dropped, want)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal(last)
 }

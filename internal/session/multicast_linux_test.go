@@ -4,12 +4,10 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/convene/convene/internal/floor"
 	"github.com/convene/convene/internal/netnstest"
@@ -106,22 +104,4 @@ func TestMulticastObeysFloorAndSubgroups(t *testing.T) {
 	carolSend.send(rtp, sentinel)
 	bobRecv.expectNext("bob: carol (holder) first, never the ungated group", sentinel)
 	chairRecv.expectNext("chair: carol (holder) first, never the ungated group", sentinel)
-}
-
-func waitFloorDrops(t *testing.T, svc *Service, sid, link string, want uint64) {
-	t.Helper()
-	var last string
-	for range 5000 {
-		got, _ := svc.Get(context.Background(), sid)
-		for _, l := range got.Links {
-			if l.ID == link {
-				if l.Stats.Dropped[DropFloor] == want {
-					return
-				}
-				last = fmt.Sprintf("link %s dropped %v, want floor=%d", link, l.Stats.Dropped, want)
-			}
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatal(last)
 }
