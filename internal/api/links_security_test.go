@@ -65,7 +65,9 @@ func linkBody(remote, member, extra string) string {
 // goes there. The operator may use loopback, never the node's own ports.
 func TestLinkDestinationPolicy(t *testing.T) {
 	sipPort := netip.MustParseAddrPort("127.0.0.1:15060")
-	srv, svc, socks := newPolicyServer(t, session.LinkPolicy{Own: []netip.AddrPort{sipPort, netip.MustParseAddrPort("0.0.0.0:18080")}})
+	srv, svc, socks := newPolicyServer(t, session.LinkPolicy{Own: func() []netip.AddrPort {
+		return []netip.AddrPort{sipPort, netip.MustParseAddrPort("0.0.0.0:18080")}
+	}})
 	sid := newSessionID(t, srv)
 	mid, mtok := joinAs(t, srv, sid, "participant", "mallory")
 	ownRTP, ownRTCP := socks.RTP.LocalAddr().String(), socks.RTCP.LocalAddr().String()

@@ -6,6 +6,19 @@ import (
 	"strconv"
 )
 
+// ownAddrs are the node's SIP and HTTP addresses as bound (or as
+// configured before they are), for the links' destination policy.
+func (n *Node) ownAddrs() []netip.AddrPort {
+	sipAddr, httpAddr := n.cfg.SIP.Listen, n.cfg.HTTP.Addr
+	if n.sip != nil {
+		sipAddr = n.sip.Addr()
+	}
+	if n.ln != nil {
+		httpAddr = n.ln.Addr().String()
+	}
+	return ownAddrs(sipAddr, httpAddr)
+}
+
 // ownAddrs are the node's listening addresses besides its media sockets
 // (SIP, HTTP), for the links' destination policy: no link may send to
 // them. A host name or an empty host stands for every address of the host.

@@ -20,10 +20,12 @@ type LinkPolicy struct {
 	// are loopback, link-local, multicast, broadcast or private to the
 	// host — e.g. 127.0.0.0/8 for local tools. Empty: none.
 	Allow []netip.Prefix
-	// Own are the node's own listening addresses besides its media sockets
-	// (SIP, HTTP); an unspecified IP stands for every address of the host.
-	// No link, policed or not, may send to one of them.
-	Own []netip.AddrPort
+	// Own returns the node's own listening addresses besides its media
+	// sockets (SIP, HTTP), asked at each link's creation so that ports
+	// bound later or picked by the system count; an unspecified IP stands
+	// for every address of the host. No link, policed or not, may send to
+	// one of them. Nil: only the media sockets.
+	Own func() []netip.AddrPort
 	// MaxPerMember caps the links of one member (0: 8); MaxPerSession caps
 	// the policed links of one session (0: 64).
 	MaxPerMember, MaxPerSession int
@@ -135,7 +137,10 @@ func hostAddr(a netip.Addr) bool {
 // media sockets, or the SIP and HTTP listeners in the policy.
 func (s *Service) own(a netip.AddrPort) bool {
 	a = netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
-	own := append([]netip.AddrPort(nil), s.o.Links.Own...)
+	var own []netip.AddrPort
+	if s.o.Links.Own != nil {
+		own = s.o.Links.Own()
+	}
 	if s.o.Sockets.RTP != nil {
 		own = append(own, s.o.Sockets.RTP.LocalAddr())
 	}
