@@ -47,6 +47,7 @@ func hears(r Member, rid string, p Member, pid string) bool {
 
 type rtcpSub struct {
 	member string
+	owner  string
 	sink   Sink
 }
 
@@ -108,7 +109,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	}
 	if m.RTCPSink != nil {
 		old := *r.rtcp[m.Kind].Load()
-		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{m.ID, m.RTCPSink})
+		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{m.ID, m.Owner, m.RTCPSink})
 		r.rtcp[m.Kind].Store(&next)
 	}
 	return own, nil
@@ -180,15 +181,24 @@ func (r *Room) SetGroup(id, group string) {
 }
 
 // PublishRTCP sends an RTCP packet from member `from` of the given kind to
-// every other member of that kind that takes RTCP. It takes over the caller's
+// every other member of that kind that takes RTCP, except the other
+// endpoints of the same owner (Member.Owner). It takes over the caller's
 // reference.
 func (r *Room) PublishRTCP(from string, kind Kind, p *Packet) {
 	p.Kind = kind
 	p.RTCP = true
 	subs := *r.rtcp[kind].Load()
+	owner := ""
+	for i := range subs {
+		if subs[i].member == from {
+			owner = subs[i].owner
+			break
+		}
+	}
+	skip := func(s rtcpSub) bool { return s.member == from || (owner != "" && s.owner == owner) }
 	n := 0
 	for i := range subs {
-		if subs[i].member != from {
+		if !skip(subs[i]) {
 			n++
 		}
 	}
@@ -198,7 +208,7 @@ func (r *Room) PublishRTCP(from string, kind Kind, p *Packet) {
 	}
 	p.Retain(n - 1)
 	for i := range subs {
-		if subs[i].member != from {
+		if !skip(subs[i]) {
 			subs[i].sink.Deliver(p, nil)
 		}
 	}
