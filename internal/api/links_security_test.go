@@ -82,6 +82,9 @@ func TestLinkDestinationPolicy(t *testing.T) {
 		{"loopback", linkBody("127.0.0.1:5004", mid, "")},
 		{"unspecified", linkBody("0.0.0.0:5004", mid, "")},
 		{"IPv6 link-local", linkBody("[fe80::1]:5004", mid, "")},
+		{"metadata as IPv4-mapped IPv6", linkBody("[::ffff:169.254.169.254]:80", mid, `,"rtcp_mux":true`)},
+		{"metadata through NAT64", linkBody("[64:ff9b::a9fe:a9fe]:80", mid, `,"rtcp_mux":true`)},
+		{"this network", linkBody("0.1.2.3:5004", mid, "")},
 		{"RTCP to the metadata", linkBody("198.51.100.1:5004", mid, `,"remote_rtcp":"169.254.169.254:80"`)},
 		{"RTCP (port+1) to the node's RTCP", linkBody(netip.AddrPortFrom(socks.RTCP.LocalAddr().Addr(), socks.RTCP.LocalAddr().Port()-1).String(), mid, "")},
 	}

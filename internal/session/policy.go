@@ -64,6 +64,9 @@ func (p LinkPolicy) allowed(a netip.Addr) bool {
 	return false
 }
 
+// nat64 is the well-known NAT64 prefix (RFC 6052).
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
 // limitedBroadcast is 255.255.255.255 (RFC 919).
 var limitedBroadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
 
@@ -80,6 +83,14 @@ func refuseClass(a netip.Addr) string {
 		return "a multicast address (use a multicast link)"
 	case a == limitedBroadcast:
 		return "the limited broadcast address"
+	case a.Is4() && a.As4()[0] == 0:
+		return "in 0.0.0.0/8, \"this network\" (RFC 1122 §3.2.1.3)"
+	case a.Is4() && a.As4()[0] >= 240:
+		return "in 240.0.0.0/4, reserved"
+	case nat64.Contains(a):
+		// 64:ff9b::/96 embeds an IPv4 address (RFC 6052 §2.1): judge that.
+		b := a.As16()
+		return refuseClass(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
 	}
 	if a.Is4() && isDirectedBroadcast(a) {
 		return "a broadcast address of this host's network"
