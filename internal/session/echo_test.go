@@ -95,15 +95,21 @@ func TestNoEchoPerMember(t *testing.T) {
 
 func waitFloorDrops(t *testing.T, svc *Service, sid, link string, want uint64) {
 	t.Helper()
+	waitDrops(t, svc, sid, link, DropFloor, want)
+}
+
+// waitDrops polls a link's drop counter until it is want.
+func waitDrops(t *testing.T, svc *Service, sid, link, reason string, want uint64) {
+	t.Helper()
 	var last string
 	for range 5000 {
 		got, _ := svc.Get(context.Background(), sid)
 		for _, l := range got.Links {
 			if l.ID == link {
-				if l.Stats.Dropped[DropFloor] == want {
+				if l.Stats.Dropped[reason] == want {
 					return
 				}
-				last = fmt.Sprintf("link %s dropped %v, want floor=%d", link, l.Stats.Dropped, want)
+				last = fmt.Sprintf("link %s dropped %v, want %s=%d", link, l.Stats.Dropped, reason, want)
 			}
 		}
 		time.Sleep(time.Millisecond)

@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"net/netip"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/convene/convene/internal/floor"
 )
@@ -83,4 +85,53 @@ func TestFloorStateSurvivesRestart(t *testing.T) {
 	if r, err := fl2.Deny(chair.ID, rb.ID); err != nil || r.Status != floor.Denied {
 		t.Fatalf("deny bob's restored request: %+v %v", r, err)
 	}
+}
+
+// A member's (policed) link stays policed after a restart: the new service
+// sends it nothing until its remote has sent first.
+func TestPolicedLinkKeepsConsentAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	loopback := LinkPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	svc, _ := newService(t, dsn)
+	svc.o.Links = loopback
+	s, _ := svc.Create(ctx, "consent")
+	m, _ := svc.Join(ctx, s.ID, "m", floor.RoleParticipant)
+	speaker, target := newPeer(t), newPeer(t)
+	if _, err := svc.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: speaker.addr(), Kind: "audio", Direction: "sendonly", RTCPMux: true}); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := svc.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: target.addr(), Kind: "audio", RTCPMux: true, Member: m.ID, Policed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Drain()
+
+	svc2, _ := newService(t, dsn)
+	svc2.o.Links = loopback
+	if err := svc2.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc2.Drain)
+	rtp := svc2.o.Sockets.RTP.LocalAddr()
+	speaker.send(rtp, rtpBytes(0x5, 1))
+	waitDrops(t, svc2, s.ID, tl.ID, "consent", 1)
+	target.send(rtp, rtpBytes(0x7, 1))
+	waitDrops(t, svc2, s.ID, tl.ID, "consent", 1) // nothing new was dropped
+	var in uint64
+	for range 5000 {
+		got, _ := svc2.Get(ctx, s.ID)
+		for _, l := range got.Links {
+			if l.ID == tl.ID {
+				in = l.Stats.PacketsIn
+			}
+		}
+		if in == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	late := rtpBytes(0x5, 2)
+	speaker.send(rtp, late)
+	target.expectNext("the target's first datagram is the one after its consent", late)
 }
