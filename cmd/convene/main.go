@@ -43,6 +43,7 @@ commands:
   bench-floor  floor request→grant latency over WebSocket and session create latency
   bench-sip the SIP registrar and proxy beside Kamailio, driven by SIPp (make bench)
   users     SIP accounts: add, list, delete (passwords kept only as digests)
+  keys new  make a new operator API key (printed once; only its digest is kept)
   relay     the RTP relay alone with rtpengine's ng control protocol (-relay-ng-addr)
   bench-relay  the RTP relay beside rtpengine and the machine probe (make bench)
   version   print the version
@@ -67,6 +68,8 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		return benchSIPCmd(args[1:], stdout, stderr)
 	case "users":
 		return usersCmd(args[1:], env, os.Stdin, stdout, stderr)
+	case "keys":
+		return keysCmd(args[1:], env, stdout, stderr)
 	case "relay":
 		return relayCmd(args[1:], env, stdout, stderr)
 	case "bench-relay":
@@ -121,8 +124,9 @@ func serve(args, env []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Convene is running: %s  (RTP on %s; Ctrl-C to stop)\n", n.URL(), n.RTPAddr())
 	if key := n.GeneratedAPIKey(); key != "" {
-		fmt.Fprintf(stdout, "API key: %s  (made at first start, kept in %s; send it as X-API-Key)\n", key,
-			filepath.Join(cfg.DataDir, "api_key"))
+		fmt.Fprintf(stdout, "API key: %s\n  (made at first start and shown only now: keep it; send it as X-API-Key.\n"+
+			"   The node keeps only its digest, in %s; `convene keys new` makes another.)\n", key,
+			filepath.Join(cfg.DataDir, node.APIKeyHashFile))
 	}
 
 	select {

@@ -125,6 +125,9 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	ms, err := s.o.Sessions.Members(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -134,6 +137,9 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMember(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	m, err := s.o.Sessions.GetMember(r.Context(), r.PathValue("id"), r.PathValue("member"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -183,6 +189,9 @@ func (s *Server) createSubgroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSubgroups(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	gs, err := s.o.Sessions.Subgroups(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)

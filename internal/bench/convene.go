@@ -230,7 +230,12 @@ func (c *Convene) Profile(seconds int, path string) error {
 func AttachConvene(url, key string) (*Convene, error) {
 	c := &Convene{url: url, key: key, cmd: &exec.Cmd{},
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	resp, err := c.client.Get(url + "/api/v1/node")
+	req, err := http.NewRequest("GET", url+"/api/v1/node", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-API-Key", key)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,18 @@ type HTTPConfig struct {
 	Addr string `yaml:"addr"`
 	// Pprof serves Go's profiler under /debug/pprof/ (for benchmarks).
 	Pprof bool `yaml:"pprof"`
+	// MetricsToken is a bearer token that may read /metrics besides the
+	// operator's API key.
+	MetricsToken string `yaml:"metrics_token"`
+	// RequestTimeout bounds reading a request body and writing its answer;
+	// IdleTimeout closes an idle keep-alive connection.
+	RequestTimeout Duration `yaml:"request_timeout"`
+	IdleTimeout    Duration `yaml:"idle_timeout"`
+	// WSMaxPerSession and WSMax cap open event WebSockets; WSPing is their
+	// keep-alive interval.
+	WSMaxPerSession int      `yaml:"ws_max_per_session"`
+	WSMax           int      `yaml:"ws_max"`
+	WSPing          Duration `yaml:"ws_ping"`
 }
 
 // RTPConfig configures the media plane.
@@ -208,7 +220,8 @@ const sqliteFile = "convene.db"
 func Default() Config {
 	return Config{
 		DataDir: "./data",
-		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080"},
+		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
+			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
 			Addr:  "127.0.0.1",
 			Port:  40000,
@@ -264,6 +277,12 @@ func (c Config) Validate() error {
 	}
 	if err := checkHostPort(c.HTTP.Addr); err != nil {
 		bad("http.addr", c.HTTP.Addr, "%v", err)
+	}
+	if c.HTTP.RequestTimeout.Std() < time.Second || c.HTTP.IdleTimeout.Std() < time.Second || c.HTTP.WSPing.Std() < time.Second {
+		bad("http.request_timeout", c.HTTP.RequestTimeout, "http.request_timeout, idle_timeout and ws_ping want at least 1s")
+	}
+	if c.HTTP.WSMaxPerSession < 1 || c.HTTP.WSMax < 1 {
+		bad("http.ws_max", c.HTTP.WSMax, "http.ws_max and ws_max_per_session want at least 1")
 	}
 	if net.ParseIP(c.RTP.Addr) == nil {
 		bad("rtp.addr", c.RTP.Addr, "want an IP address such as 127.0.0.1, 0.0.0.0 or ::")

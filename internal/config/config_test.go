@@ -95,7 +95,8 @@ func TestSampleDocumentsEveryKey(t *testing.T) {
 
 func TestDerivedNames(t *testing.T) {
 	wantEnv := []string{
-		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF",
+		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF", "CONVENE_HTTP_METRICS_TOKEN", "CONVENE_HTTP_REQUEST_TIMEOUT",
+		"CONVENE_HTTP_IDLE_TIMEOUT", "CONVENE_HTTP_WS_MAX_PER_SESSION", "CONVENE_HTTP_WS_MAX", "CONVENE_HTTP_WS_PING",
 		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH", "CONVENE_RTP_WRITERS",
 		"CONVENE_RELAY_ADDR", "CONVENE_RELAY_PORT_MIN", "CONVENE_RELAY_PORT_MAX", "CONVENE_RELAY_TIMEOUT", "CONVENE_RELAY_NG_ADDR",
 		"CONVENE_RELAY_KERNEL", "CONVENE_RELAY_MAX_PACKET", "CONVENE_RELAY_LATCH_WINDOW", "CONVENE_RELAY_MAX_STREAMS_PER_CALL",
@@ -111,7 +112,8 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
-		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
+		"node-id", "data-dir", "http-addr", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
+		"http-ws-max-per-session", "http-ws-max", "http-ws-ping", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
 		"relay-addr", "relay-port-min", "relay-port-max", "relay-timeout", "relay-ng-addr", "relay-kernel",
 		"relay-max-packet", "relay-latch-window", "relay-max-streams-per-call", "relay-max-streams-per-user", "relay-max-streams-per-source",
 		"sip-listen", "sip-advertise", "sip-domain", "sip-expires", "sip-nat-expires", "sip-probe-interval",

@@ -51,6 +51,16 @@ func startNode(t *testing.T, cfg config.Config) *Node {
 }
 
 // call does an HTTP request with a JSON body and decodes the JSON answer.
+// getWithKey GETs url with the operator's key.
+func getWithKey(url string) (*http.Response, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-API-Key", testAPIKey)
+	return http.DefaultClient.Do(req)
+}
+
 func call(t *testing.T, method, url string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
@@ -329,7 +339,7 @@ func TestEventsAndMetrics(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(n.URL() + "/metrics")
+	resp, err := getWithKey(n.URL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
