@@ -24,6 +24,7 @@ import (
 
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/node"
+	"github.com/convene/convene/internal/sip"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -117,6 +118,8 @@ func serve(args, env []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	// sipgo's transaction timers are process-wide: set once, here.
+	sip.SetTimers(sip.Timers{})
 	n, err := node.Start(context.Background(), cfg, log, version)
 	if err != nil {
 		log.Error("node failed to start", "err", err)

@@ -1,4 +1,4 @@
-package sip
+package digest
 
 import (
 	"crypto/hmac"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// nonces issues and checks digest nonces (RFC 7616 section 3.3, 5.4).
+// Nonces issues and checks digest Nonces (RFC 7616 section 3.3, 5.4).
 //
 // A nonce carries its issue time, a sequence number and a MAC, so a forged
 // or corrupted nonce is detected without state:
@@ -24,8 +24,8 @@ import (
 // Replay protection needs state: slot id%len(slots) keeps the highest
 // nonce-count accepted for nonce id (like Kamailio's nc_array). A newer
 // nonce that takes the slot evicts the older one, which is then answered
-// stale; a slot costs 16 bytes, so 1<<20 slots track a million nonces.
-type nonces struct {
+// stale; a slot costs 16 bytes, so 1<<20 slots track a million Nonces.
+type Nonces struct {
 	key   [32]byte
 	ttl   time.Duration
 	next  atomic.Uint64
@@ -40,20 +40,24 @@ type nonceSlot struct {
 	rtx uint32 // hash of the request last accepted with nc, to let its retransmission through
 }
 
-type nonceResult int
+// NonceResult is what Use found.
+type NonceResult int
 
+// What Use found.
 const (
-	nonceOK      nonceResult = iota
-	nonceStale               // expired, evicted, or nonce-count not increasing
-	nonceInvalid             // not issued by us
+	NonceOK      NonceResult = iota
+	NonceStale               // expired, evicted, or nonce-count not increasing
+	NonceInvalid             // not issued by us
 )
 
 const nonceRawLen = 28
 
-func newNonces(ttl time.Duration, slots int) *nonces {
-	n := &nonces{ttl: ttl, slots: make([]nonceSlot, slots), mask: uint64(slots - 1)}
+// NewNonces returns nonces valid for ttl, tracking the counts of slots
+// (a power of two) nonces.
+func NewNonces(ttl time.Duration, slots int) *Nonces {
+	n := &Nonces{ttl: ttl, slots: make([]nonceSlot, slots), mask: uint64(slots - 1)}
 	if _, err := rand.Read(n.key[:]); err != nil {
-		panic("sip: no randomness: " + err.Error())
+		panic("digest: no randomness: " + err.Error())
 	}
 	var seed [8]byte
 	rand.Read(seed[:]) //nolint:errcheck // cannot fail after the read above
@@ -61,14 +65,14 @@ func newNonces(ttl time.Duration, slots int) *nonces {
 	return n
 }
 
-func (n *nonces) mac(dst, msg []byte) []byte {
+func (n *Nonces) mac(dst, msg []byte) []byte {
 	h := hmac.New(sha256.New, n.key[:])
 	h.Write(msg)
 	return h.Sum(dst)
 }
 
-// issue returns a fresh nonce and claims its slot.
-func (n *nonces) issue(now time.Time) string {
+// Issue returns a fresh nonce and claims its slot.
+func (n *Nonces) Issue(now time.Time) string {
 	id := n.next.Add(1)
 	var raw [nonceRawLen]byte
 	binary.BigEndian.PutUint64(raw[0:8], uint64(now.UnixMilli()))
@@ -83,27 +87,27 @@ func (n *nonces) issue(now time.Time) string {
 	return base64.RawURLEncoding.EncodeToString(raw[:])
 }
 
-// use checks nonce and records nc (1 for a client without qop). rtx
+// Use checks nonce and records nc (1 for a client without qop). rtx
 // identifies the request, so that its retransmission with the same nc is
 // accepted again.
-func (n *nonces) use(nonce string, nc uint32, rtx uint32, now time.Time) nonceResult {
+func (n *Nonces) Use(nonce string, nc uint32, rtx uint32, now time.Time) NonceResult {
 	if base64.RawURLEncoding.DecodedLen(len(nonce)) != nonceRawLen {
-		return nonceInvalid
+		return NonceInvalid
 	}
 	var raw [nonceRawLen]byte
 	if _, err := base64.RawURLEncoding.Decode(raw[:], []byte(nonce)); err != nil {
-		return nonceInvalid
+		return NonceInvalid
 	}
 	var sum [sha256.Size]byte
 	if !hmac.Equal(n.mac(sum[:0], raw[:16])[:12], raw[16:]) {
-		return nonceInvalid
+		return NonceInvalid
 	}
 	issued := time.UnixMilli(int64(binary.BigEndian.Uint64(raw[0:8])))
 	if now.Sub(issued) > n.ttl {
-		return nonceStale
+		return NonceStale
 	}
 	if nc == 0 {
-		return nonceStale
+		return NonceStale
 	}
 	id := binary.BigEndian.Uint64(raw[8:16])
 	i := id & n.mask
@@ -113,12 +117,12 @@ func (n *nonces) use(nonce string, nc uint32, rtx uint32, now time.Time) nonceRe
 	s := &n.slots[i]
 	switch {
 	case s.id != id:
-		return nonceStale
+		return NonceStale
 	case nc > s.nc:
 		s.nc, s.rtx = nc, rtx
-		return nonceOK
+		return NonceOK
 	case nc == s.nc && rtx == s.rtx:
-		return nonceOK
+		return NonceOK
 	}
-	return nonceStale
+	return NonceStale
 }

@@ -1,4 +1,4 @@
-package sip
+package digest
 
 import (
 	"errors"
@@ -6,34 +6,36 @@ import (
 	"strings"
 )
 
-// credentials are the fields of a Digest Authorization or
+// Credentials are the fields of a Digest Authorization or
 // Proxy-Authorization header (RFC 7616 section 3.4, RFC 3261 section 25.1):
 //
 //	Authorization: Digest username="alice", realm="example.com",
 //	    nonce="...", uri="sip:example.com", response="...",
 //	    algorithm=MD5, cnonce="...", qop=auth, nc=00000001
-type credentials struct {
+type Credentials struct {
 	Username, Realm, Nonce, URI, Response, Algorithm, Cnonce, QOP, Opaque string
 	NC                                                                    uint32
-	ncRaw                                                                 string // as sent, hashed into the response
+	// NCRaw is the nonce-count as sent, hashed into the response.
+	NCRaw string
 }
 
-var errBadCredentials = errors.New("sip: malformed digest credentials")
+// ErrBadCredentials is the error of a header ParseCredentials refuses.
+var ErrBadCredentials = errors.New("digest: malformed credentials")
 
 const maxCredentials = 4096
 
-// parseCredentials parses a Digest credentials header value. It takes
+// ParseCredentials parses a Digest Credentials header value. It takes
 // "name=token" and `name="quoted string"` pairs separated by commas, with
 // backslash escapes inside quotes; unknown names are ignored; a repeated
 // name is an error (RFC 7616 section 3.4: each directive at most once).
-func parseCredentials(v string) (credentials, error) {
-	var c credentials
+func ParseCredentials(v string) (Credentials, error) {
+	var c Credentials
 	if len(v) > maxCredentials {
-		return c, errBadCredentials
+		return c, ErrBadCredentials
 	}
 	v = strings.TrimLeft(v, " \t")
 	if len(v) < 7 || !strings.EqualFold(v[:6], "digest") || (v[6] != ' ' && v[6] != '\t') {
-		return c, errBadCredentials
+		return c, ErrBadCredentials
 	}
 	s := v[7:]
 	seen := 0
@@ -44,7 +46,7 @@ func parseCredentials(v string) (credentials, error) {
 		}
 		eq := strings.IndexByte(s, '=')
 		if eq <= 0 {
-			return c, errBadCredentials
+			return c, ErrBadCredentials
 		}
 		name := strings.ToLower(strings.TrimRight(s[:eq], " \t"))
 		s = strings.TrimLeft(s[eq+1:], " \t")
@@ -67,7 +69,7 @@ func parseCredentials(v string) (credentials, error) {
 				b.WriteByte(ch)
 			}
 			if !closed {
-				return c, errBadCredentials
+				return c, ErrBadCredentials
 			}
 			val, s = b.String(), s[i+1:]
 		} else {
@@ -77,13 +79,13 @@ func parseCredentials(v string) (credentials, error) {
 			}
 			val, s = strings.TrimRight(s[:end], " \t"), s[end:]
 			if val == "" || strings.ContainsAny(val, " \t\"") {
-				return c, errBadCredentials
+				return c, ErrBadCredentials
 			}
 		}
 		bit, field := c.field(name)
 		if field != nil {
 			if seen&bit != 0 {
-				return c, errBadCredentials
+				return c, ErrBadCredentials
 			}
 			seen |= bit
 			*field = val
@@ -93,21 +95,21 @@ func parseCredentials(v string) (credentials, error) {
 			break
 		}
 		if s[0] != ',' {
-			return c, errBadCredentials
+			return c, ErrBadCredentials
 		}
 		s = s[1:]
 	}
-	if c.ncRaw != "" {
-		n, err := strconv.ParseUint(c.ncRaw, 16, 32)
-		if err != nil || len(c.ncRaw) != 8 {
-			return c, errBadCredentials
+	if c.NCRaw != "" {
+		n, err := strconv.ParseUint(c.NCRaw, 16, 32)
+		if err != nil || len(c.NCRaw) != 8 {
+			return c, ErrBadCredentials
 		}
 		c.NC = uint32(n)
 	}
 	return c, nil
 }
 
-func (c *credentials) field(name string) (int, *string) {
+func (c *Credentials) field(name string) (int, *string) {
 	switch name {
 	case "username":
 		return 1, &c.Username
@@ -126,7 +128,7 @@ func (c *credentials) field(name string) (int, *string) {
 	case "qop":
 		return 128, &c.QOP
 	case "nc":
-		return 256, &c.ncRaw
+		return 256, &c.NCRaw
 	case "opaque":
 		return 512, &c.Opaque
 	}
