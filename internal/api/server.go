@@ -117,6 +117,8 @@ func New(o Options) *Server {
 	// floors.go, events.go).
 	s.route("POST /api/v1/sessions/{id}/state", s.sessionState)
 	s.route("POST /api/v1/sessions/{id}/tokens", s.issueToken)
+	s.route("GET /api/v1/sessions/{id}/tokens", s.listTokens)
+	s.route("DELETE /api/v1/sessions/{id}/tokens/{token}", s.revokeToken)
 	s.route("GET /api/v1/sessions/{id}/members", s.listMembers)
 	s.route("POST /api/v1/sessions/{id}/members", s.join)
 	s.route("GET /api/v1/sessions/{id}/members/{member}", s.getMember)

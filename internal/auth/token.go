@@ -27,6 +27,8 @@ type Claims struct {
 	Expires int64  `json:"e"`
 	Member  string `json:"m,omitempty"`
 	Nonce   string `json:"n,omitempty"`
+	// ID names a join token's record in the catalog (use count, revocation).
+	ID string `json:"i,omitempty"`
 }
 
 // ExpiresAt returns the expiry as a time.

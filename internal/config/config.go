@@ -48,7 +48,9 @@ type Config struct {
 	NATS    NATSConfig    `yaml:"nats"`
 	Catalog CatalogConfig `yaml:"catalog"`
 	Auth    AuthConfig    `yaml:"auth"`
-	Log     LogConfig     `yaml:"log"`
+	// Sessions caps what the session service holds.
+	Sessions SessionsConfig `yaml:"sessions"`
+	Log      LogConfig      `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds graceful shutdown.
@@ -161,6 +163,14 @@ type SIPConfig struct {
 	MinPasswordLength int `yaml:"min_password_length"`
 }
 
+// SessionsConfig caps sessions and their members (package session).
+type SessionsConfig struct {
+	// Max caps the sessions not over (scheduled or live).
+	Max int `yaml:"max"`
+	// MaxMembers caps the members of one session.
+	MaxMembers int `yaml:"max_members"`
+}
+
 // AuthConfig configures access to the API (package auth).
 type AuthConfig struct {
 	// APIKeys are the operator keys, comma-separated. Empty: the node makes
@@ -219,7 +229,8 @@ const sqliteFile = "convene.db"
 // empty: they are derived by Resolved.
 func Default() Config {
 	return Config{
-		DataDir: "./data",
+		DataDir:  "./data",
+		Sessions: SessionsConfig{Max: 1000, MaxMembers: 1000},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -348,6 +359,9 @@ func (c Config) Validate() error {
 	}
 	if c.SIP.InviteRate < 0 {
 		bad("sip.invite_rate", c.SIP.InviteRate, "must not be negative")
+	}
+	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
+		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")
 	}
 	if c.SIP.RequestRate < 0 {
 		bad("sip.request_rate", c.SIP.RequestRate, "must not be negative")

@@ -305,6 +305,8 @@ var flagUsage = map[string]string{
 	"nats.listen":                  "embedded NATS only: also accept outside clients on this `host:port`; empty means in-process only",
 	"catalog.driver":               "catalog database `driver`: sqlite or postgres",
 	"catalog.dsn":                  "catalog database `DSN` (default for sqlite: <data_dir>/convene.db)",
+	"sessions.max":                 "most sessions not over (scheduled or live) the node holds",
+	"sessions.max_members":         "most members one session may have",
 	"auth.api_keys":                "operator API `keys`, comma-separated; empty: one is made in <data_dir>/api_key",
 	"auth.token_secret":            "`secret` signing join tokens; empty: one is made in <data_dir>/token_secret",
 	"log.level":                    "log `level`: debug, info, warn or error",

@@ -236,3 +236,74 @@ func metricValue(t *testing.T, n *Node, sample string) float64 {
 	}
 	return 0
 }
+
+// TestJoinTokensAndCaps: issue 11 item 10. A join token admits at most its
+// max_uses members and none once revoked; a session admits at most
+// sessions.max_members members and the node at most sessions.max sessions;
+// a member token dies with its member.
+func TestJoinTokensAndCaps(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Sessions.Max, cfg.Sessions.MaxMembers = 2, 3
+	n := startNode(t, cfg)
+	var s struct{ ID string }
+	call(t, "POST", n.URL()+"/api/v1/sessions", map[string]string{"name": "a"}, &s)
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	var jt struct{ Token, ID string }
+	if code := call(t, "POST", base+"/tokens", map[string]any{"role": "participant", "max_uses": 2}, &jt); code != 201 || jt.ID == "" {
+		t.Fatalf("token: %d %+v", code, jt)
+	}
+	var joined struct {
+		Member struct{ ID string }
+		Token  struct{ Token string }
+	}
+	for i := range 2 {
+		if code := callAs(t, jt.Token, "POST", base+"/members", map[string]string{"name": "p"}, &joined); code != 201 {
+			t.Fatalf("join %d: %d", i, code)
+		}
+	}
+	if code := callAs(t, jt.Token, "POST", base+"/members", map[string]string{"name": "p"}, nil); code != 403 {
+		t.Errorf("a third join with a 2-use token: %d, want 403", code)
+	}
+	var other struct{ Token, ID string }
+	call(t, "POST", base+"/tokens", map[string]any{"role": "listener"}, &other)
+	if code := call(t, "DELETE", base+"/tokens/"+other.ID, nil, nil); code != 204 {
+		t.Fatalf("revoke: %d", code)
+	}
+	if code := callAs(t, other.Token, "POST", base+"/members", map[string]string{"name": "l"}, nil); code != 403 {
+		t.Errorf("join with a revoked token: %d, want 403", code)
+	}
+	var list struct {
+		Tokens []struct {
+			ID      string
+			Uses    int
+			Revoked bool
+		}
+	}
+	if code := call(t, "GET", base+"/tokens", nil, &list); code != 200 || len(list.Tokens) != 2 ||
+		list.Tokens[0].Uses != 2 || !list.Tokens[1].Revoked {
+		t.Errorf("token list: %d %+v", code, list.Tokens)
+	}
+	// The member cap: the operator adds the third, a fourth is refused.
+	if code := call(t, "POST", base+"/members", map[string]string{"name": "c", "role": "chair"}, nil); code != 201 {
+		t.Fatalf("third member: %d", code)
+	}
+	if code := call(t, "POST", base+"/members", map[string]string{"name": "d", "role": "chair"}, nil); code != 429 {
+		t.Errorf("fourth member over sessions.max_members=3: %d, want 429", code)
+	}
+	// A member token stops working when its member leaves.
+	tok := joined.Token.Token
+	if code := callAs(t, tok, "GET", base, nil, nil); code != 200 {
+		t.Fatalf("member reads its session: %d", code)
+	}
+	if code := call(t, "DELETE", base+"/members/"+joined.Member.ID, nil, nil); code != 204 && code != 200 {
+		t.Fatalf("remove member: %d", code)
+	}
+	if code := callAs(t, tok, "GET", base, nil, nil); code != 401 {
+		t.Errorf("a departed member's token: %d, want 401", code)
+	}
+	// The sessions cap.
+	call(t, "POST", n.URL()+"/api/v1/sessions", map[string]string{"name": "b"}, nil)
+	if code := call(t, "POST", n.URL()+"/api/v1/sessions", map[string]string{"name": "c"}, nil); code != 429 {
+		t.Errorf("a third session over sessions.max=2: %d, want 429", code)
+	}
+}

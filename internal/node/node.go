@@ -96,7 +96,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}
 	n.apiKey = fresh
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks,
-		Queue: cfg.RTP.Queue, Logger: log})
+		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}

@@ -27,8 +27,11 @@ type Options struct {
 	Events  Publisher
 	Sockets rtplink.Sockets
 	// Queue bounds the packets in flight to each endpoint.
-	Queue  int
-	Logger *slog.Logger
+	Queue int
+	// MaxSessions caps the sessions not over (scheduled or live) and
+	// MaxMembers the members of one session; 0 means no cap.
+	MaxSessions, MaxMembers int
+	Logger                  *slog.Logger
 	Now    func() time.Time
 }
 
