@@ -22,6 +22,7 @@ if [ "$what" = test ]; then
   need cc gcc
   need sipp sip-tester
   need baresip baresip-core
+  need rtpengine rtpengine-daemon # relaybench's own test drives it
 fi
 if [ "$what" = bench ]; then
   need sipp sip-tester
