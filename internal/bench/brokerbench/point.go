@@ -2,14 +2,11 @@ package brokerbench
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/convene/convene/internal/bench/loadgen"
+	"github.com/convene/convene/internal/bench/proc"
 )
 
 // Quality bar of a point (the seed's "excellent quality").
@@ -39,12 +36,10 @@ func RunPoint(ctx context.Context, sys System, scenario string, meetings []Meeti
 	for _, s := range st.Speakers {
 		s.Phase = time.Duration(rng.Int64N(int64(loadgen.AudioInterval)))
 	}
-	before, _ := readCPU()
+	before, _ := proc.ReadCPU()
 	loadgen.RunSpeakers(ctx, clock, st.Speakers, d)
-	if after, err := readCPU(); err == nil && after.total > before.total {
-		all := float64(after.total - before.total)
-		pt.CPUBusyPct = 100 * float64(after.busy-before.busy) / all
-		pt.CPUStealPct = 100 * float64(after.steal-before.steal) / all
+	if after, err := proc.ReadCPU(); err == nil {
+		pt.CPUBusyPct, pt.CPUStealPct = after.Since(before)
 	}
 	time.Sleep(drain)
 	st.Close()
@@ -188,35 +183,4 @@ func firstMiddleLast[T any](s []T, n int) []T {
 	out := append([]T{}, s[:n]...)
 	out = append(out, s[mid:mid+n]...)
 	return append(out, s[len(s)-n:]...)
-}
-
-// cpuTimes are the machine's CPU ticks from /proc/stat.
-type cpuTimes struct{ total, busy, steal uint64 }
-
-func readCPU() (cpuTimes, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return cpuTimes{}, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal guest guest_nice
-	if len(f) < 9 || f[0] != "cpu" {
-		return cpuTimes{}, fmt.Errorf("unexpected /proc/stat: %q", line)
-	}
-	var t cpuTimes
-	for i, s := range f[1:9] {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return cpuTimes{}, err
-		}
-		t.total += v
-		switch i {
-		case 3, 4: // idle, iowait
-		case 7:
-			t.steal += v
-		default:
-			t.busy += v
-		}
-	}
-	return t, nil
 }

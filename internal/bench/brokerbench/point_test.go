@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/bench/loadgen"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // TestPointsOnBothSystems drives a small audio and video meeting through a
@@ -16,8 +17,9 @@ import (
 // of the point: every counted packet arrives, nothing is lost or foreign.
 // No timing is asserted.
 func TestPointsOnBothSystems(t *testing.T) {
+	testutil.NeedBinary(t, "nats-server")
 	bin := filepath.Join(t.TempDir(), "convene")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/convene").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/convene/convene/cmd/convene").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	conv, err := StartConvene(bin, t.TempDir())

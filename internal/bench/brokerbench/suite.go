@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/bench/loadgen"
+	"github.com/convene/convene/internal/bench/proc"
 )
 
 // scenario is one of the seed's tests: x is listeners per meeting for the
@@ -128,10 +129,10 @@ func Run(ctx context.Context, systems []System, probe func(n int) (Probe, error)
 	r := Report{Started: time.Now(), Quick: o.Quick, Host: hostDescription()}
 	measure := probe
 	probe = func(n int) (Probe, error) {
-		before, _ := readCPU()
+		before, _ := proc.ReadCPU()
 		p, err := measure(n)
-		if after, e := readCPU(); e == nil && after.total > before.total {
-			p.CPUStealPct = 100 * float64(after.steal-before.steal) / float64(after.total-before.total)
+		if after, e := proc.ReadCPU(); e == nil {
+			_, p.CPUStealPct = after.Since(before)
 		}
 		return p, err
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/convene/convene/internal/bench/proc"
 )
 
 // Options configure a run.
@@ -86,7 +88,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	defer srv.stop()
-	cpu0 := readCPU()
+	cpu0, _ := proc.ReadCPU()
 
 	// Session create, sequential on one kept-alive connection.
 	var creates []time.Duration

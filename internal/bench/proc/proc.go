@@ -1,5 +1,8 @@
-// Package proc stops the child processes that benchmarks start (nodes,
-// peers), by their PID: politely first, then for certain.
+// Package proc is the benchmarks' one view of processes and of the
+// machine: it stops the child processes they start (nodes, peers) by their
+// PID, politely first, then for certain, and reads CPU times from /proc
+// (the machine's busy and stolen share, a process's or a process tree's
+// CPU seconds).
 package proc
 
 import (

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/convene/convene/internal/bench/proc"
 	"github.com/convene/convene/internal/relay/ng"
 )
 
@@ -129,18 +129,8 @@ func (r *Relay) CPUSeconds() float64 {
 	if r.cmd == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.PID()))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
+	_, cpu, _ := proc.Process(r.PID())
+	return cpu
 }
 
 // Stop ends the process by its PID: SIGTERM, then SIGKILL after 5 s.

@@ -44,43 +44,7 @@ func (s *server) stop() { proc.Stop(s.cmd, 10*time.Second) }
 
 // cpuSeconds is the user+system CPU time so far of the process and its
 // children (Kamailio's workers are child processes).
-func (s *server) cpuSeconds() float64 {
-	root := s.pid()
-	total := 0.0
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		ppid, cpu, ok := procStat(pid)
-		if ok && (pid == root || ppid == root) {
-			total += cpu
-		}
-	}
-	return total
-}
-
-// procStat reads a process's parent and CPU seconds from /proc/PID/stat.
-func procStat(pid int) (ppid int, cpu float64, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	str := string(b)
-	i := strings.LastIndexByte(str, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(str[i+1:])
-	if len(f) < 13 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return ppid, (ut + st) / 100, true // USER_HZ
-}
+func (s *server) cpuSeconds() float64 { return proc.TreeCPU(s.pid()) }
 
 // freePort returns a port free for UDP and TCP a moment ago.
 func freePort() (int, error) {
