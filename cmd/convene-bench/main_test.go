@@ -142,3 +142,18 @@ func TestLoad(t *testing.T) {
 		t.Errorf("load without a key: exit %d, %q; want 2 and a word about the key", code, lerr.String())
 	}
 }
+
+// TestServerCarriesNoTooling runs scripts/check-deps.sh (make vet runs it)
+// on the built server, whose modules must hold no plotting library, and on
+// this binary's package, which does and must be refused.
+func TestServerCarriesNoTooling(t *testing.T) {
+	bin := needServer(t)
+	out, err := exec.Command("../../scripts/check-deps.sh", bin).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no benchmark tooling") {
+		t.Errorf("the server binary: %v\n%s", err, out)
+	}
+	out, err = exec.Command("../../scripts/check-deps.sh", "./cmd/convene-bench").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "gonum.org/v1/plot") || !strings.Contains(string(out), "internal/bench/brokerbench") {
+		t.Errorf("the tooling passed the check: %v\n%s", err, out)
+	}
+}
