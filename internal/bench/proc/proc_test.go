@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"testing"
@@ -26,13 +27,20 @@ func TestStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	stubborn := exec.Command("sh", "-c", `trap "" TERM; read x`)
+	// It says when its trap is set.
+	stubborn := exec.Command("sh", "-c", `trap "" TERM; echo trapped; read x`)
 	stubborn.Stdin = r
+	out, err := stubborn.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := stubborn.Start(); err != nil {
 		t.Fatal(err)
 	}
 	r.Close()
-	time.Sleep(200 * time.Millisecond) // let the shell set its trap
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "trapped\n" {
+		t.Fatalf("the shell said %q, %v", line, err)
+	}
 	Stop(stubborn, 300*time.Millisecond)
 	if stubborn.ProcessState == nil {
 		t.Fatal("a process ignoring SIGTERM was not reaped")
