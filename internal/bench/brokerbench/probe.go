@@ -51,7 +51,7 @@ func BuildProbe(dir string) (path string, err error) {
 // the same work on the receiving side.
 // The probe stops by itself (about seconds+1 s); ctx can end it earlier.
 // probeSockets is the number of shared receiving sockets, as in Convene's
-// points (internal/bench/convene.go).
+// points (convene.go).
 const probeSockets = 2
 
 func RunProbe(ctx context.Context, bin string, subscribers, size int, seconds float64) (Probe, error) {

@@ -1,6 +1,6 @@
 // Package floorbench measures floor control and the session service
-// against a real `convene serve` process on loopback, as `convene
-// bench-floor` (part of make bench):
+// against a real `convene serve` process on loopback, as `convene-bench
+// floor` (part of make bench):
 //
 //   - request→grant: a member's WebSocket sends a floor request for a free
 //     floor; the time until the same socket receives the Granted event;

@@ -58,7 +58,7 @@ func Write(dir string, r Result) (string, error) {
 	md := fmt.Sprintf(`# Floor control and session service — %s
 
 One `+"`convene serve`"+` process on loopback (host %s, %d CPUs), driven by
-`+"`convene bench-floor`"+` (internal/floorbench): two members with event
+`+"`convene-bench floor`"+` (internal/bench/floorbench): two members with event
 WebSockets on one session whose audio floor is floor_control/auto. Latency is
 from the client's send to the client's read of the event frame.
 

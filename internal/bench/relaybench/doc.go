@@ -12,7 +12,7 @@
 //     directions, 100 packets/s per call through the relay); the largest N
 //     with zero loss, found by bisection.
 //
-// The machine probe of package bench (one sendmmsg thread to receiving
+// The machine probe of package brokerbench (one sendmmsg thread to receiving
 // sockets, no per-packet work) runs for each size too, and each relay is
 // reported as a fraction of it.
 package relaybench

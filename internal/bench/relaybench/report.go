@@ -122,7 +122,7 @@ func WriteReport(dir string, res *Result) (md, js string, err error) {
 		fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Version)
 	}
 	b.WriteString("- Seed: sip-voip-server-performance-enhancement, Table 2 (RTP-Relay maximum throughput, UDP) and Table 4 (calls)\n")
-	b.WriteString("- Method: `convene bench-relay`; both relays are separate processes on 127.0.0.1 driven over the ng protocol " +
+	b.WriteString("- Method: `convene-bench relay`; both relays are separate processes on 127.0.0.1 driven over the ng protocol " +
 		"(offer/answer/delete) by the same code; rtpengine forwards in userspace (`--table=-1`). Endpoints are UDP sockets " +
 		"on 127.0.0.2 (callers) and 127.0.0.3 (callees). Packets enter through a raw socket in sendmmsg batches (each with its endpoint's source address) and are received on the endpoints' sockets with epoll and recvmmsg. Probe: bench/probe/probe.c, one sendmmsg thread to 64 receivers.\n\n")
 	if len(res.Probe) > 0 {

@@ -1,4 +1,4 @@
-// Package sipbench is `convene bench-sip`: Convene's SIP registrar and
+// Package sipbench is `convene-bench sip`: Convene's SIP registrar and
 // proxy measured beside Kamailio (Debian's kamailio package, configured by
 // bench/kamailio/kamailio.cfg to do the same work) in the same run, both
 // driven by SIPp on this machine.
