@@ -1,13 +1,12 @@
 // Command convene runs a Convene conferencing node and its tools.
 //
 //	convene serve [flags]   run a node (see `convene serve -h`)
-//	convene load [flags]    drive a running node with the seed's streams
-//	convene bench [flags]   the benchmark suite (make bench)
 //	convene users ...       SIP accounts (add, list, delete)
-//	convene bench-sip       SIP benchmark beside Kamailio (make bench)
 //	convene relay [flags]   the RTP relay alone, with its ng control server
-//	convene bench-relay     RTP relay benchmark beside rtpengine (make bench)
 //	convene version         print the version
+//
+// The benchmarks and the load generator are a separate binary,
+// cmd/convene-bench, so that this one carries none of their code.
 package main
 
 import (
@@ -39,15 +38,12 @@ func usage(w io.Writer) {
 
 commands:
   serve     run a node: HTTP API, media broker, embedded NATS, SQLite catalog
-  load      drive a running node with the seed's audio/video streams and measure
-  bench     the seed's benchmark suite against Convene and nats-server (make bench)
-  bench-floor  floor request→grant latency over WebSocket and session create latency
-  bench-sip the SIP registrar and proxy beside Kamailio, driven by SIPp (make bench)
   users     SIP accounts: add, list, delete (passwords kept only as digests)
   keys new  make a new operator API key (printed once; only its digest is kept)
   relay     the RTP relay alone with rtpengine's ng control protocol (-relay-ng-addr)
-  bench-relay  the RTP relay beside rtpengine and the machine probe (make bench)
   version   print the version
+
+Benchmarks and load generation: convene-bench (make bench).
 `)
 }
 
@@ -59,22 +55,12 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], env, stdout, stderr)
-	case "bench":
-		return benchCmd(args[1:], stdout, stderr)
-	case "load":
-		return loadCmd(args[1:], stdout, stderr)
-	case "bench-floor":
-		return benchFloorCmd(args[1:], stdout, stderr)
-	case "bench-sip":
-		return benchSIPCmd(args[1:], stdout, stderr)
 	case "users":
 		return usersCmd(args[1:], env, os.Stdin, stdout, stderr)
 	case "keys":
 		return keysCmd(args[1:], env, stdout, stderr)
 	case "relay":
 		return relayCmd(args[1:], env, stdout, stderr)
-	case "bench-relay":
-		return benchRelayCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "convene", version)
 		return 0
