@@ -32,7 +32,7 @@ type Options struct {
 	// MaxMembers the members of one session; 0 means no cap.
 	MaxSessions, MaxMembers int
 	Logger                  *slog.Logger
-	Now    func() time.Time
+	Now                     func() time.Time
 }
 
 // Service is the session service of one node.

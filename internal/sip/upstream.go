@@ -110,4 +110,3 @@ func (s *Server) relayStateless(req *sip.Request, res *sip.Response) {
 	out.SetTransport(req.Transport())
 	s.writeResponse(out)
 }
-
