@@ -82,8 +82,8 @@ func keyDigest(dir string) (digest, made string, err error) {
 // NewAPIKey makes key the node's operator key: its digest replaces the one
 // in dir (the node reads it at start). It returns the digest.
 func NewAPIKey(dir, key string) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("auth: %w", err)
+	if err := privateDir(dir); err != nil {
+		return "", err
 	}
 	digest := auth.HashKey(key)
 	tmp := filepath.Join(dir, APIKeyHashFile+".tmp")
@@ -107,12 +107,24 @@ func secretFile(dir, name string, n int) (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("auth: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("auth: %w", err)
+	if err := privateDir(dir); err != nil {
+		return "", err
 	}
 	s := auth.RandomHex(n)
 	if err := os.WriteFile(p, []byte(s+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("auth: %w", err)
 	}
 	return s, nil
+}
+
+// privateDir makes dir, or tightens an existing one made by an older
+// version, to be the node user's alone (0700).
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	return nil
 }

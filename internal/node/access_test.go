@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/http"
 	"strconv"
@@ -193,7 +194,7 @@ func TestEventStreamCapsAndPings(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != 503 {
 		t.Fatalf("a third stream on the session: %v %v, want 503", resp, err)
 	}
-	waitForNode(t, "the silent stream to be dropped", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the silent stream to be dropped", func() bool {
 		return metricValue(t, n, `convene_api_ws_refused_total{reason="ping_timeout"}`) >= 1
 	})
 	// Its slot is free again.
@@ -205,18 +206,6 @@ func TestEventStreamCapsAndPings(t *testing.T) {
 }
 
 func durationOf(d time.Duration) config.Duration { return config.Duration(d) }
-
-// waitForNode polls cond until it holds or d passes.
-func waitForNode(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // metricValue reads one sample (name{labels} as /metrics writes it) from
 // the node's /metrics; 0 when absent.

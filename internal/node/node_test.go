@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -180,10 +181,7 @@ func readRTP(c *net.UDPConn, idle time.Duration, first time.Duration) [][]byte {
 // three receivers and one member that also talks. Every receiver gets every
 // packet, in order, byte-exact; no one gets their own packets back.
 func TestFFmpegFanOut(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Fatal("ffmpeg is not installed; `make test` installs it (apt-get install ffmpeg)")
-	}
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
 	n := startNode(t, testConfig(t, t.TempDir()))
 	s := createSession(t, n, "ffmpeg fan-out")
 
