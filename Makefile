@@ -1,16 +1,22 @@
 # Convene: `make run` starts a node, `make test` runs every test.
 GO      ?= go
 BIN     := bin/convene
+BENCH   := bin/convene-bench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: run build test test-deps deps bench bench-quick microbench fuzz vet clean
+.PHONY: run build build-bench test test-deps deps bench bench-quick microbench fuzz vet clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/convene
+
+# The benchmark tooling is its own binary; it runs bin/convene (beside it)
+# as child processes.
+build-bench: build
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BENCH) ./cmd/convene-bench
 
 deps:
 	@scripts/install-deps.sh run
@@ -21,6 +27,8 @@ test-deps:
 vet: deps
 	@unformatted=$$(gofmt -l cmd internal); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@scripts/check-deps.sh
+	@scripts/import-graph.sh -check
 
 # Every test, with the race detector; fuzz seed corpora run as tests too.
 test: test-deps vet
@@ -28,16 +36,17 @@ test: test-deps vet
 
 # The seed's benchmark suite: Convene beside nats-server and the machine's
 # own UDP fan-out limit, in one run (about 25 minutes; bench-quick about 5).
-# Writes bench/results/<date>.md, .json, PNG plots and CPU profiles.
-bench: test-deps build microbench
-	./$(BIN) bench -out bench/results $(BENCHARGS)
-	./$(BIN) bench-floor -out bench/results
+# Writes bench/results/<date>.md, .json, PNG plots and CPU profiles (the
+# profiles are not committed: .gitignore).
+bench: test-deps build-bench microbench
+	./$(BENCH) broker -out bench/results $(BENCHARGS)
+	./$(BENCH) floor -out bench/results
 	@scripts/install-deps.sh bench
-	./$(BIN) bench-sip -out bench/results
-	./$(BIN) bench-relay -out bench/results
+	./$(BENCH) sip -out bench/results
+	./$(BENCH) relay -out bench/results
 
-bench-quick: test-deps build
-	./$(BIN) bench -quick -out bench/results $(BENCHARGS)
+bench-quick: test-deps build-bench
+	./$(BENCH) broker -quick -out bench/results $(BENCHARGS)
 
 # Micro-benchmarks of the hot path (allocations per packet, fan-out rate).
 microbench: deps

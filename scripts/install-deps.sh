@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Convene needs on Debian 12: Go modules for `run`, plus the
-# real peers the tests drive (ffmpeg, iproute2, SIPp, baresip) for `test`,
-# and the benchmark's peers (Kamailio, rtpengine) for `bench`. Installs only
-# what is missing; needs root (or sudo) for apt-get.
+# real peers the tests drive (ffmpeg, iproute2, SIPp, baresip, rtpengine)
+# for `test`, the benchmark's peers (Kamailio, rtpengine) for `bench`, and
+# what the README's examples use (curl, a WebSocket client) for `examples`.
+# Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
 what=${1:-run}
 cd "$(dirname "$0")/.."
@@ -22,11 +23,16 @@ if [ "$what" = test ]; then
   need cc gcc
   need sipp sip-tester
   need baresip baresip-core
+  need rtpengine rtpengine-daemon # relaybench's own test drives it
 fi
 if [ "$what" = bench ]; then
   need sipp sip-tester
   need kamailio kamailio
   need rtpengine rtpengine-daemon
+fi
+if [ "$what" = examples ]; then
+  need curl curl
+  /usr/bin/python3 -c 'import websockets' >/dev/null 2>&1 || apt_pkgs+=(python3-websockets)
 fi
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   sudo=""

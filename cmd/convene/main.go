@@ -1,13 +1,12 @@
 // Command convene runs a Convene conferencing node and its tools.
 //
 //	convene serve [flags]   run a node (see `convene serve -h`)
-//	convene load [flags]    drive a running node with the seed's streams
-//	convene bench [flags]   the benchmark suite (make bench)
 //	convene users ...       SIP accounts (add, list, delete)
-//	convene bench-sip       SIP benchmark beside Kamailio (make bench)
 //	convene relay [flags]   the RTP relay alone, with its ng control server
-//	convene bench-relay     RTP relay benchmark beside rtpengine (make bench)
 //	convene version         print the version
+//
+// The benchmarks and the load generator are a separate binary,
+// cmd/convene-bench, so that this one carries none of their code.
 package main
 
 import (
@@ -24,6 +23,7 @@ import (
 
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/node"
+	"github.com/convene/convene/internal/sip"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -38,14 +38,12 @@ func usage(w io.Writer) {
 
 commands:
   serve     run a node: HTTP API, media broker, embedded NATS, SQLite catalog
-  load      drive a running node with the seed's audio/video streams and measure
-  bench     the seed's benchmark suite against Convene and nats-server (make bench)
-  bench-floor  floor request→grant latency over WebSocket and session create latency
-  bench-sip the SIP registrar and proxy beside Kamailio, driven by SIPp (make bench)
   users     SIP accounts: add, list, delete (passwords kept only as digests)
+  keys new  make a new operator API key (printed once; only its digest is kept)
   relay     the RTP relay alone with rtpengine's ng control protocol (-relay-ng-addr)
-  bench-relay  the RTP relay beside rtpengine and the machine probe (make bench)
   version   print the version
+
+Benchmarks and load generation: convene-bench (make bench).
 `)
 }
 
@@ -57,20 +55,12 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], env, stdout, stderr)
-	case "bench":
-		return benchCmd(args[1:], stdout, stderr)
-	case "load":
-		return loadCmd(args[1:], stdout, stderr)
-	case "bench-floor":
-		return benchFloorCmd(args[1:], stdout, stderr)
-	case "bench-sip":
-		return benchSIPCmd(args[1:], stdout, stderr)
 	case "users":
 		return usersCmd(args[1:], env, os.Stdin, stdout, stderr)
+	case "keys":
+		return keysCmd(args[1:], env, stdout, stderr)
 	case "relay":
 		return relayCmd(args[1:], env, stdout, stderr)
-	case "bench-relay":
-		return benchRelayCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "convene", version)
 		return 0
@@ -114,6 +104,8 @@ func serve(args, env []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	// sipgo's transaction timers are process-wide: set once, here.
+	sip.SetTimers(sip.Timers{})
 	n, err := node.Start(context.Background(), cfg, log, version)
 	if err != nil {
 		log.Error("node failed to start", "err", err)
@@ -121,8 +113,9 @@ func serve(args, env []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Convene is running: %s  (RTP on %s; Ctrl-C to stop)\n", n.URL(), n.RTPAddr())
 	if key := n.GeneratedAPIKey(); key != "" {
-		fmt.Fprintf(stdout, "API key: %s  (made at first start, kept in %s; send it as X-API-Key)\n", key,
-			filepath.Join(cfg.DataDir, "api_key"))
+		fmt.Fprintf(stdout, "API key: %s\n  (made at first start and shown only now: keep it; send it as X-API-Key.\n"+
+			"   The node keeps only its digest, in %s; `convene keys new` makes another.)\n", key,
+			filepath.Join(cfg.DataDir, node.APIKeyHashFile))
 	}
 
 	select {

@@ -16,7 +16,7 @@ import (
 
 // relayCmd runs only the RTP relay with its ng control server, like an
 // rtpengine daemon: the relay.* keys configure it (relay.ng_addr is
-// required). `convene bench-relay` runs it beside rtpengine.
+// required). `convene-bench relay` runs it beside rtpengine.
 func relayCmd(args, env []string, stdout, stderr io.Writer) int {
 	cfg, rest, err := config.Load("", env, args)
 	if errors.Is(err, flag.ErrHelp) {

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/floor"
+	"github.com/convene/convene/internal/session"
 )
 
 // Access is how the API admits callers: operators by API key, members by
@@ -37,7 +39,9 @@ func (p principal) by() string {
 func (p principal) chair() bool { return p.operator || p.role == floor.RoleChair }
 
 // credential finds the caller's key or token: X-API-Key, Authorization:
-// Bearer, or (for browsers' WebSockets, which cannot set headers) ?token=.
+// Bearer, or, only on a WebSocket upgrade (browsers cannot set headers
+// there), ?token=. Anywhere else a token in the URL would end up in logs
+// and browser history, so it is refused (tokenInURL).
 func credential(r *http.Request) string {
 	if k := r.Header.Get("X-API-Key"); k != "" {
 		return k
@@ -45,7 +49,20 @@ func credential(r *http.Request) string {
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		return strings.TrimSpace(a[7:])
 	}
-	return r.URL.Query().Get("token")
+	if isUpgrade(r) {
+		return r.URL.Query().Get("token")
+	}
+	return ""
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// tokenInURL reports a credential in the query of a request that is not a
+// WebSocket upgrade.
+func tokenInURL(r *http.Request) bool {
+	return !isUpgrade(r) && r.URL.Query().Has("token")
 }
 
 var errNoCredential = errors.New("this needs an API key (X-API-Key or Authorization: Bearer) or a token of the session")
@@ -58,6 +75,9 @@ func (s *Server) identify(r *http.Request, sid string) (principal, error) {
 	}
 	cred := credential(r)
 	if cred == "" {
+		if tokenInURL(r) {
+			return principal{}, errors.New("?token= is accepted only on the WebSocket upgrade; send Authorization: Bearer")
+		}
 		return principal{}, errNoCredential
 	}
 	if !auth.IsToken(cred) {
@@ -120,4 +140,61 @@ func (s *Server) chair(w http.ResponseWriter, r *http.Request) (principal, bool)
 		return p, false
 	}
 	return p, ok
+}
+
+// reader answers 401 unless the caller may read session sid: the operator,
+// or a join or member token of that session.
+func (s *Server) reader(w http.ResponseWriter, r *http.Request, sid string) (principal, bool) {
+	return s.caller(w, r, sid, true)
+}
+
+// sessionOf returns the session a token credential is for ("" for none or
+// an API key), so lists can show a token holder its own session only.
+func (s *Server) sessionOf(r *http.Request) string {
+	if s.o.Access == nil {
+		return ""
+	}
+	cred := credential(r)
+	if !auth.IsToken(cred) {
+		return ""
+	}
+	c, err := s.o.Access.Tokens.Parse(cred)
+	if err != nil {
+		return ""
+	}
+	return c.Session
+}
+
+// redact hides what a non-operator may not see of a session: the addresses
+// of links that are not the caller's own (other members' IP:ports).
+func redact(p principal, sess *session.Session) {
+	if p.operator {
+		return
+	}
+	for i := range sess.Links {
+		l := &sess.Links[i]
+		if p.member != "" && l.Member == p.member {
+			continue
+		}
+		l.Remote, l.RemoteRTCP, l.Interface = "", "", ""
+		l.Local = session.Local{}
+	}
+}
+
+// metricsAuth guards /metrics: the operator's API key, or the bearer token
+// of http.metrics_token (what a Prometheus scrape config can send).
+func (s *Server) metricsAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.o.Access != nil {
+			cred := credential(r)
+			ok := cred != "" && (s.o.Access.Keys.Valid(cred) ||
+				(s.o.MetricsToken != "" && subtle.ConstantTimeCompare([]byte(cred), []byte(s.o.MetricsToken)) == 1))
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="convene"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "/metrics needs the API key or the metrics token (Authorization: Bearer)")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -38,10 +38,12 @@ func serviceStatus(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, session.ErrConflict):
 		return http.StatusConflict, "conflict"
-	case errors.Is(err, session.ErrLimit):
-		return http.StatusTooManyRequests, "limit_reached"
 	case errors.Is(err, session.ErrDraining):
 		return http.StatusServiceUnavailable, "draining"
+	case errors.Is(err, session.ErrLimit):
+		return http.StatusTooManyRequests, "limit_reached"
+	case errors.Is(err, session.ErrForbidden):
+		return http.StatusForbidden, "forbidden"
 	}
 	return http.StatusInternalServerError, "internal"
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -64,15 +65,48 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, "no_events", "this server has no event stream")
 		return
 	}
+	if reason := s.ws.take(sid, s.o.WSMaxPerSession, s.o.WSMax); reason != "" {
+		s.m.wsRefused.WithLabelValues(reason).Inc()
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "too_many_streams", "too many event streams open ("+reason+" cap)")
+		return
+	}
+	defer s.ws.give(sid)
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return // Accept has answered
 	}
 	defer c.CloseNow()
+	c.SetReadLimit(64 << 10)
 	backlog, sub, res := s.o.Events.Subscribe(sid, after)
 	defer s.o.Events.Unsubscribe(sub)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+
+	// Keep-alive: a client that does not answer a ping within WSPing is
+	// gone (a half-open TCP connection would otherwise hold its
+	// subscription forever).
+	go func() {
+		t := time.NewTicker(s.o.WSPing)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				pctx, pcancel := context.WithTimeout(ctx, s.o.WSPing)
+				err := c.Ping(pctx)
+				pcancel()
+				if err != nil {
+					if ctx.Err() == nil {
+						s.m.wsRefused.WithLabelValues("ping_timeout").Inc()
+					}
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 
 	replies := make(chan []byte, 16)
 	go func() {
@@ -147,4 +181,38 @@ func (s *Server) wsCommand(ctx context.Context, p principal, sid string, data []
 		return wsReply{Type: "reply", ID: b.ID, Error: &errorDetail{Code: code, Message: msg}}
 	}
 	return wsReply{Type: "reply", ID: b.ID, OK: true, Result: out}
+}
+
+// wsCount counts open event WebSockets per session and in all.
+type wsCount struct {
+	mu    sync.Mutex
+	total int
+	by    map[string]int
+}
+
+// take reserves a stream of session sid, or names the cap it would pass.
+func (c *wsCount) take(sid string, perSession, total int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]int{}
+	}
+	switch {
+	case c.total >= total:
+		return "node"
+	case c.by[sid] >= perSession:
+		return "session"
+	}
+	c.total++
+	c.by[sid]++
+	return ""
+}
+
+func (c *wsCount) give(sid string) {
+	c.mu.Lock()
+	c.total--
+	if c.by[sid]--; c.by[sid] <= 0 {
+		delete(c.by, sid)
+	}
+	c.mu.Unlock()
 }

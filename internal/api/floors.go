@@ -117,6 +117,9 @@ func (s *Server) floorPrimitive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listFloors(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	c, err := s.o.Sessions.Floors(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -126,6 +129,9 @@ func (s *Server) listFloors(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getFloor(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	c, err := s.o.Sessions.Floors(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)

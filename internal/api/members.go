@@ -37,10 +37,21 @@ func (s *Server) sessionState(w http.ResponseWriter, r *http.Request) {
 type tokenRequest struct {
 	Role       string `json:"role"`
 	TTLSeconds int    `json:"ttl_seconds,omitempty"`
+	// MaxUses is how many members the token may admit (default
+	// defaultTokenUses, at most maxTokenUses).
+	MaxUses int `json:"max_uses,omitempty"`
 }
+
+// Join tokens admit this many members unless the issuer says otherwise.
+const (
+	defaultTokenUses = 25
+	maxTokenUses     = 10000
+)
 
 type tokenResponse struct {
 	Token     string    `json:"token"`
+	ID        string    `json:"id,omitempty"`
+	MaxUses   int       `json:"max_uses,omitempty"`
 	SessionID string    `json:"session_id"`
 	Role      string    `json:"role"`
 	Member    string    `json:"member,omitempty"`
@@ -68,14 +79,51 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "ttl_seconds must be 1..604800")
 		return
 	}
+	uses := req.MaxUses
+	if uses == 0 {
+		uses = defaultTokenUses
+	}
+	if uses < 1 || uses > maxTokenUses {
+		writeError(w, http.StatusBadRequest, "invalid_request", "max_uses must be 1..10000")
+		return
+	}
 	sid := r.PathValue("id")
-	if _, err := s.o.Sessions.Floors(r.Context(), sid); err != nil {
+	exp := time.Now().Add(ttl)
+	rec, err := s.o.Sessions.IssueJoinToken(r.Context(), sid, req.Role, uses, exp)
+	if err != nil {
 		s.writeServiceError(w, r, err)
 		return
 	}
-	c := auth.Claims{Session: sid, Role: req.Role, Expires: time.Now().Add(ttl).Unix()}
-	writeJSON(w, http.StatusCreated, tokenResponse{Token: s.signer().Sign(c), SessionID: sid, Role: req.Role,
-		ExpiresAt: c.ExpiresAt()})
+	c := auth.Claims{Session: sid, Role: req.Role, Expires: exp.Unix(), ID: rec.ID}
+	writeJSON(w, http.StatusCreated, tokenResponse{Token: s.signer().Sign(c), ID: rec.ID, MaxUses: uses, SessionID: sid,
+		Role: req.Role, ExpiresAt: c.ExpiresAt()})
+}
+
+// listTokens shows a session's join tokens: uses and revocation (chair or
+// operator); the tokens themselves are not kept.
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok {
+		return
+	}
+	ts, err := s.o.Sessions.JoinTokens(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": ts})
+}
+
+// revokeToken stops a join token from admitting anyone (chair or
+// operator); members it already admitted stay.
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok {
+		return
+	}
+	if err := s.o.Sessions.RevokeJoinToken(r.Context(), r.PathValue("id"), r.PathValue("token")); err != nil {
+		s.writeServiceError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) signer() *auth.Signer {
@@ -113,6 +161,12 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", "the join token is for role "+role)
 		return
 	}
+	if !p.operator {
+		if err := s.o.Sessions.UseJoinToken(r.Context(), sid, p.claims.ID); err != nil {
+			s.writeServiceError(w, r, err)
+			return
+		}
+	}
 	m, err := s.o.Sessions.Join(r.Context(), sid, req.Name, role)
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -125,6 +179,9 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	ms, err := s.o.Sessions.Members(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -134,6 +191,9 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getMember(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	m, err := s.o.Sessions.GetMember(r.Context(), r.PathValue("id"), r.PathValue("member"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -183,6 +243,9 @@ func (s *Server) createSubgroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSubgroups(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
 	gs, err := s.o.Sessions.Subgroups(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)

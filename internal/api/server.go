@@ -47,6 +47,18 @@ type Options struct {
 	Access *Access
 	// Events are the sessions' event streams (WebSocket).
 	Events *events.Hub
+	// MetricsToken is a bearer token that may read /metrics besides the
+	// operator's API key ("" for the key only).
+	MetricsToken string
+	// RequestTimeout bounds reading a request's body and writing its
+	// answer (default 10s); WebSocket upgrades are exempt.
+	RequestTimeout time.Duration
+	// WSMaxPerSession and WSMax cap open event WebSockets per session and
+	// in all (defaults 256 and 4096); WSPing is the keep-alive interval
+	// (default 30s): a client that does not answer a ping within it is
+	// dropped.
+	WSMaxPerSession, WSMax int
+	WSPing                 time.Duration
 }
 
 // Server is the HTTP handler of a node.
@@ -57,6 +69,7 @@ type Server struct {
 	m   *metrics
 	// fallbackSigner signs tokens when there is no Access.
 	fallbackSigner *auth.Signer
+	ws             wsCount
 }
 
 // New returns the node's HTTP handler.
@@ -67,6 +80,18 @@ func New(o Options) *Server {
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	if o.WSMaxPerSession <= 0 {
+		o.WSMaxPerSession = 256
+	}
+	if o.WSMax <= 0 {
+		o.WSMax = 4096
+	}
+	if o.WSPing <= 0 {
+		o.WSPing = 30 * time.Second
+	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry),
 		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil)}
 	s.route("GET /healthz", s.healthz)
@@ -74,7 +99,7 @@ func New(o Options) *Server {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	}
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{}))
+	s.mux.Handle("GET /metrics", s.metricsAuth(promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})))
 	s.route("GET /api/v1/openapi.json", s.openapi)
 	s.route("GET /api/v1/node", s.node)
 	s.route("GET /api/v1/sessions", s.listSessions)
@@ -92,6 +117,8 @@ func New(o Options) *Server {
 	// floors.go, events.go).
 	s.route("POST /api/v1/sessions/{id}/state", s.sessionState)
 	s.route("POST /api/v1/sessions/{id}/tokens", s.issueToken)
+	s.route("GET /api/v1/sessions/{id}/tokens", s.listTokens)
+	s.route("DELETE /api/v1/sessions/{id}/tokens/{token}", s.revokeToken)
 	s.route("GET /api/v1/sessions/{id}/members", s.listMembers)
 	s.route("POST /api/v1/sessions/{id}/members", s.join)
 	s.route("GET /api/v1/sessions/{id}/members/{member}", s.getMember)
@@ -137,6 +164,15 @@ func (s *Server) route(pattern string, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		if !isUpgrade(r) {
+			// A slow body or a reader that never drains the answer is cut
+			// off; the server's IdleTimeout then closes the connection.
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(start.Add(s.o.RequestTimeout))
+			// The answer gets a second period, so a request whose body ran
+			// out of time still hears why.
+			_ = rc.SetWriteDeadline(start.Add(2 * s.o.RequestTimeout))
+		}
 		h(sw, r)
 		s.m.requests.WithLabelValues(pattern, strconv.Itoa(sw.status)).Inc()
 		s.m.latency.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
@@ -161,7 +197,12 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Write(openAPI)
 }
 
-func (s *Server) node(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.o.Node) }
+func (s *Server) node(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.o.Node)
+}
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -215,21 +256,42 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, sess)
 }
 
+// listSessions shows the operator every session, and a token holder the
+// session of its token.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.caller(w, r, s.sessionOf(r), true)
+	if !ok {
+		return
+	}
 	ss, err := s.o.Sessions.List(r.Context())
 	if err != nil {
 		s.writeServiceError(w, r, err)
 		return
 	}
+	if !p.operator {
+		mine := ss[:0]
+		for i := range ss {
+			if ss[i].ID == p.claims.Session {
+				redact(p, &ss[i])
+				mine = append(mine, ss[i])
+			}
+		}
+		ss = mine
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": ss})
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.reader(w, r, r.PathValue("id"))
+	if !ok {
+		return
+	}
 	sess, err := s.o.Sessions.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
 		return
 	}
+	redact(p, &sess)
 	writeJSON(w, http.StatusOK, sess)
 }
 

@@ -27,6 +27,8 @@ type Claims struct {
 	Expires int64  `json:"e"`
 	Member  string `json:"m,omitempty"`
 	Nonce   string `json:"n,omitempty"`
+	// ID names a join token's record in the catalog (use count, revocation).
+	ID string `json:"i,omitempty"`
 }
 
 // ExpiresAt returns the expiry as a time.
@@ -104,8 +106,35 @@ func (s *Signer) Parse(tok string) (Claims, error) {
 	return c, nil
 }
 
-// Keys are the operator API keys of a node.
-type Keys struct{ keys []string }
+// Keys are the operator API keys of a node: keys given in the config, and
+// SHA-256 digests of keys kept only hashed (the one a node makes for
+// itself is stored that way, so the data dir holds no usable key).
+type Keys struct {
+	keys   []string
+	hashes [][sha256.Size]byte
+}
+
+// HashKey is the hex SHA-256 digest a key is kept as.
+func HashKey(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:])
+}
+
+// WithHashes returns ks that also accepts the keys whose HashKey digests
+// are given; a digest that is not 64 hex characters is an error.
+func (ks Keys) WithHashes(digests ...string) (Keys, error) {
+	out := Keys{keys: ks.keys, hashes: append([][sha256.Size]byte(nil), ks.hashes...)}
+	for _, d := range digests {
+		var h [sha256.Size]byte
+		b, err := hex.DecodeString(strings.TrimSpace(d))
+		if err != nil || len(b) != sha256.Size {
+			return Keys{}, errors.New("auth: a key digest must be 64 hex characters (SHA-256)")
+		}
+		copy(h[:], b)
+		out.hashes = append(out.hashes, h)
+	}
+	return out, nil
+}
 
 // NewKeys returns the set of keys; empty strings are ignored.
 func NewKeys(keys ...string) Keys {
@@ -124,6 +153,12 @@ func (ks Keys) Valid(k string) bool {
 	ok := 0
 	for _, key := range ks.keys {
 		ok |= subtle.ConstantTimeCompare([]byte(k), []byte(key))
+	}
+	if len(ks.hashes) > 0 {
+		sum := sha256.Sum256([]byte(k))
+		for _, h := range ks.hashes {
+			ok |= subtle.ConstantTimeCompare(sum[:], h[:])
+		}
 	}
 	return ok == 1 && k != ""
 }

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -113,9 +114,12 @@ func sqliteDSN(dsn string) (string, error) {
 	path = strings.TrimPrefix(path, "file:")
 	if path != "" && path != ":memory:" && !strings.HasPrefix(path, ":memory:") {
 		if dir := filepath.Dir(path); dir != "" && dir != "." {
-			if err := os.MkdirAll(dir, 0o750); err != nil {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return "", fmt.Errorf("catalog: open: create directory: %w", err)
 			}
+		}
+		if err := private(path); err != nil {
+			return "", fmt.Errorf("catalog: open: %w", err)
 		}
 	}
 	q, err := url.ParseQuery(query)
@@ -137,6 +141,25 @@ func sqliteDSN(dsn string) (string, error) {
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + path + "?" + q.Encode(), nil
+}
+
+// private makes the database file (and any -wal, -shm left from before)
+// readable by the node's user only: it holds HA1 digests, which are as good
+// as passwords for SIP. SQLite gives the WAL and shared-memory files it
+// creates the database file's mode, so creating the file 0600 first is
+// enough for them.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Ping checks that the database is reachable.

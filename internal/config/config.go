@@ -49,8 +49,10 @@ type Config struct {
 	NATS    NATSConfig    `yaml:"nats"`
 	Catalog CatalogConfig `yaml:"catalog"`
 	Auth    AuthConfig    `yaml:"auth"`
-	Links   LinksConfig   `yaml:"links"`
-	Log     LogConfig     `yaml:"log"`
+	// Sessions caps what the session service holds.
+	Sessions SessionsConfig `yaml:"sessions"`
+	Links    LinksConfig    `yaml:"links"`
+	Log      LogConfig      `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds graceful shutdown.
@@ -63,6 +65,18 @@ type HTTPConfig struct {
 	Addr string `yaml:"addr"`
 	// Pprof serves Go's profiler under /debug/pprof/ (for benchmarks).
 	Pprof bool `yaml:"pprof"`
+	// MetricsToken is a bearer token that may read /metrics besides the
+	// operator's API key.
+	MetricsToken string `yaml:"metrics_token"`
+	// RequestTimeout bounds reading a request body and writing its answer;
+	// IdleTimeout closes an idle keep-alive connection.
+	RequestTimeout Duration `yaml:"request_timeout"`
+	IdleTimeout    Duration `yaml:"idle_timeout"`
+	// WSMaxPerSession and WSMax cap open event WebSockets; WSPing is their
+	// keep-alive interval.
+	WSMaxPerSession int      `yaml:"ws_max_per_session"`
+	WSMax           int      `yaml:"ws_max"`
+	WSPing          Duration `yaml:"ws_ping"`
 }
 
 // RTPConfig configures the media plane.
@@ -149,6 +163,14 @@ type SIPConfig struct {
 	TCPMaxConnsPerIP int      `yaml:"tcp_max_conns_per_ip"`
 	// MinPasswordLength is the shortest SIP password accepted for an account.
 	MinPasswordLength int `yaml:"min_password_length"`
+}
+
+// SessionsConfig caps sessions and their members (package session).
+type SessionsConfig struct {
+	// Max caps the sessions not over (scheduled or live).
+	Max int `yaml:"max"`
+	// MaxMembers caps the members of one session.
+	MaxMembers int `yaml:"max_members"`
 }
 
 // AuthConfig configures access to the API (package auth).
@@ -243,8 +265,10 @@ const sqliteFile = "convene.db"
 // empty: they are derived by Resolved.
 func Default() Config {
 	return Config{
-		DataDir: "./data",
-		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080"},
+		DataDir:  "./data",
+		Sessions: SessionsConfig{Max: 1000, MaxMembers: 1000},
+		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
+			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
 			Addr:  "127.0.0.1",
 			Port:  40000,
@@ -301,6 +325,12 @@ func (c Config) Validate() error {
 	}
 	if err := checkHostPort(c.HTTP.Addr); err != nil {
 		bad("http.addr", c.HTTP.Addr, "%v", err)
+	}
+	if c.HTTP.RequestTimeout.Std() < time.Second || c.HTTP.IdleTimeout.Std() < time.Second || c.HTTP.WSPing.Std() < time.Second {
+		bad("http.request_timeout", c.HTTP.RequestTimeout, "http.request_timeout, idle_timeout and ws_ping want at least 1s")
+	}
+	if c.HTTP.WSMaxPerSession < 1 || c.HTTP.WSMax < 1 {
+		bad("http.ws_max", c.HTTP.WSMax, "http.ws_max and ws_max_per_session want at least 1")
 	}
 	if net.ParseIP(c.RTP.Addr) == nil {
 		bad("rtp.addr", c.RTP.Addr, "want an IP address such as 127.0.0.1, 0.0.0.0 or ::")
@@ -366,6 +396,9 @@ func (c Config) Validate() error {
 	}
 	if c.SIP.InviteRate < 0 {
 		bad("sip.invite_rate", c.SIP.InviteRate, "must not be negative")
+	}
+	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
+		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")
 	}
 	if c.SIP.RequestRate < 0 {
 		bad("sip.request_rate", c.SIP.RequestRate, "must not be negative")

@@ -95,7 +95,8 @@ func TestSampleDocumentsEveryKey(t *testing.T) {
 
 func TestDerivedNames(t *testing.T) {
 	wantEnv := []string{
-		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF",
+		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF", "CONVENE_HTTP_METRICS_TOKEN", "CONVENE_HTTP_REQUEST_TIMEOUT",
+		"CONVENE_HTTP_IDLE_TIMEOUT", "CONVENE_HTTP_WS_MAX_PER_SESSION", "CONVENE_HTTP_WS_MAX", "CONVENE_HTTP_WS_PING",
 		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH", "CONVENE_RTP_WRITERS",
 		"CONVENE_RELAY_ADDR", "CONVENE_RELAY_PORT_MIN", "CONVENE_RELAY_PORT_MAX", "CONVENE_RELAY_TIMEOUT", "CONVENE_RELAY_NG_ADDR",
 		"CONVENE_RELAY_KERNEL", "CONVENE_RELAY_MAX_PACKET", "CONVENE_RELAY_LATCH_WINDOW", "CONVENE_RELAY_MAX_STREAMS_PER_CALL",
@@ -106,19 +107,20 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_SIP_TCP_IDLE_TIMEOUT", "CONVENE_SIP_TCP_MAX_CONNS", "CONVENE_SIP_TCP_MAX_CONNS_PER_IP", "CONVENE_SIP_MIN_PASSWORD_LENGTH",
 		"CONVENE_NATS_URL", "CONVENE_NATS_LISTEN",
 		"CONVENE_CATALOG_DRIVER", "CONVENE_CATALOG_DSN",
-		"CONVENE_AUTH_API_KEYS", "CONVENE_AUTH_TOKEN_SECRET",
+		"CONVENE_AUTH_API_KEYS", "CONVENE_AUTH_TOKEN_SECRET", "CONVENE_SESSIONS_MAX", "CONVENE_SESSIONS_MAX_MEMBERS",
 		"CONVENE_LINKS_ALLOW_DESTINATIONS", "CONVENE_LINKS_MAX_PER_MEMBER", "CONVENE_LINKS_MAX_PER_SESSION", "CONVENE_LINKS_CONSENT",
 		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
-		"node-id", "data-dir", "http-addr", "http-pprof", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
+		"node-id", "data-dir", "http-addr", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
+		"http-ws-max-per-session", "http-ws-max", "http-ws-ping", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
 		"relay-addr", "relay-port-min", "relay-port-max", "relay-timeout", "relay-ng-addr", "relay-kernel",
 		"relay-max-packet", "relay-latch-window", "relay-max-streams-per-call", "relay-max-streams-per-user", "relay-max-streams-per-source",
 		"sip-listen", "sip-advertise", "sip-domain", "sip-expires", "sip-nat-expires", "sip-probe-interval",
 		"sip-algorithms", "sip-auth-calls", "sip-register-rate", "sip-invite-rate", "sip-request-rate", "sip-max-contacts",
 		"sip-tcp-idle-timeout", "sip-tcp-max-conns", "sip-tcp-max-conns-per-ip", "sip-min-password-length",
-		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret",
+		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "sessions-max", "sessions-max-members",
 		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "log-level", "log-format",
 		"heartbeat-interval", "shutdown-timeout",
 	}

@@ -3,6 +3,7 @@ package kfwd
 import (
 	"bytes"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"os"
 	"os/exec"
@@ -23,9 +24,7 @@ func TestRoutedFlowLeavesByTheInterface(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces and eBPF need root")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 not installed")
-	}
+	testutil.NeedBinary(t, "ip")
 	ns, subnet := netnsPair(t)
 	f := open(t, subnet+".1")
 

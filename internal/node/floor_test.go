@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/convene/convene/internal/auth"
 	"io"
 	"net"
 	"net/http"
@@ -232,17 +233,23 @@ func TestFloorRaceOverWebSocketAndRTP(t *testing.T) {
 	}
 }
 
-// A node without a configured key makes one, keeps it in the data dir,
-// and uses the same one after a restart.
+// A node without a configured key makes one, shows it once, keeps only its
+// digest in the data dir and accepts the same key after a restart; the
+// data dir and the catalog's files are the node's user's alone.
 func TestGeneratedAPIKey(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.Catalog.DSN = filepath.Join(cfg.DataDir, "convene.db")
 	cfg.Auth.APIKeys = ""
 	n := startNode(t, cfg)
 	key := n.GeneratedAPIKey()
-	b, err := os.ReadFile(filepath.Join(dir, "api_key"))
-	if key == "" || err != nil || strings.TrimSpace(string(b)) != key {
-		t.Fatalf("key %q file %q %v", key, b, err)
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, APIKeyHashFile))
+	if key == "" || err != nil || strings.TrimSpace(string(b)) != auth.HashKey(key) {
+		t.Fatalf("key %q digest file %q %v", key, b, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "api_key")); err == nil {
+		t.Error("the key is kept in clear in the data dir")
 	}
 	req, _ := http.NewRequest("POST", n.URL()+"/api/v1/sessions", strings.NewReader(`{}`))
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
@@ -251,9 +258,42 @@ func TestGeneratedAPIKey(t *testing.T) {
 	if code := callAs(t, key, "POST", n.URL()+"/api/v1/sessions", map[string]string{"name": "k"}, nil); code != 201 {
 		t.Fatalf("generated key refused: %d", code)
 	}
+	for _, name := range []string{APIKeyHashFile, tokenSecretFile, "convene.db", "convene.db-wal", "convene.db-shm"} {
+		fi, err := os.Stat(filepath.Join(cfg.DataDir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", name, fi.Mode().Perm())
+		}
+	}
+	if fi, err := os.Stat(cfg.DataDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir: %v %v, want mode 0700", fi.Mode().Perm(), err)
+	}
 	n.Drain(context.Background())
-	if n2 := startNode(t, cfg); n2.GeneratedAPIKey() != key {
-		t.Fatalf("key changed across restart")
+	n2 := startNode(t, cfg)
+	if k := n2.GeneratedAPIKey(); k != "" {
+		t.Fatalf("the key was shown again after a restart: %q", k)
+	}
+	if code := callAs(t, key, "POST", n2.URL()+"/api/v1/sessions", map[string]string{"name": "k2"}, nil); code != 201 {
+		t.Fatalf("the key was refused after a restart: %d", code)
+	}
+}
+
+// A data dir from before keeps its clear-text api_key: the node moves it
+// to a digest (the same key keeps working) and removes the file.
+func TestLegacyAPIKeyFileIsHashed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Auth.APIKeys = ""
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, "api_key"), []byte("old-key-0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, cfg)
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "api_key")); err == nil {
+		t.Error("the clear-text key file is still there")
+	}
+	if code := callAs(t, "old-key-0123", "POST", n.URL()+"/api/v1/sessions", map[string]string{"name": "k"}, nil); code != 201 {
+		t.Fatalf("the old key was refused: %d", code)
 	}
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"os/exec"
 	"strconv"
@@ -13,10 +14,7 @@ import (
 // TestExternalNATS runs the node against a real nats-server process (the
 // Debian package) instead of the embedded one: only the URL changes.
 func TestExternalNATS(t *testing.T) {
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		t.Fatal("nats-server is not installed; `make test` installs it (apt-get install nats-server)")
-	}
+	bin := testutil.NeedBinary(t, "nats-server")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -90,19 +90,18 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	n.events = events.New(events.Options{Bus: n.bus, Logger: log})
-	acc, key, generated, err := access(cfg)
+	acc, fresh, err := access(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if generated {
-		n.apiKey = key
-	}
+	n.apiKey = fresh
 	allow, err := cfg.Links.AllowedDestinations()
 	if err != nil {
 		return nil, err
 	}
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks,
-		Queue: cfg.RTP.Queue, Logger: log, Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
+		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
+		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std()}})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
@@ -133,11 +132,18 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Access:   acc,
 		Events:   n.events,
 		Users:    n.sipUsers,
+
+		MetricsToken:    cfg.HTTP.MetricsToken,
+		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
+		WSMaxPerSession: cfg.HTTP.WSMaxPerSession,
+		WSMax:           cfg.HTTP.WSMax,
+		WSPing:          cfg.HTTP.WSPing.Std(),
 	})
 	if n.ln, err = net.Listen("tcp", cfg.HTTP.Addr); err != nil {
 		return nil, fmt.Errorf("http: %w", err)
 	}
 	n.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.served <- n.http.Serve(n.ln) }()
 
@@ -171,8 +177,9 @@ func (n *Node) RTPAddr() string { return n.socks.RTP.LocalAddr().String() }
 // Bus returns the node's NATS connection holder.
 func (n *Node) Bus() *bus.Bus { return n.bus }
 
-// GeneratedAPIKey returns the operator API key when the node made it (no
-// auth.api_keys configured), for the operator to see; "" otherwise.
+// GeneratedAPIKey returns the operator API key when the node has just made
+// it (no auth.api_keys configured, first start), for the operator to see
+// once; "" otherwise: only its digest is kept.
 func (n *Node) GeneratedAPIKey() string { return n.apiKey }
 
 // Served is closed with the HTTP server's error if it stops on its own.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -52,6 +53,16 @@ func startNode(t *testing.T, cfg config.Config) *Node {
 }
 
 // call does an HTTP request with a JSON body and decodes the JSON answer.
+// getWithKey GETs url with the operator's key.
+func getWithKey(url string) (*http.Response, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-API-Key", testAPIKey)
+	return http.DefaultClient.Do(req)
+}
+
 func call(t *testing.T, method, url string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
@@ -171,10 +182,7 @@ func readRTP(c *net.UDPConn, idle time.Duration, first time.Duration) [][]byte {
 // three receivers and one member that also talks. Every receiver gets every
 // packet, in order, byte-exact; no one gets their own packets back.
 func TestFFmpegFanOut(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Fatal("ffmpeg is not installed; `make test` installs it (apt-get install ffmpeg)")
-	}
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
 	n := startNode(t, testConfig(t, t.TempDir()))
 	s := createSession(t, n, "ffmpeg fan-out")
 
@@ -330,7 +338,7 @@ func TestEventsAndMetrics(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(n.URL() + "/metrics")
+	resp, err := getWithKey(n.URL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

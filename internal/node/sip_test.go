@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func TestNodeSIP(t *testing.T) {
 		!strings.Contains(res, "algorithm=SHA-256") || !strings.Contains(res, "algorithm=MD5") {
 		t.Fatalf("REGISTER answered:\n%s", res)
 	}
-	resp, err := http.Get(n.URL() + "/metrics")
+	resp, err := getWithKey(n.URL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"testing"
 	"time"
@@ -175,7 +176,7 @@ func testThirdPartyCannotHijackMedia(t *testing.T) {
 	}
 	// Of the sprayed packets, those that reached a socket of the call were
 	// refused and counted (the others hit ports nobody listens on).
-	waitFor(t, "the third party's packets counted as refused", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the third party's packets counted as refused", func() bool {
 		d := r.Stats().Drops
 		return d["refused_source"]+d["source"] >= 4
 	})
@@ -212,10 +213,10 @@ func testNATLatchWindow(t *testing.T) {
 
 	// Still within the window, another IP may not take a's place.
 	evil.send(toA, rtpPacket(7, []byte("take over")))
-	waitFor(t, "the take-over refused", func() bool { return r.Stats().Drops["source"] == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the take-over refused", func() bool { return r.Stats().Drops["source"] == 1 })
 	clock.advance(window)
 	evil.send(toA, rtpPacket(8, []byte("take over later")))
-	waitFor(t, "the later take-over refused", func() bool { return r.Stats().Drops["source"] == 2 })
+	testutil.WaitFor(t, 10*time.Second, "the later take-over refused", func() bool { return r.Stats().Drops["source"] == 2 })
 	talk(t, a, b, toA, toB)
 
 	// A second call: nobody speaks for the caller until the window is over.
@@ -229,7 +230,7 @@ func testNATLatchWindow(t *testing.T) {
 	}
 	clock.advance(window + time.Millisecond)
 	evil.send(relayPort(t, answer2), rtpPacket(9, []byte("too late")))
-	waitFor(t, "a source after the window refused", func() bool { return r.Stats().Drops["refused_source"] == 1 })
+	testutil.WaitFor(t, 10*time.Second, "a source after the window refused", func() bool { return r.Stats().Drops["refused_source"] == 1 })
 	// A re-offer opens a new window: now the caller is learnt.
 	if _, err := r.Offer("nat-late", "ta", offerSDP(private), "", netip.Addr{}); err != nil {
 		t.Fatal(err)
@@ -283,7 +284,7 @@ func testBadPacketsOnTheFastPath(t *testing.T) {
 	for i, c := range bad {
 		before := r.Stats().Drops[c.reason]
 		a.send(toA, c.p)
-		waitFor(t, c.reason+" drop", func() bool { return r.Stats().Drops[c.reason] == before+1 })
+		testutil.WaitFor(t, 10*time.Second, c.reason+" drop", func() bool { return r.Stats().Drops[c.reason] == before+1 })
 		good := rtpPacket(uint16(200+i), []byte("good"))
 		a.send(toA, good)
 		if got, _ := b.recv(); !bytes.Equal(got, good) {

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -20,10 +21,7 @@ import (
 // A third party (another IP) sends to the same relay port first and
 // throughout; it is refused and receives nothing.
 func TestFFmpegThroughRelay(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Fatal("ffmpeg is not installed; `make test` installs it (apt-get install ffmpeg)")
-	}
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
 	r := newTestRelay(t, nil)
 	b := newEndpoint(t)
 	offer, err := r.Offer("ffmpeg", "ff", offerSDP(netip.MustParseAddrPort("127.0.0.1:9")), "", netip.Addr{})
@@ -48,7 +46,7 @@ func TestFFmpegThroughRelay(t *testing.T) {
 	src.conn.Close() // ffmpeg binds srcPort+2; this socket only reserved the neighbourhood
 	evil := newEndpointOn(t, "127.0.0.66")
 	evil.send(toA, rtpPacket(1, []byte("me first")))
-	waitFor(t, "the third party refused", func() bool { return r.Stats().Drops["refused_source"] == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the third party refused", func() bool { return r.Stats().Drops["refused_source"] == 1 })
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("ffmpeg: %v", err)
 	}

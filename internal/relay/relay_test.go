@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func testRelayBothWays(t *testing.T) {
 			t.Fatalf("a got %x from %s, want %x from %s", got, from, pb, toA)
 		}
 	}
-	waitFor(t, "40 counted", func() bool { return r.Stats().PacketsOut == 40 })
+	testutil.WaitFor(t, 10*time.Second, "40 counted", func() bool { return r.Stats().PacketsOut == 40 })
 	st := r.Stats()
 	if st.PacketsIn != 40 || st.PacketsOut != 40 || st.Dropped() != 0 || st.ActiveCalls != 1 {
 		t.Errorf("stats %+v, want 40 in, 40 out, no drops, 1 call", st)
@@ -124,7 +125,7 @@ func testRelayLatching(t *testing.T) {
 
 	// Before a speaks, b's packets go to the announced address.
 	b.send(toB, rtpPacket(1, []byte("lost")))
-	waitFor(t, "b's first packet relayed", func() bool { return r.Stats().PacketsOut == 1 })
+	testutil.WaitFor(t, 10*time.Second, "b's first packet relayed", func() bool { return r.Stats().PacketsOut == 1 })
 
 	p := rtpPacket(2, []byte("from a"))
 	a.send(toA, p)
@@ -140,7 +141,7 @@ func testRelayLatching(t *testing.T) {
 	// Another source speaking for a is dropped; a itself still gets through.
 	intruder := newEndpointOn(t, "127.0.0.66")
 	intruder.send(toA, rtpPacket(4, []byte("intruder")))
-	waitFor(t, "intruder dropped", func() bool { return r.Stats().Drops["source"] == 1 })
+	testutil.WaitFor(t, 10*time.Second, "intruder dropped", func() bool { return r.Stats().Drops["source"] == 1 })
 	p = rtpPacket(5, []byte("a again"))
 	a.send(toA, p)
 	if got, _ := b.recv(); !bytes.Equal(got, p) {
@@ -257,12 +258,12 @@ func testRelayTimeoutReleasesPorts(t *testing.T) {
 	a, b := newEndpoint(t), newEndpoint(t)
 	free := r.Stats().FreePorts
 	toA, _ := setupCall(t, r, "quiet", a, b)
-	waitFor(t, "the silent call to time out", func() bool { return r.Calls() == 0 })
-	waitFor(t, "its ports back in the pool", func() bool { return r.Stats().FreePorts == free })
+	testutil.WaitFor(t, 10*time.Second, "the silent call to time out", func() bool { return r.Calls() == 0 })
+	testutil.WaitFor(t, 10*time.Second, "its ports back in the pool", func() bool { return r.Stats().FreePorts == free })
 	if st := r.Stats(); st.Timeouts != 1 {
 		t.Errorf("after timeout: %d timeouts, want 1", st.Timeouts)
 	}
-	waitFor(t, "the timed-out call's port to be closed", func() bool { return canBind(int(toA.Port())) })
+	testutil.WaitFor(t, 10*time.Second, "the timed-out call's port to be closed", func() bool { return canBind(int(toA.Port())) })
 }
 
 // Packets keep a call alive past its timeout. The relay's clock is the
@@ -280,7 +281,7 @@ func testRelayMediaKeepsCallAlive(t *testing.T) {
 	for i := range 6 {
 		a.send(toA, rtpPacket(uint16(i), []byte("talk")))
 		b.recv()
-		waitFor(t, "the packet counted", func() bool { return callPackets(r, "talking") > uint64(i) })
+		testutil.WaitFor(t, 10*time.Second, "the packet counted", func() bool { return callPackets(r, "talking") > uint64(i) })
 		clock.advance(timeout * 9 / 10)
 		r.expire(clock.now())
 		if r.Calls() != 1 {
@@ -308,7 +309,7 @@ func testRelayBadInput(t *testing.T) {
 	}
 	for reason, p := range bad {
 		a.send(toA, p)
-		waitFor(t, reason+" drop", func() bool { return r.Stats().Drops[reason] == 1 })
+		testutil.WaitFor(t, 10*time.Second, reason+" drop", func() bool { return r.Stats().Drops[reason] == 1 })
 	}
 	a.send(toA, []byte{0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 99}[:12+1]) // CSRC count 0, fine
 	p := rtpPacket(7, []byte("good"))
@@ -321,7 +322,7 @@ func testRelayBadInput(t *testing.T) {
 		t.Fatalf("b got %x, want %x", got, p)
 	}
 	// The counters are added after the send returns: wait for them.
-	waitFor(t, "2 relayed", func() bool { return r.Stats().PacketsOut == 2 })
+	testutil.WaitFor(t, 10*time.Second, "2 relayed", func() bool { return r.Stats().PacketsOut == 2 })
 	if st := r.Stats(); st.Dropped() != 3 {
 		t.Errorf("stats %+v: want 3 dropped", st)
 	}

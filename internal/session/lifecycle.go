@@ -33,6 +33,9 @@ func (s *Service) CreateSession(ctx context.Context, req NewSession) (Session, e
 	if s.draining {
 		return Session{}, ErrDraining
 	}
+	if s.o.MaxSessions > 0 && len(s.ctl) >= s.o.MaxSessions {
+		return Session{}, fmt.Errorf("%w: %d sessions are open (sessions.max)", ErrLimit, len(s.ctl))
+	}
 	scheduled := req.StartAt.After(now)
 	state := StateActivated
 	if scheduled {

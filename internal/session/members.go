@@ -104,6 +104,9 @@ func (s *Service) Join(ctx context.Context, sessionID, name, role string) (Membe
 	if err != nil {
 		return Member{}, err
 	}
+	if s.o.MaxMembers > 0 && len(c.members) >= s.o.MaxMembers {
+		return Member{}, fmt.Errorf("%w: the session has %d members (sessions.max_members)", ErrLimit, len(c.members))
+	}
 	m := catalog.Member{ID: newID("m_"), SessionID: sessionID, Name: name, Role: role, JoinedAt: s.o.Now().UTC()}
 	if err := s.o.Catalog.AddMember(ctx, m); err != nil {
 		return Member{}, wrapCatalog(err)

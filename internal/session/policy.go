@@ -1,15 +1,11 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"time"
 )
-
-// ErrLimit is a cap on links reached; the API answers 429.
-var ErrLimit = errors.New("limit reached")
 
 // LinkPolicy is what the node allows of links that members create with
 // their own tokens ("policed" links, NewRTPLink.Policed). Links the

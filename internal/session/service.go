@@ -29,6 +29,9 @@ type Options struct {
 	Sockets rtplink.Sockets
 	// Queue bounds the packets in flight to each endpoint.
 	Queue int
+	// MaxSessions caps the sessions not over (scheduled or live) and
+	// MaxMembers the members of one session; 0 means no cap.
+	MaxSessions, MaxMembers int
 	// Links is the policy for links members create, and the caps.
 	Links  LinkPolicy
 	Logger *slog.Logger

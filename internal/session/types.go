@@ -28,6 +28,10 @@ var (
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
 	ErrDraining = errors.New("node is draining")
+	// ErrLimit: a configured cap (sessions, members, links) is reached.
+	ErrLimit = errors.New("limit reached")
+	// ErrForbidden: a join token that is revoked, used up or unknown.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // Session is a session as the API shows it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -42,7 +43,7 @@ func (b *baresipUA) output() string {
 // proxy; extra are commands run at start (-e).
 func startBaresip(t *testing.T, ctx context.Context, user, proxy string, quitAfter time.Duration, extra ...string) *baresipUA {
 	t.Helper()
-	bin := needBinary(t, "baresip")
+	bin := testutil.NeedBinary(t, "baresip")
 	dir := t.TempDir()
 	// baresip also binds TLS on the SIP port + 1.
 	sipPort := 20000 + 2*rand.IntN(4000)
@@ -121,22 +122,11 @@ func (b *baresipUA) decodedAudio(t *testing.T) map[string]int {
 	return out
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestBaresipCall: two real baresip phones register (digest auth) and
 // alice calls bob through Convene and its relay; bob answers
 // automatically. Each side's sine tone must arrive, decoded, at the other.
 func TestBaresipCall(t *testing.T) {
-	needBinary(t, "baresip")
+	testutil.NeedBinary(t, "baresip")
 	rl := newTestRelay(t)
 	// baresip 1.0 (libre) fails with ENOSYS as soon as any challenge names
 	// SHA-256, so this server offers MD5 alone (sip.algorithms: MD5).
@@ -145,14 +135,14 @@ func TestBaresipCall(t *testing.T) {
 	defer cancel()
 
 	bob := startBaresip(t, ctx, "bob", e.srv.Addr(), 30*time.Second)
-	waitFor(t, "bob to register", 15*time.Second, func() bool { return len(e.srv.loc.lookup("bob", time.Now())) > 0 })
+	testutil.WaitFor(t, 15*time.Second, "bob to register", func() bool { return len(e.srv.loc.lookup("bob", time.Now())) > 0 })
 	alice := startBaresip(t, ctx, "alice", e.srv.Addr(), 8*time.Second, "/dial sip:bob@convene.test")
-	waitFor(t, "alice to register", 15*time.Second, func() bool { return len(e.srv.loc.lookup("alice", time.Now())) > 0 })
-	waitFor(t, "the call to be answered", 15*time.Second, func() bool {
+	testutil.WaitFor(t, 15*time.Second, "alice to register", func() bool { return len(e.srv.loc.lookup("alice", time.Now())) > 0 })
+	testutil.WaitFor(t, 15*time.Second, "the call to be answered", func() bool {
 		return counter(t, e.reg, "convene_sip_calls_total", map[string]string{"result": "answered"}) == 1
 	})
 	alice.cmd.Wait()
-	waitFor(t, "the call to end", 10*time.Second, func() bool { return rl.Calls() == 0 })
+	testutil.WaitFor(t, 10*time.Second, "the call to end", func() bool { return rl.Calls() == 0 })
 	bob.cmd.Process.Kill()
 	bob.cmd.Wait()
 

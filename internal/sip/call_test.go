@@ -2,6 +2,7 @@ package sip
 
 import (
 	"context"
+	"github.com/convene/convene/internal/testutil"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -111,7 +112,7 @@ func TestSIPpLateOfferCallThroughRelay(t *testing.T) {
 }
 
 func sippCall(t *testing.T, uac, uas string) {
-	needBinary(t, "sipp")
+	testutil.NeedBinary(t, "sipp")
 	rl := newTestRelay(t)
 	e := newTestEnv(t, func(o *Options) { o.Media = rl }, "alice", "bob")
 	sink := newRTPSink(t)

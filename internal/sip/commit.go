@@ -28,6 +28,14 @@ type waitingAnswer struct {
 	send func(err error) // err != nil: the change could not be written
 }
 
+// maxWaiting bounds the answers waiting for a commit; beyond it the
+// catalog cannot keep up and a REGISTER is answered 500 (the binding stays
+// in memory and is written by the next flush; the client retries).
+const maxWaiting = 1 << 16
+
+// errBacklog is what an answer gets when maxWaiting answers already wait.
+var errBacklog = errors.New("sip: too many registrations waiting for the catalog")
+
 // afterCommit calls send once the change numbered seq is durable (or with
 // the error that kept it from being written).
 func (s *Server) afterCommit(seq uint64, send func(err error)) {
@@ -36,6 +44,12 @@ func (s *Server) afterCommit(seq uint64, send func(err error)) {
 		return
 	}
 	s.commitMu.Lock()
+	if len(s.waiting) >= maxWaiting {
+		s.commitMu.Unlock()
+		s.m.queueDrops.Inc()
+		send(errBacklog)
+		return
+	}
 	s.waiting = append(s.waiting, waitingAnswer{seq: seq, send: send})
 	s.commitMu.Unlock()
 	select {

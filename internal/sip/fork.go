@@ -56,40 +56,78 @@ type branch struct {
 // branches) or, when every branch failed, the best final response (16.7).
 // It returns when the upstream transaction has its final response.
 func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []target, fo forkOpts) {
-	callID := string(*req.CallID())
-	fromTag, _ := req.From().Params.Get("tag")
-	isInvite := req.IsInvite()
-	body := req.Body()
-	if fo.relay && fo.initial {
-		s.calls.allowRelay(callID, fo.user)
+	f := &forking{s: s, req: req, tx: tx, fo: fo, callID: string(*req.CallID())}
+	f.fromTag, _ = req.From().Params.Get("tag")
+	body, ok := f.offer()
+	if !ok {
+		return
 	}
-	media := s.o.Media != nil && fo.relay && isSDP(req)
-	if media {
-		src, _ := netip.ParseAddrPort(req.Source())
-		out, err := s.o.Media.Offer(callID, fromTag, body, fo.user, src.Addr())
-		if err != nil {
-			s.log.Warn("sip: media offer", "call_id", callID, "err", err)
-			res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Media Relay Unavailable", nil)
-			res.AppendHeader(sip.NewHeader("Retry-After", strconv.Itoa(int(max(s.o.RetryAfter/time.Second, 1)))))
-			s.respond(tx, res)
-			if fo.initial {
-				s.m.calls.WithLabelValues("failed").Inc()
-				s.endCall(callID)
-			}
-			return
-		}
-		body = out
-		s.calls.media(callID)
-	}
-
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	events := make(chan branchEvent, 8*len(targets)+8)
 	var wg sync.WaitGroup
-	branches := make([]*branch, 0, len(targets))
+	f.start(ctx, targets, body, events, &wg)
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	if f.run(events) {
+		f.finish()
+	}
+}
+
+// forking is the state of one forked request while its branches run.
+type forking struct {
+	s       *Server
+	req     *sip.Request
+	tx      sip.ServerTransaction
+	fo      forkOpts
+	callID  string
+	fromTag string
+	// media: the request's SDP went through the relay.
+	media    bool
+	branches []*branch
+	// answered: upstream has its final response (a 2xx, or sipgo's 487
+	// after a CANCEL).
+	answered bool
+}
+
+// offer passes the request's SDP through the relay when the call may use
+// it, and returns the body to forward; false when the request was
+// answered (503) instead.
+func (f *forking) offer() ([]byte, bool) {
+	s, req, fo := f.s, f.req, f.fo
+	if fo.relay && fo.initial {
+		s.calls.allowRelay(f.callID, fo.user)
+	}
+	f.media = s.o.Media != nil && fo.relay && isSDP(req)
+	if !f.media {
+		return req.Body(), true
+	}
+	src, _ := netip.ParseAddrPort(req.Source())
+	out, err := s.o.Media.Offer(f.callID, f.fromTag, req.Body(), fo.user, src.Addr())
+	if err != nil {
+		s.log.Warn("sip: media offer", "call_id", f.callID, "err", err)
+		res := sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Media Relay Unavailable", nil)
+		res.AppendHeader(sip.NewHeader("Retry-After", strconv.Itoa(int(max(s.o.RetryAfter/time.Second, 1)))))
+		s.respond(f.tx, res)
+		if fo.initial {
+			s.m.calls.WithLabelValues("failed").Inc()
+			s.endCall(f.callID)
+		}
+		return nil, false
+	}
+	s.calls.media(f.callID)
+	return out, true
+}
+
+// start sends one client transaction per target; each branch's responses
+// come to events.
+func (f *forking) start(ctx context.Context, targets []target, body []byte, events chan<- branchEvent, wg *sync.WaitGroup) {
+	s, req := f.s, f.req
 	for _, t := range targets {
-		b := &branch{t: t, req: s.forwardRequest(req, t, fo.recordRoute, body)}
-		branches = append(branches, b)
+		b := &branch{t: t, req: s.forwardRequest(req, t, f.fo.recordRoute, body)}
+		f.branches = append(f.branches, b)
 		ctx, err := s.client.TransactionRequest(ctx, b.req, sipgo.ClientRequestAddVia)
 		if err != nil {
 			s.log.Debug("sip: forward", "to", t.addr, "err", err)
@@ -97,7 +135,7 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 			continue
 		}
 		b.tx = ctx
-		if isInvite {
+		if req.IsInvite() {
 			// The UAS retransmits its 2xx until the ACK arrives; each
 			// retransmission goes upstream too, so a lost 2xx or ACK is
 			// recovered (RFC 3261 16.7 step 5, RFC 6026 8.4).
@@ -113,20 +151,20 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 			pump(b, events)
 		}()
 	}
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+}
 
+// run handles the branches' responses, and a CANCEL from upstream, until
+// every branch has its final response; false when the server is closing.
+func (f *forking) run(events <-chan branchEvent) bool {
+	s := f.s
 	cancelCh := make(chan struct{})
 	canceled := (<-chan struct{})(cancelCh)
 	var cancelOnce sync.Once
-	if isInvite {
-		tx.OnCancel(func(*sip.Request) { cancelOnce.Do(func() { close(cancelCh) }) })
+	if f.req.IsInvite() {
+		f.tx.OnCancel(func(*sip.Request) { cancelOnce.Do(func() { close(cancelCh) }) })
 	}
-	answered := false
 	pending := 0
-	for _, b := range branches {
+	for _, b := range f.branches {
 		if !b.done {
 			pending++
 		}
@@ -134,88 +172,98 @@ func (s *Server) fork(req *sip.Request, tx sip.ServerTransaction, targets []targ
 	for pending > 0 {
 		select {
 		case <-s.ctx.Done():
-			return
+			return false
 		case <-canceled:
 			canceled = nil
-			s.cancelBranches(branches, nil)
-			if fo.initial {
+			s.cancelBranches(f.branches, nil)
+			if f.fo.initial {
 				s.m.calls.WithLabelValues("canceled").Inc()
 			}
-			if media {
-				s.endMedia(callID)
+			if f.media {
+				s.endMedia(f.callID)
 			}
 			// sipgo answered the CANCEL and the INVITE (487); let the
 			// branches finish so their 487s are absorbed.
-			answered = true
+			f.answered = true
 		case ev := <-events:
-			b := ev.b
-			if ev.err != nil || ev.res == nil {
-				if !b.done {
-					b.done, b.failed = true, true
-					pending--
-					s.branchFailed(b, ev.err)
-				}
-				continue
-			}
-			res := ev.res
-			if res.StatusCode == 100 {
-				continue
-			}
-			if res.IsProvisional() {
-				b.provisnl = true
-				if answered {
-					continue
-				}
-				s.relay(tx, req, res, media, callID, fromTag)
-				continue
-			}
-			if b.done {
-				continue
-			}
-			b.done, b.final = true, res
-			pending--
-			if res.IsSuccess() {
-				if !answered {
-					answered = true
-					b.mu.Lock()
-					b.got2xx = true
-					b.mu.Unlock()
-					s.relayBranch(tx, req, b, res, media, callID, fromTag)
-					if fo.initial {
-						s.m.calls.WithLabelValues("answered").Inc()
-						s.calls.answered(callID, s.m)
-					}
-					s.cancelBranches(branches, b)
-				} else {
-					// Another branch answered too: pass it on, the caller
-					// will BYE it (16.7 step 5).
-					s.relayStateless(req, res)
-				}
-				continue
-			}
-			if res.StatusCode >= 600 && !answered {
-				s.cancelBranches(branches, b)
+			if f.onEvent(ev) {
+				pending--
 			}
 		}
 	}
-	if answered {
-		if req.Method == sip.BYE {
-			s.endCall(callID)
+	return true
+}
+
+// onEvent handles one branch event and reports whether it finished the
+// branch.
+func (f *forking) onEvent(ev branchEvent) bool {
+	s, b := f.s, ev.b
+	if ev.err != nil || ev.res == nil {
+		if b.done {
+			return false
+		}
+		b.done, b.failed = true, true
+		s.branchFailed(b, ev.err)
+		return true
+	}
+	res := ev.res
+	if res.StatusCode == 100 {
+		return false
+	}
+	if res.IsProvisional() {
+		b.provisnl = true
+		if !f.answered {
+			s.relay(f.tx, f.req, res, f.media, f.callID, f.fromTag)
+		}
+		return false
+	}
+	if b.done {
+		return false
+	}
+	b.done, b.final = true, res
+	switch {
+	case res.IsSuccess() && !f.answered:
+		f.answered = true
+		b.mu.Lock()
+		b.got2xx = true
+		b.mu.Unlock()
+		s.relayBranch(f.tx, f.req, b, res, f.media, f.callID, f.fromTag)
+		if f.fo.initial {
+			s.m.calls.WithLabelValues("answered").Inc()
+			s.calls.answered(f.callID, s.m)
+		}
+		s.cancelBranches(f.branches, b)
+	case res.IsSuccess():
+		// Another branch answered too: pass it on, the caller will BYE
+		// it (16.7 step 5).
+		s.relayStateless(f.req, res)
+	case res.StatusCode >= 600 && !f.answered:
+		s.cancelBranches(f.branches, b)
+	}
+	return true
+}
+
+// finish sends the best final response when no branch answered, and
+// releases what the request held.
+func (f *forking) finish() {
+	s := f.s
+	if f.answered {
+		if f.req.Method == sip.BYE {
+			s.endCall(f.callID)
 		}
 		return
 	}
-	best := bestResponse(branches)
-	if best == nil {
-		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusTemporarilyUnavailable, "Temporarily Unavailable", nil))
+	if best := bestResponse(f.branches); best == nil {
+		s.respond(f.tx, sip.NewResponseFromRequest(f.req, sip.StatusTemporarilyUnavailable, "Temporarily Unavailable", nil))
 	} else {
-		s.relay(tx, req, best, false, callID, fromTag)
+		s.relay(f.tx, f.req, best, false, f.callID, f.fromTag)
 	}
-	if fo.initial {
+	if f.fo.initial {
 		s.m.calls.WithLabelValues("failed").Inc()
-		s.endCall(callID)
+		s.endCall(f.callID)
 	}
-	if req.Method == sip.BYE {
-		s.endCall(callID)
+	if f.req.Method == sip.BYE {
+		s.endCall(f.callID)
 	}
 }
 
@@ -303,107 +351,6 @@ func toUpper(s string) string {
 		return "TCP"
 	}
 	return s
-}
-
-// relay sends a downstream response upstream with our Via removed,
-// rewriting its SDP through the media relay when the call has one.
-func (s *Server) relay(tx sip.ServerTransaction, req *sip.Request, res *sip.Response, media bool, callID, fromTag string) {
-	s.respond(tx, s.upstream(req, res, media, callID, fromTag))
-}
-
-// upstream is res as it goes to the caller: our Via removed, SDP rewritten
-// through the media relay when the call has one. For an INVITE that came
-// without SDP (a late offer), the 2xx's SDP is the offer: the relay takes it
-// from the responder, and the ACK brings the answer (lateAnswer).
-func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callID, fromTag string) *sip.Response {
-	out := res.Clone()
-	out.RemoveHeader("Via")
-	out.SetDestination("")
-	out.SetTransport(req.Transport())
-	if s.o.Media != nil && req.IsInvite() && !isSDP(req) && res.IsSuccess() && isSDPResponse(res) {
-		user, ok := s.calls.relayUser(callID)
-		if !ok {
-			return out
-		}
-		toTag, _ := res.To().Params.Get("tag")
-		sdp, err := s.o.Media.Offer(callID, toTag, res.Body(), user, netip.Addr{})
-		if err != nil {
-			s.log.Warn("sip: media offer in 2xx", "call_id", callID, "err", err)
-			return out
-		}
-		s.calls.lateOffer(callID)
-		out.SetBody(sdp)
-		return out
-	}
-	if media && isSDPResponse(res) && (res.IsSuccess() || res.IsProvisional()) {
-		toTag, _ := res.To().Params.Get("tag")
-		sdp, err := s.o.Media.Answer(callID, fromTag, toTag, res.Body())
-		if err != nil {
-			s.log.Warn("sip: media answer", "call_id", callID, "err", err)
-		} else {
-			out.SetBody(sdp)
-		}
-	}
-	return out
-}
-
-// lateAnswer rewrites the SDP answer an ACK carries for a late offer; the
-// offerer is the ACK's To-tag party (it sent the 2xx), the answerer its
-// From-tag party.
-func (s *Server) lateAnswer(req *sip.Request) {
-	if s.o.Media == nil || !req.IsAck() || !isSDP(req) || req.CallID() == nil {
-		return
-	}
-	callID := string(*req.CallID())
-	if !s.calls.takeAnswer(callID) {
-		return
-	}
-	fromTag, _ := req.From().Params.Get("tag")
-	toTag, _ := req.To().Params.Get("tag")
-	sdp, err := s.o.Media.Answer(callID, toTag, fromTag, req.Body())
-	if err != nil {
-		s.log.Warn("sip: media answer in ACK", "call_id", callID, "err", err)
-		return
-	}
-	req.SetBody(sdp)
-}
-
-// relayBranch relays a branch's 2xx and keeps its rewritten SDP for the
-// retransmissions.
-func (s *Server) relayBranch(tx sip.ServerTransaction, req *sip.Request, b *branch, res *sip.Response, media bool, callID, fromTag string) {
-	out := s.upstream(req, res, media, callID, fromTag)
-	b.mu.Lock()
-	b.sdp2xx = out.Body()
-	b.mu.Unlock()
-	s.respond(tx, out)
-}
-
-// relayRetransmission passes a retransmitted 2xx upstream statelessly,
-// with the SDP the first one was given.
-func (s *Server) relayRetransmission(req *sip.Request, b *branch, res *sip.Response) {
-	b.mu.Lock()
-	sdp, ok := b.sdp2xx, b.got2xx
-	b.mu.Unlock()
-	if !ok {
-		return // not the answer we relayed (another branch won)
-	}
-	out := res.Clone()
-	out.RemoveHeader("Via")
-	out.SetDestination("")
-	out.SetTransport(req.Transport())
-	if sdp != nil {
-		out.SetBody(sdp)
-	}
-	s.writeResponse(out)
-}
-
-// relayStateless sends a response upstream outside the transaction.
-func (s *Server) relayStateless(req *sip.Request, res *sip.Response) {
-	out := res.Clone()
-	out.RemoveHeader("Via")
-	out.SetDestination("")
-	out.SetTransport(req.Transport())
-	s.writeResponse(out)
 }
 
 // cancelBranches sends CANCEL on every unfinished INVITE branch but keep.

@@ -3,8 +3,6 @@ package sip
 import (
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -70,20 +68,6 @@ func startTestEnv(t testing.TB, dsn string, addUsers bool, mod func(*Options), u
 func (e *testEnv) close() {
 	e.srv.Close()
 	e.cat.Close()
-}
-
-// needBinary returns the path of a peer binary. Without it the test is
-// skipped, except under CI=true where install-deps.sh must have put it there.
-func needBinary(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not installed (scripts/install-deps.sh test installs it)", name)
-		}
-		t.Skipf("%s not installed; run scripts/install-deps.sh test", name)
-	}
-	return p
 }
 
 // freeUDPPort returns a UDP port that was free a moment ago.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/emiago/sipgo/sip"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -34,10 +35,25 @@ type Media interface {
 }
 
 // Timers are the RFC 3261 transaction timers. sipgo keeps them in package
-// variables (sip.SetTimers), so they are process-wide: the last Server
-// started sets them. Zero values keep sipgo's defaults (500ms, 4s, 5s).
+// variables (sip.SetTimers), so they are process-wide: a program sets them
+// once, before starting any Server (cmd/convene does), never a Server.
+// Zero values keep the RFC's defaults (500ms, 4s, 5s).
 type Timers struct {
 	T1, T2, T4 time.Duration
+}
+
+// SetTimers sets the process's transaction timers (see Timers).
+func SetTimers(t Timers) {
+	if t.T1 == 0 {
+		t.T1 = 500 * time.Millisecond
+	}
+	if t.T2 == 0 {
+		t.T2 = 4 * time.Second
+	}
+	if t.T4 == 0 {
+		t.T4 = 5 * time.Second
+	}
+	sip.SetTimers(t.T1, t.T2, t.T4)
 }
 
 // Options configure a Server. Zero values take the defaults noted.
@@ -91,8 +107,6 @@ type Options struct {
 	FlushInterval time.Duration
 	// Workers answer UDP REGISTERs; 0 means one per CPU.
 	Workers int
-	// Timers are the transaction timers (see Timers).
-	Timers Timers
 
 	// DialogKey signs the Record-Route dialog tokens (dialog.go); nil
 	// makes a random one, so dialogs do not outlive the process.

@@ -1,6 +1,7 @@
 package sip
 
 import (
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"strconv"
 	"strings"
@@ -127,8 +128,8 @@ func TestProxyBusyPassedThrough(t *testing.T) {
 		t.Fatalf("busy callee: %d, want 486", r.StatusCode)
 	}
 	// The proxy ACKs the 486 itself (hop by hop).
-	waitFor(t, "the proxy's ACK of the 486", 5*time.Second, func() bool { return b.saw("ACK") == 1 })
-	waitFor(t, "the failed call to be counted", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "the proxy's ACK of the 486", func() bool { return b.saw("ACK") == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the failed call to be counted", func() bool {
 		return counter(t, e.reg, "convene_sip_calls_total", map[string]string{"result": "failed"}) == 1
 	})
 }
@@ -177,9 +178,9 @@ func TestProxyForkAnswerCancelBye(t *testing.T) {
 	if rr == nil || rr.Address.Port != mustPort(e.srv.Addr()) || !rr.Address.UriParams.Has("lr") {
 		t.Fatalf("200 lacks the proxy's Record-Route: %v", ok.RecordRoute())
 	}
-	waitFor(t, "the other phone to get a CANCEL", 5*time.Second, func() bool { return b2.saw("CANCEL") == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the other phone to get a CANCEL", func() bool { return b2.saw("CANCEL") == 1 })
 	a.inDialog("ACK", ok, 1)
-	waitFor(t, "the ACK to reach the answering phone", 5*time.Second, func() bool { return b1.saw("ACK") == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the ACK to reach the answering phone", func() bool { return b1.saw("ACK") == 1 })
 	// A re-INVITE follows the route set to the answering phone.
 	a.inDialog("INVITE", ok, 2)
 	if r := a.await(false); r.StatusCode != 200 {
@@ -189,7 +190,7 @@ func TestProxyForkAnswerCancelBye(t *testing.T) {
 		t.Errorf("INVITEs: b1 %d, b2 %d; want the re-INVITE at b1 only", b1.saw("INVITE"), b2.saw("INVITE"))
 	}
 	a.inDialog("ACK", ok, 2)
-	waitFor(t, "the re-INVITE's ACK", 5*time.Second, func() bool { return b1.saw("ACK") == 2 })
+	testutil.WaitFor(t, 5*time.Second, "the re-INVITE's ACK", func() bool { return b1.saw("ACK") == 2 })
 	a.inDialog("BYE", ok, 3)
 	if r := a.await(false); r.StatusCode != 200 {
 		t.Fatalf("BYE: %d", r.StatusCode)
@@ -228,7 +229,7 @@ func TestCallerCancel(t *testing.T) {
 	if r := a.await(true); r.StatusCode != 100 && r.StatusCode != 180 {
 		t.Fatalf("first response %d", r.StatusCode)
 	}
-	waitFor(t, "bob to ring", 5*time.Second, func() bool { return b.saw("INVITE") == 1 })
+	testutil.WaitFor(t, 5*time.Second, "bob to ring", func() bool { return b.saw("INVITE") == 1 })
 	time.Sleep(50 * time.Millisecond)
 	a.send("CANCEL sip:bob@convene.test SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKcancel;rport\r\n" +
 		"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=caller1\r\nTo: <sip:bob@convene.test>\r\n" +
@@ -241,7 +242,7 @@ func TestCallerCancel(t *testing.T) {
 	if !got[200] || !got[487] {
 		t.Errorf("caller got %v, want 200 (CANCEL) and 487 (INVITE)", got)
 	}
-	waitFor(t, "the CANCEL to reach bob", 5*time.Second, func() bool { return b.saw("CANCEL") == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the CANCEL to reach bob", func() bool { return b.saw("CANCEL") == 1 })
 }
 
 func TestTCPKeepAlivePong(t *testing.T) {
@@ -276,7 +277,7 @@ func TestDropSilentContact(t *testing.T) {
 	silent := newPhone(t, "bob", e.srv.Addr())
 	silent.login("MD5", "")
 	silent.onRequest(func(*sip.Request) []string { return nil }) // never answers
-	waitFor(t, "the silent contact to be dropped", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the silent contact to be dropped", func() bool {
 		return len(e.srv.loc.lookup("bob", time.Now())) == 0
 	})
 	if len(e.srv.loc.lookup("alice", time.Now())) != 1 {

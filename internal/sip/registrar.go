@@ -18,8 +18,7 @@ import (
 func (s *Server) register(ctx context.Context, req *sip.Request, transport, source string) (*sip.Response, uint64) {
 	now := s.o.Now()
 	s.m.reqRegister.Inc()
-	srcIP, srcPort := splitHostPort(source)
-	if !s.regLimit.allow(srcIP, now) {
+	if srcIP, _ := splitHostPort(source); !s.regLimit.allow(srcIP, now) {
 		s.m.rateLimited.WithLabelValues("REGISTER").Inc()
 		return s.overloaded(req), 0
 	}
@@ -56,14 +55,32 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		s.m.regFailed.Inc()
 		return sip.NewResponseFromRequest(req, sip.StatusForbidden, "Forbidden (To is not the authenticated user)", nil), 0
 	}
+	upd, res := s.parseContacts(req, user, transport, source, now)
+	if res != nil {
+		s.m.regFailed.Inc()
+		return res, 0
+	}
+	return s.applyRegister(req, user, upd, now)
+}
 
+// regUpdate is what one REGISTER asks of the location service.
+type regUpdate struct {
+	changes   []regChange
+	removeAll bool // Contact: *
+}
+
+// parseContacts reads the bindings a REGISTER of user asks for (RFC 3261
+// section 10.3 step 6), or returns the answer refusing it (400, 423).
+func (s *Server) parseContacts(req *sip.Request, user, transport, source string, now time.Time) (regUpdate, *sip.Response) {
+	srcIP, srcPort := splitHostPort(source)
+	callID, cseq := req.CallID(), req.CSeq()
+	var upd regUpdate
 	defExpires := s.o.Expires
 	if h := req.GetHeader("Expires"); h != nil {
 		v, err := strconv.ParseUint(strings.TrimSpace(h.Value()), 10, 32)
 		if err != nil {
 			s.m.badMessages.Inc()
-			s.m.regFailed.Inc()
-			return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Expires)", nil), 0
+			return upd, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Expires)", nil)
 		}
 		defExpires = time.Duration(v) * time.Second
 	}
@@ -78,8 +95,6 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		}
 	}
 
-	var changes []regChange
-	removeAll := false
 	contacts := req.GetHeaders("Contact")
 	for _, h := range contacts {
 		c, ok := h.(*sip.ContactHeader)
@@ -89,10 +104,9 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 		if c.Address.Wildcard {
 			if len(contacts) != 1 || defExpires != 0 {
 				s.m.badMessages.Inc()
-				s.m.regFailed.Inc()
-				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact: * needs Expires: 0 alone)", nil), 0
+				return upd, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact: * needs Expires: 0 alone)", nil)
 			}
-			removeAll = true
+			upd.removeAll = true
 			break
 		}
 		exp := defExpires
@@ -100,33 +114,37 @@ func (s *Server) register(ctx context.Context, req *sip.Request, transport, sour
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
 			if err != nil {
 				s.m.badMessages.Inc()
-				s.m.regFailed.Inc()
-				return sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact expires)", nil), 0
+				return upd, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (Contact expires)", nil)
 			}
 			exp = time.Duration(n) * time.Second
 		}
 		contactURI := c.Address.String()
 		if exp == 0 {
-			changes = append(changes, regChange{b: &binding{user: user, contact: contactURI}, remove: true})
+			upd.changes = append(upd.changes, regChange{b: &binding{user: user, contact: contactURI}, remove: true})
 			continue
 		}
 		if exp < s.o.MinExpires {
 			res := sip.NewResponseFromRequest(req, sip.StatusIntervalToBrief, "Interval Too Brief", nil)
 			res.AppendHeader(sip.NewHeader("Min-Expires", strconv.Itoa(int(s.o.MinExpires/time.Second))))
-			s.m.regFailed.Inc()
-			return res, 0
+			return upd, res
 		}
 		nat := viaNAT || c.Address.Host != srcIP
 		exp = min(exp, s.o.MaxExpires)
 		if nat {
 			exp = min(exp, s.o.NATExpires)
 		}
-		changes = append(changes, regChange{b: &binding{user: user, contact: contactURI, uri: *c.Address.Clone(),
+		upd.changes = append(upd.changes, regChange{b: &binding{user: user, contact: contactURI, uri: *c.Address.Clone(),
 			callID: string(*callID), cseq: cseq.SeqNo, expires: now.Add(exp), transport: transport, source: source,
 			nat: nat, userAgent: ua, updated: now}})
 	}
+	return upd, nil
+}
 
-	current, outcome, seq := s.loc.apply(user, string(*callID), cseq.SeqNo, removeAll, changes, now, s.o.MaxContacts)
+// applyRegister makes the REGISTER's changes (steps 7-8) and answers 200
+// with every current contact; seq numbers the change the answer waits for.
+func (s *Server) applyRegister(req *sip.Request, user string, upd regUpdate, now time.Time) (*sip.Response, uint64) {
+	callID, cseq := req.CallID(), req.CSeq()
+	current, outcome, seq := s.loc.apply(user, string(*callID), cseq.SeqNo, upd.removeAll, upd.changes, now, s.o.MaxContacts)
 	switch outcome {
 	case regOutOfOrder:
 		s.m.regFailed.Inc()

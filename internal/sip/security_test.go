@@ -2,6 +2,7 @@ package sip
 
 import (
 	"context"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func TestForgedInDialogRequestsAreNotRouted(t *testing.T) {
 	// An ACK gets no answer; the counter shows it was refused too.
 	mallory.send(inDialogRaw(mallory, "ACK", "sip:victim@"+victim.LocalAddr().String(), route, "forged-ack", ""))
 	want := float64(len(cases) + 1)
-	waitFor(t, "every forged request to be refused", 5*time.Second, func() bool {
+	testutil.WaitFor(t, 5*time.Second, "every forged request to be refused", func() bool {
 		return counter(t, e.reg, "convene_sip_denied_total", map[string]string{"reason": "dialog"}) == want
 	})
 	if n := udpGot.Load(); n != 0 {
@@ -252,7 +253,7 @@ func TestTCPConnectionCaps(t *testing.T) {
 		t.Errorf("denied{tcp_conns} = %v, want 10", n)
 	}
 	// Idle connections are closed and their slots freed.
-	waitFor(t, "idle connections to be closed", 10*time.Second, func() bool {
+	testutil.WaitFor(t, 10*time.Second, "idle connections to be closed", func() bool {
 		return e.srv.tcp.(*capListener).count() == 0
 	})
 	if !pong(dial("127.0.0.1")) {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
+
+	"github.com/convene/convene/internal/sip/digest"
 )
 
 // Server is a running registrar and proxy.
@@ -25,7 +27,7 @@ type Server struct {
 	log        *slog.Logger
 	m          *metrics
 	algorithms []string
-	nonces     *nonces
+	digest     *digest.Checker
 	loc        *location
 	regLimit   *limiter
 	invLimit   *limiter
@@ -78,19 +80,6 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sip: metrics: %w", err)
 	}
-	if o.Timers != (Timers{}) {
-		t1, t2, t4 := o.Timers.T1, o.Timers.T2, o.Timers.T4
-		if t1 == 0 {
-			t1 = 500 * time.Millisecond
-		}
-		if t2 == 0 {
-			t2 = 4 * time.Second
-		}
-		if t4 == 0 {
-			t4 = 5 * time.Second
-		}
-		sip.SetTimers(t1, t2, t4)
-	}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -98,7 +87,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s := &Server{
 		o: o, log: o.Logger, m: m,
 		algorithms: o.Algorithms,
-		nonces:     newNonces(o.NonceTTL, o.NonceSlots),
+		digest:     &digest.Checker{Realm: o.Domain, Nonces: digest.NewNonces(o.NonceTTL, o.NonceSlots), Accounts: o.Users},
 		loc:        newLocation(o.Catalog, o.Logger, o.Now),
 		regLimit:   newLimiter(o.RegisterRate),
 		invLimit:   newLimiter(o.InviteRate),

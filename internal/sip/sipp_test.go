@@ -3,6 +3,7 @@ package sip
 import (
 	"bytes"
 	"context"
+	"github.com/convene/convene/internal/testutil"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 // runSIPp runs SIPp against the server until it has done calls calls.
 func runSIPp(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
-	bin := needBinary(t, "sipp")
+	bin := testutil.NeedBinary(t, "sipp")
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer

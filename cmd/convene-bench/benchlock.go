@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+const benchLock = "/tmp/convene-bench.lock"
+
+// lockBench takes the lock every benchmark subcommand holds while it runs,
+// so that two never share the machine's cores. When another benchmark holds
+// it, lockBench refuses with a clear message, or with wait queues behind it.
+// It returns the lock's file (close it to release), or nil after printing
+// why not.
+func lockBench(cmd string, wait bool, stderr io.Writer) *os.File {
+	lock, err := os.OpenFile(benchLock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		fmt.Fprintf(stderr, "convene-bench %s: %v\n", cmd, err)
+		return nil
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if !wait {
+			fmt.Fprintf(stderr, "convene-bench %s: another benchmark is running (it holds %s); wait for it to finish, or pass -wait\n", cmd, benchLock)
+			lock.Close()
+			return nil
+		}
+		fmt.Fprintf(stderr, "convene-bench %s: waiting for the benchmark holding %s to finish\n", cmd, benchLock)
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			fmt.Fprintf(stderr, "convene-bench %s: %v\n", cmd, err)
+			lock.Close()
+			return nil
+		}
+	}
+	return lock
+}
+
+// benchDirs makes the report directory out and a scratch directory for the
+// run (the caller removes it), printing why not and returning "" on failure.
+func benchDirs(cmd, out string, stderr io.Writer) string {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "convene-bench %s: %v\n", cmd, err)
+		return ""
+	}
+	tmp, err := os.MkdirTemp("", "convene-bench-"+cmd+"-")
+	if err != nil {
+		fmt.Fprintf(stderr, "convene-bench %s: %v\n", cmd, err)
+		return ""
+	}
+	return tmp
+}

@@ -1,0 +1,42 @@
+// Package testutil holds the helpers that tests across packages share, so
+// that each rule is written once: a missing peer program skips a test with
+// its reason, except under CI where it fails it; and a condition is polled
+// until it holds or a deadline passes. Only tests import it.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// NeedBinary returns the path of the program name on PATH. Without it the
+// test is skipped with the reason (go test -v shows it), except when CI is
+// "true": there scripts/install-deps.sh must have installed it, so the test
+// fails instead of passing without having run.
+func NeedBinary(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not installed, and under CI every peer must be (scripts/install-deps.sh test or bench installs it): %v", name, err)
+	}
+	t.Skipf("%s is not installed (scripts/install-deps.sh test or bench installs it); under CI=true this fails", name)
+	return ""
+}
+
+// WaitFor polls cond every few milliseconds until it holds, and fails the
+// test naming what it waited for once timeout has passed.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
