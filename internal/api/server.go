@@ -321,6 +321,8 @@ func (s *Server) addRTPLink(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", "a member may add links only for itself (member \""+p.member+"\")")
 		return
 	}
+	// A member's own link is policed: destination policy, caps, consent.
+	req.Policed = !p.operator
 	l, err := s.o.Sessions.AddRTPLink(r.Context(), r.PathValue("id"), req)
 	if err != nil {
 		s.writeServiceError(w, r, err)

@@ -86,7 +86,10 @@ func TestAccess(t *testing.T) {
 	if code, _ := doAs(t, srv, mtok, "POST", "/api/v1/sessions/"+sid+"/rtp-links", `{"remote":"127.0.0.1:47100","kind":"audio","member":"m_other"}`); code != 403 {
 		t.Errorf("member adds a link for another: %d", code)
 	}
-	if code, l := doAs(t, srv, mtok, "POST", "/api/v1/sessions/"+sid+"/rtp-links", `{"remote":"127.0.0.1:47100","kind":"audio","member":"`+mid+`"}`); code != 201 || l["member"] != mid {
+	if code, _ := doAs(t, srv, mtok, "POST", "/api/v1/sessions/"+sid+"/rtp-links", `{"remote":"127.0.0.1:47100","kind":"audio","member":"`+mid+`"}`); code != 400 {
+		t.Errorf("member adds a loopback link without links.allow_destinations: %d", code)
+	}
+	if code, l := doAs(t, srv, mtok, "POST", "/api/v1/sessions/"+sid+"/rtp-links", `{"remote":"198.51.100.10:47100","kind":"audio","member":"`+mid+`"}`); code != 201 || l["member"] != mid {
 		t.Errorf("member adds its own link: %d %v", code, l)
 	}
 	if code, _ := doAs(t, srv, mtok, "PUT", "/api/v1/sessions/"+sid+"/floors/audio", `{"style":"floor_control"}`); code != 403 {

@@ -30,10 +30,24 @@ type Member struct {
 	// Gated starts the member's track with its floor gate closed
 	// (Track.SetGated), so nothing leaks before floor control says so.
 	Gated bool
+	// Owner is the session member the endpoint belongs to ("" for none).
+	// No echo holds per owner: a member's media, from any of its
+	// endpoints, never reaches another endpoint of the same owner.
+	Owner string
+}
+
+// hears reports whether a receiving member r is subscribed to the track of
+// publisher p: same kind, same subgroup, not itself and not the same owner.
+func hears(r Member, rid string, p Member, pid string) bool {
+	if rid == pid || r.Kind != p.Kind || r.Group != p.Group || !r.Receives || r.Sink == nil {
+		return false
+	}
+	return r.Owner == "" || r.Owner != p.Owner
 }
 
 type rtcpSub struct {
 	member string
+	owner  string
 	sink   Sink
 }
 
@@ -77,7 +91,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	r.members[m.ID] = m
 	if m.Receives && m.Sink != nil {
 		for pub, t := range r.tracks {
-			if pub != m.ID && t.kind == m.Kind && r.members[pub].Group == m.Group {
+			if hears(m, m.ID, r.members[pub], pub) {
 				t.subscribe(m.ID, m.Sink)
 			}
 		}
@@ -87,7 +101,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 		own = newTrack(m.ID+"/"+m.Kind.String(), m.ID, m.Kind)
 		own.gated.Store(m.Gated)
 		for id, o := range r.members {
-			if id != m.ID && o.Receives && o.Sink != nil && o.Kind == m.Kind && o.Group == m.Group {
+			if hears(o, id, m, m.ID) {
 				own.subscribe(id, o.Sink)
 			}
 		}
@@ -95,7 +109,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	}
 	if m.RTCPSink != nil {
 		old := *r.rtcp[m.Kind].Load()
-		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{m.ID, m.RTCPSink})
+		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{m.ID, m.Owner, m.RTCPSink})
 		r.rtcp[m.Kind].Store(&next)
 	}
 	return own, nil
@@ -146,7 +160,7 @@ func (r *Room) SetGroup(id, group string) {
 		if pub == id || t.kind != m.Kind {
 			continue
 		}
-		if r.members[pub].Group == group && m.Receives && m.Sink != nil {
+		if hears(m, id, r.members[pub], pub) {
 			t.subscribe(id, m.Sink)
 		} else {
 			t.unsubscribe(id)
@@ -157,7 +171,7 @@ func (r *Room) SetGroup(id, group string) {
 			if oid == id || o.Kind != m.Kind {
 				continue
 			}
-			if o.Group == group && o.Receives && o.Sink != nil {
+			if hears(o, oid, m, id) {
 				own.subscribe(oid, o.Sink)
 			} else {
 				own.unsubscribe(oid)
@@ -167,15 +181,24 @@ func (r *Room) SetGroup(id, group string) {
 }
 
 // PublishRTCP sends an RTCP packet from member `from` of the given kind to
-// every other member of that kind that takes RTCP. It takes over the caller's
+// every other member of that kind that takes RTCP, except the other
+// endpoints of the same owner (Member.Owner). It takes over the caller's
 // reference.
 func (r *Room) PublishRTCP(from string, kind Kind, p *Packet) {
 	p.Kind = kind
 	p.RTCP = true
 	subs := *r.rtcp[kind].Load()
+	owner := ""
+	for i := range subs {
+		if subs[i].member == from {
+			owner = subs[i].owner
+			break
+		}
+	}
+	skip := func(s rtcpSub) bool { return s.member == from || (owner != "" && s.owner == owner) }
 	n := 0
 	for i := range subs {
-		if subs[i].member != from {
+		if !skip(subs[i]) {
 			n++
 		}
 	}
@@ -185,7 +208,7 @@ func (r *Room) PublishRTCP(from string, kind Kind, p *Packet) {
 	}
 	p.Retain(n - 1)
 	for i := range subs {
-		if subs[i].member != from {
+		if !skip(subs[i]) {
 			subs[i].sink.Deliver(p, nil)
 		}
 	}

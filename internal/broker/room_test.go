@@ -225,3 +225,41 @@ func TestGateDropsAndCounts(t *testing.T) {
 		t.Fatalf("open: got %d drops %d", rec.count(), tr.GateDrops())
 	}
 }
+
+// No echo holds per owner: a member's receive endpoint never gets the media
+// or RTCP of the same member's send endpoint, whichever joined first and
+// after a subgroup move; other members still do.
+func TestNoEchoPerOwner(t *testing.T) {
+	r := NewRoom("s")
+	a2, b, a2rtcp, brtcp := &recorder{}, &recorder{}, &recorder{}, &recorder{}
+	a1, err := r.Join(Member{ID: "a1", Owner: "alice", Kind: Audio, Sends: true, RTCPSink: &recorder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Join(Member{ID: "a2", Owner: "alice", Kind: Audio, Receives: true, Sink: a2, RTCPSink: a2rtcp}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Join(Member{ID: "b", Owner: "bob", Kind: Audio, Receives: true, Sink: b, RTCPSink: brtcp}); err != nil {
+		t.Fatal(err)
+	}
+	a1.Publish(packet(1))
+	r.PublishRTCP("a1", Audio, packet(2))
+	r.SetGroup("a2", "g")
+	r.SetGroup("a1", "g")
+	r.SetGroup("b", "g")
+	a1.Publish(packet(3))
+	if a2.count() != 0 || a2rtcp.count() != 0 {
+		t.Fatalf("alice's receive endpoint got %d packets and %d RTCP of her own", a2.count(), a2rtcp.count())
+	}
+	if b.count() != 2 || brtcp.count() != 1 {
+		t.Fatalf("bob got %d packets and %d RTCP, want 2 and 1", b.count(), brtcp.count())
+	}
+	// Endpoints without an owner still hear each other.
+	x, y := &recorder{}, &recorder{}
+	xt, _ := r.Join(Member{ID: "x", Kind: Video, Sends: true, Receives: true, Sink: x})
+	r.Join(Member{ID: "y", Kind: Video, Receives: true, Sink: y})
+	xt.Publish(packet(4))
+	if y.count() != 1 || x.count() != 0 {
+		t.Fatalf("ownerless: y %d x %d", y.count(), x.count())
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -50,6 +51,7 @@ type Config struct {
 	Auth    AuthConfig    `yaml:"auth"`
 	// Sessions caps what the session service holds.
 	Sessions SessionsConfig `yaml:"sessions"`
+	Links    LinksConfig    `yaml:"links"`
 	Log      LogConfig      `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
@@ -182,6 +184,40 @@ type AuthConfig struct {
 	TokenSecret string `yaml:"token_secret"`
 }
 
+// LinksConfig polices the media links members create with their own
+// tokens (issue 11): where they may send, how many they may have, and the
+// consent their remote must give. Links the operator creates are trusted.
+type LinksConfig struct {
+	// AllowDestinations are CIDRs, comma-separated, a member's link may
+	// send to although they are loopback, link-local, multicast, broadcast
+	// or this host's own, e.g. "127.0.0.0/8" for local tools. Empty: none.
+	AllowDestinations string `yaml:"allow_destinations"`
+	// MaxPerMember caps one member's links; MaxPerSession the links the
+	// members of one session created.
+	MaxPerMember  int `yaml:"max_per_member"`
+	MaxPerSession int `yaml:"max_per_session"`
+	// Consent is how long a member's link may hear nothing from its remote
+	// before the node stops sending to it (RFC 7675 in spirit).
+	Consent Duration `yaml:"consent"`
+}
+
+// AllowedDestinations parses AllowDestinations.
+func (l LinksConfig) AllowedDestinations() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for part := range strings.SplitSeq(l.AllowDestinations, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
 // NATSConfig configures the cluster bus.
 type NATSConfig struct {
 	// URL of an external NATS server (comma-separated list allowed).
@@ -244,6 +280,7 @@ func Default() Config {
 		SIP: SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20,
 			RequestRate: 100, MaxContacts: 10, TCPIdleTimeout: Duration(2 * time.Minute), TCPMaxConns: 4096, TCPMaxConnsPerIP: 32,
 			MinPasswordLength: 12},
+		Links:             LinksConfig{MaxPerMember: 8, MaxPerSession: 64, Consent: Duration(30 * time.Second)},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},
 		HeartbeatInterval: Duration(2 * time.Second),
@@ -396,6 +433,18 @@ func (c Config) Validate() error {
 		}
 	default:
 		bad("catalog.driver", c.Catalog.Driver, "want %s or %s", DriverSQLite, DriverPostgres)
+	}
+	if _, err := c.Links.AllowedDestinations(); err != nil {
+		bad("links.allow_destinations", c.Links.AllowDestinations, "want comma-separated CIDRs such as 127.0.0.0/8: %v", err)
+	}
+	if c.Links.MaxPerMember < 1 {
+		bad("links.max_per_member", c.Links.MaxPerMember, "must be at least 1")
+	}
+	if c.Links.MaxPerSession < 1 {
+		bad("links.max_per_session", c.Links.MaxPerSession, "must be at least 1")
+	}
+	if c.Links.Consent.Std() < time.Second {
+		bad("links.consent", c.Links.Consent, "must be at least 1s")
 	}
 	if c.Auth.TokenSecret != "" && len(c.Auth.TokenSecret) < 16 {
 		bad("auth.token_secret", "(hidden)", "must be at least 16 characters")

@@ -42,6 +42,14 @@ type Config struct {
 	// 0 means DefaultQueue.
 	Queue  int
 	Logger *slog.Logger
+	// Subgroup, Gated and Owner place the group in the room like any other
+	// link (broker.Member): the session subgroup it is in, whether its track
+	// starts behind a closed floor gate, and the session member it belongs
+	// to. With an owner, the group carries that member's role, subgroup and
+	// floor, and never hears that member's other links.
+	Subgroup string
+	Gated    bool
+	Owner    string
 }
 
 // Stats are a bridge's counters.
@@ -129,7 +137,8 @@ func Open(cfg Config, room *broker.Room) (*Bridge, error) {
 		}
 	}
 
-	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives()}
+	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives(),
+		Group: cfg.Subgroup, Gated: cfg.Gated, Owner: cfg.Owner}
 	if m.Receives {
 		m.Sink = broker.SinkFunc(b.deliver)
 		m.RTCPSink = broker.SinkFunc(b.deliverRTCP)

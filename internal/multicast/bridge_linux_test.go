@@ -11,7 +11,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/rtplink"
@@ -324,9 +323,13 @@ func TestBridgeSendRecv(t *testing.T) {
 		t.Errorf("dropped %v, want one bad_version and one truncated", st.Dropped)
 	}
 
-	// The bridge never republished its own sends: after everything has
-	// settled, the room got exactly what vic sent, nothing more.
-	time.Sleep(200 * time.Millisecond)
+	// The bridge never republished its own sends: once every one of them
+	// has come back from the group and been dropped as a loop (RTP and
+	// RTCP, each socket read in order, and vic's sentinel above after all
+	// of them on the RTP socket), the room got exactly what vic sent.
+	waitFor(t, "every own packet back from the group as a loop", func() bool {
+		return b.Stats().Dropped[DropLoop] >= uint64(len(fromSpeaker))+4
+	})
 	equalPackets(t, "listener from group, final", tr.listener.snapshot("mc"), fromVic)
 	equalPackets(t, "speaker from group, final", tr.speaker.snapshot("mc"), fromVic)
 	st = b.Stats()
@@ -365,8 +368,13 @@ func TestBridgeSendRecv(t *testing.T) {
 	if n := tr.track.Subscribers(); n != 1 {
 		t.Errorf("speaker track has %d subscribers after Close, want 1", n)
 	}
-	vic.send(t, vicPackets(vicSSRC, 2000, 1)[0])
-	time.Sleep(100 * time.Millisecond)
+	// Close waited for the bridge's readers, so nothing can be published
+	// now; vic hearing its own packet (the sentinel) shows the group still
+	// carried it.
+	late := vicPackets(vicSSRC, 2000, 1)[0]
+	heard := len(vic.received(withSSRC(vicSSRC, false)))
+	vic.send(t, late)
+	waitFor(t, "vic's late packet on the group", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) > heard })
 	if n := len(tr.listener.snapshot("mc")); n != len(fromVic) {
 		t.Errorf("room got %d packets from the group after Close, want %d", n, len(fromVic))
 	}
@@ -403,7 +411,9 @@ func TestBridgeDirections(t *testing.T) {
 		rr := rtcpRR(vicSSRC, "vic@host")
 		vicRTCP.send(t, rr)
 		waitFor(t, "vic's RTCP in the room", func() bool { return len(tr.listener.snapshot("")) >= 1 })
-		time.Sleep(150 * time.Millisecond)
+		// Sentinel: vic hears its own RTP, so the group carried it while the
+		// bridge was joined.
+		waitFor(t, "vic's own RTP on the group", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) >= 10 })
 		if n := len(tr.listener.snapshot("mc")) + len(tr.speaker.snapshot("mc")); n != 0 {
 			t.Errorf("recvonly bridge published %d packets from the group", n)
 		}
@@ -443,7 +453,9 @@ func TestBridgeDirections(t *testing.T) {
 		sentinel := vicPackets(vicSSRC, 11, 1)[0]
 		vic.send(t, sentinel) // vic hears itself: the group is flowing
 		waitFor(t, "vic's own sentinel", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) >= len(fromVic)+1 })
-		time.Sleep(150 * time.Millisecond)
+		// The bridge has no send socket and no subscription (both checked
+		// above), so the publishes above had nowhere to go; the sentinel
+		// shows the group was flowing while they were made.
 		if n := len(vic.received(withSSRC(speakerSSRC, false))); n != 0 {
 			t.Errorf("sendonly bridge sent %d session packets to the group", n)
 		}
@@ -478,12 +490,17 @@ func TestTwoBridgesOneGroup(t *testing.T) {
 		ra.publish(p)
 	}
 	waitFor(t, "room a's packets in room b", func() bool { return len(rb.listener.snapshot("mc-b")) >= len(fromA) })
-	time.Sleep(200 * time.Millisecond)
+	// Sentinel: room b sends one packet after all of a's came through; a's
+	// bridge reads its group socket in order, so once a has it, a's own
+	// packets that came back before it have been dropped, not published.
+	sentinel := vicPackets(0xbbbb0001, 1, 1)[0]
+	rb.publish(sentinel)
+	waitFor(t, "room b's sentinel in room a", func() bool { return len(ra.listener.snapshot("mc-a")) >= 1 })
+	equalPackets(t, "room a from group", ra.listener.snapshot("mc-a"), [][]byte{sentinel})
+	equalPackets(t, "room a's speaker from group", ra.speaker.snapshot("mc-a"), [][]byte{sentinel})
+	waitFor(t, "room b's sentinel back as a loop", func() bool { return bb.Stats().Dropped[DropLoop] >= 1 })
 	equalPackets(t, "room b from group", rb.listener.snapshot("mc-b"), fromA)
-	if n := len(ra.listener.snapshot("mc-a")) + len(ra.speaker.snapshot("mc-a")); n != 0 {
-		t.Errorf("room a got %d of its own packets back", n)
-	}
-	if sa, sb := ba.Stats(), bb.Stats(); sa.Out.Packets != uint64(len(fromA)) || sb.Out.Packets != 0 || sa.PacketsIn != 0 {
+	if sa, sb := ba.Stats(), bb.Stats(); sa.Out.Packets != uint64(len(fromA)) || sb.Out.Packets != 1 || sa.PacketsIn != 1 {
 		t.Errorf("a %+v b %+v", sa, sb)
 	}
 }

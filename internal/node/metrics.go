@@ -19,12 +19,14 @@ import (
 //	convene_media_dropped_packets_total{reason}    truncated, bad_version, direction, queue_full,
 //	                                               loop, oversize, unknown_source, read_error,
 //	                                               floor (sent without holding the floor)
+//	                                               consent (a member's link whose remote has not sent)
 //	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
+//	convene_links_refused_total                    links refused by the destination policy or a cap
 type mediaCollector struct {
 	svc   *session.Service
 	socks rtplink.Sockets
 
-	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches *prometheus.Desc
+	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused *prometheus.Desc
 }
 
 func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollector {
@@ -41,11 +43,12 @@ func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollec
 		bOut:     d("convene_media_bytes_sent_total", "Bytes of RTP sent to endpoints."),
 		dropped:  d("convene_media_dropped_packets_total", "Media packets dropped, by reason.", "reason"),
 		batches:  d("convene_udp_send_batches_total", "sendmmsg calls, by socket.", "socket"),
+		refused:  d("convene_links_refused_total", "Links refused by the destination policy or a cap."),
 	}
 }
 
 func (c *mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused} {
 		ch <- d
 	}
 }
@@ -81,4 +84,5 @@ func (c *mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.batches, rtp.SendBatches, "rtp")
 	counter(c.batches, rtcp.SendBatches, "rtcp")
+	counter(c.refused, c.svc.RefusedLinks())
 }

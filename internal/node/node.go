@@ -95,8 +95,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	n.apiKey = fresh
+	allow, err := cfg.Links.AllowedDestinations()
+	if err != nil {
+		return nil, err
+	}
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks,
-		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log})
+		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
+		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
+			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std()}})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}

@@ -31,6 +31,7 @@ func testConfig(t *testing.T, dataDir string) config.Config {
 	cfg.SIP.Listen = "127.0.0.1:0"
 	cfg.HeartbeatInterval = config.Duration(100 * time.Millisecond)
 	cfg.Auth.APIKeys = testAPIKey
+	cfg.Links.AllowDestinations = "127.0.0.0/8" // members' links to local test sockets
 	return cfg
 }
 

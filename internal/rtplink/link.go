@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/udpmux"
@@ -47,6 +48,17 @@ type Config struct {
 	Group string
 	// Gated starts the endpoint's track with its floor gate closed.
 	Gated bool
+	// Consent, when not zero, makes the link send nothing to the endpoint
+	// until it has received an RTP or RTCP packet from the endpoint's exact
+	// address, and stop again when nothing has arrived for between Consent
+	// and twice Consent: consent freshness in the spirit of RFC 7675 §5.1,
+	// with the endpoint's own media standing in for STUN. It keeps a node
+	// from being turned into a UDP amplifier towards an address that never
+	// asked for media.
+	Consent time.Duration
+	// Owner is the session member the endpoint belongs to ("" for none):
+	// it never receives media that member sends on another link.
+	Owner string
 }
 
 // Sockets are the node's shared media sockets.
@@ -68,6 +80,7 @@ const (
 	DropTruncated  = "truncated"
 	DropBadVersion = "bad_version"
 	DropDirection  = "direction" // media from an endpoint that may not send
+	DropConsent    = "consent"   // media for an endpoint that has not sent first (Config.Consent)
 )
 
 // Link is one plain RTP endpoint in a room.
@@ -82,6 +95,16 @@ type Link struct {
 
 	packetsIn, bytesIn, rtcpIn atomic.Uint64
 	truncated, badVersion, dir atomic.Uint64
+
+	// Consent (Config.Consent): heard counts RTP and RTCP from the
+	// endpoint; consented is set by the first and cleared by checkConsent,
+	// a timer that finds heard unchanged for one Consent period. lastHeard
+	// belongs to that timer.
+	heard     atomic.Uint64
+	consented atomic.Bool
+	noConsent atomic.Uint64
+	consentT  atomic.Pointer[time.Timer]
+	lastHeard uint64
 
 	// open is set once the link holds its addresses on the sockets. Until
 	// then, and after Close, the room's packets for it are not sent: an Open
@@ -120,7 +143,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	// may hand the link a datagram at any time, and l.track must be set by
 	// then (Register's lock orders the write before that read).
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives(),
-		Group: cfg.Group, Gated: cfg.Gated}
+		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner}
 	if m.Receives {
 		m.Sink = l
 	}
@@ -144,8 +167,54 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 		}
 	}
 	l.open.Store(true)
+	if cfg.Consent > 0 {
+		t := time.AfterFunc(time.Hour, l.checkConsent) // set before it can fire
+		l.consentT.Store(t)
+		t.Reset(cfg.Consent)
+	}
 	return l, nil
 }
+
+// hear records a valid RTP or RTCP packet from the endpoint: consent to
+// receive (Config.Consent).
+func (l *Link) hear() {
+	if l.cfg.Consent <= 0 {
+		return
+	}
+	l.heard.Add(1)
+	if !l.consented.Load() {
+		l.consented.Store(true)
+	}
+}
+
+// checkConsent withdraws consent when nothing arrived for a period.
+func (l *Link) checkConsent() {
+	if !l.open.Load() {
+		return
+	}
+	if n := l.heard.Load(); n == l.lastHeard {
+		l.consented.Store(false)
+	} else {
+		l.lastHeard = n
+	}
+	if t := l.consentT.Load(); t != nil {
+		t.Reset(l.cfg.Consent)
+	}
+}
+
+// mayNotSend reports (and counts) a packet the endpoint has not consented
+// to receive.
+func (l *Link) mayNotSend() bool {
+	if l.cfg.Consent > 0 && !l.consented.Load() {
+		l.noConsent.Add(1)
+		return true
+	}
+	return false
+}
+
+// Consented reports whether the endpoint may be sent to now: always for a
+// link without Config.Consent.
+func (l *Link) Consented() bool { return l.cfg.Consent <= 0 || l.consented.Load() }
 
 // Config returns the link's configuration with defaults filled in.
 func (l *Link) Config() Config { return l.cfg }
@@ -159,14 +228,17 @@ func (l *Link) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
 	switch Classify(p.Bytes(), l.cfg.RTCPMux) {
 	case ClassRTP:
 		if l.track == nil {
+			l.hear() // a receive-only endpoint's RTP still says it is there
 			l.dir.Add(1)
 			p.Release()
 			return
 		}
+		l.hear()
 		l.packetsIn.Add(1)
 		l.bytesIn.Add(uint64(p.Len()))
 		l.track.Publish(p)
 	case ClassRTCP:
+		l.hear()
 		l.rtcpIn.Add(1)
 		l.room.PublishRTCP(l.cfg.ID, l.cfg.Kind, p)
 	case ClassTruncated:
@@ -184,6 +256,7 @@ type rtcpHandler struct{ l *Link }
 func (h rtcpHandler) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
 	switch ClassifyRTCP(p.Bytes()) {
 	case ClassRTCP:
+		h.l.hear()
 		h.l.rtcpIn.Add(1)
 		h.l.room.PublishRTCP(h.l.cfg.ID, h.l.cfg.Kind, p)
 	case ClassTruncated:
@@ -197,7 +270,7 @@ func (h rtcpHandler) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
 
 // Deliver sends a packet of another member's track to the endpoint.
 func (l *Link) Deliver(p *broker.Packet, _ *broker.Track) {
-	if !l.open.Load() {
+	if !l.open.Load() || l.mayNotSend() {
 		p.Release()
 		return
 	}
@@ -205,7 +278,7 @@ func (l *Link) Deliver(p *broker.Packet, _ *broker.Track) {
 }
 
 func (l *Link) deliverRTCP(p *broker.Packet, _ *broker.Track) {
-	if !l.open.Load() {
+	if !l.open.Load() || l.mayNotSend() {
 		p.Release()
 		return
 	}
@@ -224,6 +297,7 @@ func (l *Link) Stats() Stats {
 			DropTruncated:  l.truncated.Load(),
 			DropBadVersion: l.badVersion.Load(),
 			DropDirection:  l.dir.Load(),
+			DropConsent:    l.noConsent.Load(),
 		},
 	}
 }
@@ -240,6 +314,9 @@ func (l *Link) unregister() {
 func (l *Link) Close() {
 	l.closeOnce.Do(func() {
 		l.open.Store(false)
+		if t := l.consentT.Load(); t != nil {
+			t.Stop()
+		}
 		l.unregister()
 		l.room.Leave(l.cfg.ID)
 	})

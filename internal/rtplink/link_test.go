@@ -225,6 +225,7 @@ func (c counts) stats() Stats {
 		RTCPOut: udpmux.DestStats{Packets: uint64(c.rtcpOut), Bytes: uint64(c.rtcpOutBytes)},
 		Dropped: map[string]uint64{
 			DropTruncated: uint64(c.truncated), DropBadVersion: uint64(c.badVer), DropDirection: uint64(c.dirn),
+			DropConsent: 0,
 		},
 	}
 }

@@ -155,7 +155,11 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		l, err := s.attach(c, lr, member, ls.room)
+		policed, err := s.o.Catalog.LinkPoliced(ctx, lr.ID)
+		if err != nil {
+			return err
+		}
+		l, err := s.attach(c, lr, member, policed, ls.room)
 		if err != nil {
 			s.log.Error("restore link", "session", id, "link", lr.ID, "err", err)
 			continue

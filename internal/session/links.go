@@ -82,70 +82,104 @@ func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
 		TTL: ttl, Interface: req.Interface}, nil
 }
 
-// mediaPlace is where a link's media goes in its room: the member's
-// subgroup, and whether its track starts gated by floor control.
+// mediaPlace is where a link's media goes in its room: the member it
+// belongs to, the member's subgroup, and whether its track starts gated by
+// floor control.
 type mediaPlace struct {
-	group string
-	gated bool
+	member  string
+	group   string
+	gated   bool
+	policed bool // created by a member: consent before sending (LinkPolicy)
+}
+
+// opener starts the media of one type of link record in a room.
+type opener func(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Media, error)
+
+// openers are the link types the session knows; a new kind of link (WebRTC,
+// mixer, recorder) adds its opener here and nothing else in the session.
+func openers() map[string]opener {
+	return map[string]opener{LinkRTP: openRTP, LinkMulticast: openMulticast}
 }
 
 // open starts the media of a link record in a room.
-func (s *Service) open(rec catalog.Link, room *broker.Room, at mediaPlace) (media, error) {
+func (s *Service) open(rec catalog.Link, room *broker.Room, at mediaPlace) (Media, error) {
+	o, ok := s.openers[rec.Type]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown link type %q", ErrInvalid, rec.Type)
+	}
+	return o(s, rec, room, at)
+}
+
+func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Media, error) {
 	kind, dir, err := parseKindDir(rec.Kind, rec.Direction)
 	if err != nil {
 		return nil, err
 	}
-	switch rec.Type {
-	case LinkRTP:
-		remote, err := parseAddr("remote", rec.Remote)
-		if err != nil {
+	remote, err := parseAddr("remote", rec.Remote)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue,
+		Group: at.group, Gated: at.gated, Owner: at.member}
+	if rec.RemoteRTCP != "" {
+		if cfg.RemoteRTCP, err = parseAddr("remote_rtcp", rec.RemoteRTCP); err != nil {
 			return nil, err
 		}
-		cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue,
-			Group: at.group, Gated: at.gated}
-		if rec.RemoteRTCP != "" {
-			if cfg.RemoteRTCP, err = parseAddr("remote_rtcp", rec.RemoteRTCP); err != nil {
-				return nil, err
-			}
-		}
-		l, err := rtplink.Open(cfg, s.o.Sockets, room)
-		if err != nil {
-			if errors.Is(err, udpmux.ErrAddrInUse) {
-				return nil, fmt.Errorf("%w: another link already uses remote address %s", ErrConflict, rec.Remote)
-			}
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		return rtpMedia{l, s.o.Sockets}, nil
-	case LinkMulticast:
-		g, err := netip.ParseAddrPort(rec.Remote)
-		if err != nil {
-			return nil, fmt.Errorf("%w: group %q", ErrInvalid, rec.Remote)
-		}
-		b, err := multicast.Open(multicast.Config{ID: rec.ID, Kind: kind, Group: g, Interface: rec.Interface,
-			TTL: rec.TTL, Direction: dir, Queue: s.o.Queue, Logger: s.log}, room)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		return mcastMedia{b}, nil
 	}
-	return nil, fmt.Errorf("%w: unknown link type %q", ErrInvalid, rec.Type)
+	if at.policed {
+		cfg.Consent = s.o.Links.consentTimeout()
+	}
+	l, err := rtplink.Open(cfg, s.o.Sockets, room)
+	if err != nil {
+		if errors.Is(err, udpmux.ErrAddrInUse) {
+			return nil, fmt.Errorf("%w: another link already uses remote address %s", ErrConflict, rec.Remote)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return rtpMedia{l: l, socks: s.o.Sockets, member: at.member}, nil
+}
+
+func openMulticast(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Media, error) {
+	kind, dir, err := parseKindDir(rec.Kind, rec.Direction)
+	if err != nil {
+		return nil, err
+	}
+	g, err := netip.ParseAddrPort(rec.Remote)
+	if err != nil {
+		return nil, fmt.Errorf("%w: group %q", ErrInvalid, rec.Remote)
+	}
+	b, err := multicast.Open(multicast.Config{ID: rec.ID, Kind: kind, Group: g, Interface: rec.Interface,
+		TTL: rec.TTL, Direction: dir, Queue: s.o.Queue, Logger: s.log,
+		Subgroup: at.group, Gated: at.gated, Owner: at.member}, room)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return mcastMedia{b: b, member: at.member}, nil
 }
 
 // AddRTPLink attaches a plain RTP endpoint to an active session. A link
 // for a member takes the member's role (a listener's link only receives),
 // subgroup and floor gate.
+//
+// A policed link (req.Policed: a member created it) must also pass the
+// destination policy (Options.Links), counts against the caps, and gets
+// nothing until its remote has sent from that address (consent).
 func (s *Service) AddRTPLink(ctx context.Context, sessionID string, req NewRTPLink) (Link, error) {
 	rec, err := rtpRecord(req)
 	if err != nil {
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec, req.Member)
+	if err := s.checkRTPDestinations(req); err != nil {
+		s.refusedLinks.Add(1)
+		return Link{}, err
+	}
+	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed)
 }
 
 // attach opens a link's media for member (or none), registering its track
 // with the session's floor gates; mu is held, c may be nil.
-func (s *Service) attach(c *control, rec catalog.Link, member string, room *broker.Room) (*liveLink, error) {
-	var at mediaPlace
+func (s *Service) attach(c *control, rec catalog.Link, member string, policed bool, room *broker.Room) (*liveLink, error) {
+	at := mediaPlace{member: member, policed: policed}
 	if c != nil {
 		if m, ok := c.members[member]; ok {
 			at.group = m.Subgroup
@@ -156,24 +190,28 @@ func (s *Service) attach(c *control, rec catalog.Link, member string, room *brok
 	if err != nil {
 		return nil, err
 	}
-	l := &liveLink{rec: rec, media: m, member: member}
-	if rm, ok := m.(rtpMedia); ok && c != nil {
+	l := &liveLink{rec: rec, media: m, member: member, policed: policed}
+	if c != nil {
 		kind, _ := broker.ParseKind(rec.Kind)
-		c.gates.add(rec.ID, member, kind, rm.l.Track())
+		c.gates.add(rec.ID, m.Member(), kind, m.Track())
 	}
 	return l, nil
 }
 
-// AddMulticastLink bridges an active session to a multicast group.
+// AddMulticastLink bridges an active session to a multicast group. With a
+// member, the group is that member's link like any other: its role,
+// subgroup and floor gate, and no echo of the member's own media. Without
+// one, the group belongs to no member: it is in the main session and,
+// under an enforced floor, never holds it.
 func (s *Service) AddMulticastLink(ctx context.Context, sessionID string, req NewMulticastLink) (Link, error) {
 	rec, err := multicastRecord(req)
 	if err != nil {
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec, "")
+	return s.addLink(ctx, sessionID, rec, req.Member, false)
 }
 
-func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string) (Link, error) {
+func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string, policed bool) (Link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
@@ -199,15 +237,26 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 			rec.Direction = string(rtplink.RecvOnly) // a listener never publishes
 		}
 	}
-	l, err := s.attach(c, rec, member, ls.room)
+	if policed && member == "" {
+		return Link{}, fmt.Errorf("%w: a member's link needs its member", ErrInvalid)
+	}
+	if err := s.checkCaps(ls, member, policed); err != nil {
+		s.refusedLinks.Add(1)
+		return Link{}, err
+	}
+	l, err := s.attach(c, rec, member, policed, ls.room)
 	if err != nil {
 		return Link{}, err
 	}
 	err = s.o.Catalog.AddLink(ctx, rec)
 	if err == nil && member != "" {
-		if err = s.o.Catalog.SetLinkMember(ctx, rec.ID, member); err != nil {
-			_ = s.o.Catalog.RemoveLink(ctx, rec.ID)
-		}
+		err = s.o.Catalog.SetLinkMember(ctx, rec.ID, member)
+	}
+	if err == nil && policed {
+		err = s.o.Catalog.SetLinkPoliced(ctx, rec.ID)
+	}
+	if err != nil {
+		_ = s.o.Catalog.RemoveLink(ctx, rec.ID)
 	}
 	if err != nil {
 		l.media.Close()
@@ -292,7 +341,7 @@ func (s *Service) Load() Load {
 		ld.Tracks += len(ls.room.Tracks())
 		for _, l := range ls.links {
 			ld.Links++
-			st := l.media.stats()
+			st := mediaStats(l.media)
 			ld.PacketsIn += st.PacketsIn
 			ld.BytesIn += st.BytesIn
 			ld.PacketsOut += st.PacketsOut
@@ -320,13 +369,16 @@ func sortedLinks(m map[string]*liveLink) []*liveLink {
 }
 
 type rtpMedia struct {
-	l     *rtplink.Link
-	socks rtplink.Sockets
+	l      *rtplink.Link
+	socks  rtplink.Sockets
+	member string
 }
 
-func (m rtpMedia) Close() { m.l.Close() }
+func (m rtpMedia) Member() string       { return m.member }
+func (m rtpMedia) Track() *broker.Track { return m.l.Track() }
+func (m rtpMedia) Close()               { m.l.Close() }
 
-func (m rtpMedia) local() Local {
+func (m rtpMedia) Local() Local {
 	rtp := m.socks.RTP.LocalAddr()
 	rtcp := m.socks.RTCP.LocalAddr()
 	if m.l.Config().RTCPMux {
@@ -335,39 +387,48 @@ func (m rtpMedia) local() Local {
 	return Local{Addr: rtp.Addr().String(), RTPPort: int(rtp.Port()), RTCPPort: int(rtcp.Port())}
 }
 
-func (m rtpMedia) stats() LinkStats {
+func (m rtpMedia) Stats() LinkStats {
 	st := m.l.Stats()
-	out := LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
+	return LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
 		PacketsOut: st.Out.Packets, BytesOut: st.Out.Bytes, RTCPOut: st.RTCPOut.Packets,
 		Dropped: withQueueDrops(st.Dropped, st.Out.Drops+st.RTCPOut.Drops)}
-	if t := m.l.Track(); t != nil {
-		// Media the endpoint sent without holding the floor: received and
-		// counted in packets_in, never forwarded.
-		out.Dropped[DropFloor] = t.GateDrops()
-	}
-	return out
 }
 
-// DropFloor is the drop reason of media sent without holding the floor.
+// DropFloor is the drop reason of media sent without holding the floor:
+// received and counted in packets_in, never forwarded.
 const DropFloor = "floor"
 
-type mcastMedia struct{ b *multicast.Bridge }
+type mcastMedia struct {
+	b      *multicast.Bridge
+	member string
+}
 
-func (m mcastMedia) Close() { m.b.Close() }
+func (m mcastMedia) Member() string       { return m.member }
+func (m mcastMedia) Track() *broker.Track { return m.b.Track() }
+func (m mcastMedia) Close()               { m.b.Close() }
 
-func (m mcastMedia) local() Local {
+func (m mcastMedia) Local() Local {
 	g := m.b.Config().Group
 	return Local{Addr: g.Addr().String(), RTPPort: int(g.Port()), RTCPPort: int(g.Port()) + 1}
 }
 
-func (m mcastMedia) stats() LinkStats {
+func (m mcastMedia) Stats() LinkStats {
 	st := m.b.Stats()
 	return LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, PacketsOut: st.Out.Packets,
 		BytesOut: st.Out.Bytes, Dropped: withQueueDrops(st.Dropped, st.Out.Drops)}
 }
 
+// mediaStats are a link's counters with its floor drops, whatever its kind.
+func mediaStats(m Media) LinkStats {
+	st := m.Stats()
+	if t := m.Track(); t != nil {
+		st.Dropped[DropFloor] = t.GateDrops()
+	}
+	return st
+}
+
 func withQueueDrops(m map[string]uint64, q uint64) map[string]uint64 {
-	out := make(map[string]uint64, len(m)+1)
+	out := make(map[string]uint64, len(m)+2)
 	for k, v := range m {
 		out[k] = v
 	}

@@ -15,6 +15,7 @@ import (
 // cancel, across deactivation.
 type control struct {
 	floors    *floor.Controller
+	saver     *floorSaver
 	gates     *gates
 	members   map[string]catalog.Member
 	subgroups map[string]catalog.Subgroup
@@ -42,13 +43,17 @@ type Subgroup struct {
 // newControl is called with mu held.
 func (s *Service) newControl(id string) *control {
 	g := newGates()
-	c := &control{gates: g, members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{}}
+	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{}}
 	c.floors = floor.New(floor.Options{
-		Emit:     func(typ string, data any) { s.publish(id, typ, data) },
+		Emit: func(typ string, data any) {
+			s.publish(id, typ, data)
+			c.saver.changed(typ)
+		},
 		Gate:     g.set,
 		Activity: g.activity,
 		Now:      s.o.Now,
 	})
+	go c.saver.run(s.o.Catalog, id, c.floors, s.log)
 	s.ctl[id] = c
 	return c
 }
@@ -57,6 +62,7 @@ func (s *Service) newControl(id string) *control {
 func (s *Service) dropControl(id string) {
 	if c := s.ctl[id]; c != nil {
 		c.floors.Close()
+		c.saver.close()
 		delete(s.ctl, id)
 	}
 }
@@ -335,6 +341,10 @@ func (s *Service) MemberRole(sessionID, memberID string) (string, bool) {
 // loadControl rebuilds a session's control from the catalog at restore;
 // mu is held.
 func (s *Service) loadControl(ctx context.Context, id string) (*control, error) {
+	saved, err := s.o.Catalog.FloorStates(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	c := s.newControl(id)
 	gs, err := s.o.Catalog.ListSubgroups(ctx, id)
 	if err != nil {
@@ -351,5 +361,6 @@ func (s *Service) loadControl(ctx context.Context, id string) (*control, error) 
 		c.members[m.ID] = m
 		c.floors.AddMember(m.ID, m.Role, m.Subgroup)
 	}
+	s.restoreFloors(id, c, saved)
 	return c, nil
 }

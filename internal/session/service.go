@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -31,8 +32,10 @@ type Options struct {
 	// MaxSessions caps the sessions not over (scheduled or live) and
 	// MaxMembers the members of one session; 0 means no cap.
 	MaxSessions, MaxMembers int
-	Logger                  *slog.Logger
-	Now                     func() time.Time
+	// Links is the policy for links members create, and the caps.
+	Links  LinkPolicy
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Service is the session service of one node.
@@ -46,7 +49,14 @@ type Service struct {
 	timers   map[string][]*time.Timer // the scheduler's start and end timers
 	retired  LinkStats                // counters of closed links, so node totals never go down
 	draining bool
+	openers  map[string]opener
+
+	refusedLinks atomic.Uint64 // by the destination policy or a cap
 }
+
+// RefusedLinks counts the links refused by the destination policy or a cap
+// (convene_links_refused_total).
+func (s *Service) RefusedLinks() uint64 { return s.refusedLinks.Load() }
 
 type liveSession struct {
 	room  *broker.Room
@@ -54,16 +64,26 @@ type liveSession struct {
 }
 
 type liveLink struct {
-	rec    catalog.Link
-	media  media
-	member string // "" for a link not tied to a member
+	rec     catalog.Link
+	media   Media
+	member  string // "" for a link not tied to a member
+	policed bool   // created by a member (LinkPolicy)
 }
 
-// media is what every kind of link has in common.
-type media interface {
+// Media is what the session needs of every kind of link — rtp and
+// multicast now; WebRTC, mixer and recorder links plug in the same way:
+// the session member it belongs to ("" for none), the broker track it
+// publishes (nil if it only receives), which the session puts behind that
+// member's floor gate, and its counters. It receives through the
+// broker.Sink it joined the room with, in the member's subgroup, and never
+// hears its own member's other links (broker.Member.Owner). The session
+// treats every Media alike; only its opener knows its type.
+type Media interface {
+	Member() string
+	Track() *broker.Track
+	Local() Local
+	Stats() LinkStats
 	Close()
-	stats() LinkStats
-	local() Local
 }
 
 // New returns a service. Call Restore to bring back the sessions that were
@@ -79,7 +99,7 @@ func New(o Options) *Service {
 		o.Queue = 512
 	}
 	return &Service{o: o, log: o.Logger, live: map[string]*liveSession{}, ctl: map[string]*control{},
-		timers: map[string][]*time.Timer{}}
+		timers: map[string][]*time.Timer{}, openers: openers()}
 }
 
 func newID(prefix string) string {
@@ -167,7 +187,7 @@ func (s *Service) view(rec catalog.Session) Session {
 // closeLink stops a link's media and keeps its counters; mu is held.
 func (s *Service) closeLink(l *liveLink) {
 	l.media.Close()
-	st := l.media.stats()
+	st := mediaStats(l.media)
 	s.retired.PacketsIn += st.PacketsIn
 	s.retired.BytesIn += st.BytesIn
 	s.retired.PacketsOut += st.PacketsOut
@@ -184,5 +204,5 @@ func linkView(l *liveLink) Link {
 	r := l.rec
 	return Link{ID: r.ID, Member: l.member, Type: r.Type, Kind: r.Kind, Direction: r.Direction, Remote: r.Remote,
 		RemoteRTCP: r.RemoteRTCP, RTCPMux: r.RTCPMux, TTL: r.TTL, Interface: r.Interface,
-		Local: l.media.local(), CreatedAt: r.CreatedAt, Stats: l.media.stats()}
+		Local: l.media.Local(), CreatedAt: r.CreatedAt, Stats: mediaStats(l.media)}
 }

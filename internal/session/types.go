@@ -110,6 +110,9 @@ type NewRTPLink struct {
 	// Member ties the link to a session member: it carries the member's
 	// role (a listener's link only receives), subgroup and floor.
 	Member string `json:"member,omitempty"`
+	// Policed is set by the API when a member, not the operator, creates
+	// the link: the destination policy, the caps and consent apply.
+	Policed bool `json:"-"`
 }
 
 // NewMulticastLink is a request to bridge a session to a multicast group.
@@ -119,4 +122,7 @@ type NewMulticastLink struct {
 	Direction string `json:"direction,omitempty"`
 	TTL       int    `json:"ttl,omitempty"`
 	Interface string `json:"interface,omitempty"`
+	// Member ties the group to a session member: its role, subgroup and
+	// floor, and no echo of that member's own media.
+	Member string `json:"member,omitempty"`
 }
