@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"github.com/convene/convene/internal/media"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,7 @@ var (
 // Member describes an endpoint joining a room.
 type Member struct {
 	ID       string
-	Kind     Kind
+	Kind     media.Kind
 	Sends    bool // the member publishes a track of Kind
 	Receives bool // the member subscribes to other members' tracks of Kind
 	// Sink receives RTP of the tracks the member subscribes to.
@@ -184,7 +185,7 @@ func (r *Room) SetGroup(id, group string) {
 // every other member of that kind that takes RTCP, except the other
 // endpoints of the same owner (Member.Owner). It takes over the caller's
 // reference.
-func (r *Room) PublishRTCP(from string, kind Kind, p *Packet) {
+func (r *Room) PublishRTCP(from string, kind media.Kind, p *media.Packet) {
 	p.Kind = kind
 	p.RTCP = true
 	subs := *r.rtcp[kind].Load()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/convene/convene/internal/media"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,7 +14,7 @@ type recorder struct {
 	from []string
 }
 
-func (r *recorder) Deliver(p *Packet, t *Track) {
+func (r *recorder) Deliver(p *media.Packet, t *Track) {
 	r.mu.Lock()
 	r.got = append(r.got, append([]byte(nil), p.Bytes()...))
 	if t != nil {
@@ -31,8 +32,8 @@ func (r *recorder) count() int {
 	return len(r.got)
 }
 
-func packet(b ...byte) *Packet {
-	p := NewPacket()
+func packet(b ...byte) *media.Packet {
+	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), b))
 	return p
 }
@@ -44,7 +45,7 @@ func TestRoomFanOutNoEcho(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		rec := &recorder{}
 		recs[id] = rec
-		tr, err := r.Join(Member{ID: id, Kind: Audio, Sends: true, Receives: true, Sink: rec})
+		tr, err := r.Join(Member{ID: id, Kind: media.Audio, Sends: true, Receives: true, Sink: rec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,11 +53,11 @@ func TestRoomFanOutNoEcho(t *testing.T) {
 	}
 	// A video member must not get audio; a receive-only audio member must.
 	vid := &recorder{}
-	if _, err := r.Join(Member{ID: "v", Kind: Video, Sends: true, Receives: true, Sink: vid}); err != nil {
+	if _, err := r.Join(Member{ID: "v", Kind: media.Video, Sends: true, Receives: true, Sink: vid}); err != nil {
 		t.Fatal(err)
 	}
 	listener := &recorder{}
-	tr, err := r.Join(Member{ID: "l", Kind: Audio, Receives: true, Sink: listener})
+	tr, err := r.Join(Member{ID: "l", Kind: media.Audio, Receives: true, Sink: listener})
 	if err != nil || tr != nil {
 		t.Fatalf("listener track %v err %v", tr, err)
 	}
@@ -92,20 +93,20 @@ func TestRoomFanOutNoEcho(t *testing.T) {
 	if tracks["a"].Subscribers() != 2 { // b and l
 		t.Errorf("subscribers %d, want 2", tracks["a"].Subscribers())
 	}
-	if _, err := r.Join(Member{ID: "a", Kind: Audio}); err != ErrMemberExists {
+	if _, err := r.Join(Member{ID: "a", Kind: media.Audio}); err != ErrMemberExists {
 		t.Errorf("duplicate join err %v", err)
 	}
 	r.Close()
-	if _, err := r.Join(Member{ID: "z", Kind: Audio}); err != ErrRoomClosed {
+	if _, err := r.Join(Member{ID: "z", Kind: media.Audio}); err != ErrRoomClosed {
 		t.Errorf("join closed room err %v", err)
 	}
 }
 
 func TestLateJoinerSubscribesToExistingTracks(t *testing.T) {
 	r := NewRoom("s")
-	pub, _ := r.Join(Member{ID: "p", Kind: Video, Sends: true})
+	pub, _ := r.Join(Member{ID: "p", Kind: media.Video, Sends: true})
 	late := &recorder{}
-	if _, err := r.Join(Member{ID: "x", Kind: Video, Receives: true, Sink: late}); err != nil {
+	if _, err := r.Join(Member{ID: "x", Kind: media.Video, Receives: true, Sink: late}); err != nil {
 		t.Fatal(err)
 	}
 	pub.Publish(packet(7))
@@ -117,18 +118,18 @@ func TestLateJoinerSubscribesToExistingTracks(t *testing.T) {
 func TestRTCPFanOut(t *testing.T) {
 	r := NewRoom("s")
 	a, b := &recorder{}, &recorder{}
-	r.Join(Member{ID: "a", Kind: Audio, Receives: true, Sink: a, RTCPSink: a})
-	r.Join(Member{ID: "b", Kind: Audio, Receives: true, Sink: b, RTCPSink: b})
-	r.PublishRTCP("a", Audio, packet(0x80, 200))
+	r.Join(Member{ID: "a", Kind: media.Audio, Receives: true, Sink: a, RTCPSink: a})
+	r.Join(Member{ID: "b", Kind: media.Audio, Receives: true, Sink: b, RTCPSink: b})
+	r.PublishRTCP("a", media.Audio, packet(0x80, 200))
 	if a.count() != 0 || b.count() != 1 {
 		t.Fatalf("rtcp a=%d b=%d", a.count(), b.count())
 	}
 	r.Leave("b")
-	r.PublishRTCP("a", Audio, packet(0x80, 200)) // no one left: released, no panic
+	r.PublishRTCP("a", media.Audio, packet(0x80, 200)) // no one left: released, no panic
 }
 
 func TestPacketRefcount(t *testing.T) {
-	p := NewPacket()
+	p := media.NewPacket()
 	p.Retain(2)
 	p.Release()
 	p.Release()
@@ -162,7 +163,7 @@ func TestBrokerRooms(t *testing.T) {
 
 type discard struct{}
 
-func (discard) Deliver(p *Packet, _ *Track) { p.Release() }
+func (discard) Deliver(p *media.Packet, _ *Track) { p.Release() }
 
 // BenchmarkPublish measures the broker's own fan-out cost; one op is one
 // packet handed to every subscriber.
@@ -170,14 +171,14 @@ func BenchmarkPublish(b *testing.B) {
 	for _, n := range []int{1, 100, 6000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			r := NewRoom("s")
-			tr, _ := r.Join(Member{ID: "pub", Kind: Audio, Sends: true})
+			tr, _ := r.Join(Member{ID: "pub", Kind: media.Audio, Sends: true})
 			for i := 0; i < n; i++ {
-				r.Join(Member{ID: "sub" + strconv.Itoa(i), Kind: Audio, Receives: true, Sink: discard{}})
+				r.Join(Member{ID: "sub" + strconv.Itoa(i), Kind: media.Audio, Receives: true, Sink: discard{}})
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p := NewPacket()
+				p := media.NewPacket()
 				p.SetLen(252)
 				tr.Publish(p)
 			}
@@ -188,9 +189,9 @@ func BenchmarkPublish(b *testing.B) {
 func TestSubgroupRouting(t *testing.T) {
 	r := NewRoom("s")
 	a, b, c := &recorder{}, &recorder{}, &recorder{}
-	ta, _ := r.Join(Member{ID: "a", Kind: Audio, Sends: true, Receives: true, Sink: a, Group: "g1"})
-	tb, _ := r.Join(Member{ID: "b", Kind: Audio, Sends: true, Receives: true, Sink: b, Group: "g1"})
-	tc, _ := r.Join(Member{ID: "c", Kind: Audio, Sends: true, Receives: true, Sink: c})
+	ta, _ := r.Join(Member{ID: "a", Kind: media.Audio, Sends: true, Receives: true, Sink: a, Group: "g1"})
+	tb, _ := r.Join(Member{ID: "b", Kind: media.Audio, Sends: true, Receives: true, Sink: b, Group: "g1"})
+	tc, _ := r.Join(Member{ID: "c", Kind: media.Audio, Sends: true, Receives: true, Sink: c})
 	ta.Publish(packet(1))
 	tc.Publish(packet(2))
 	if a.count() != 0 || b.count() != 1 || c.count() != 0 {
@@ -208,8 +209,8 @@ func TestSubgroupRouting(t *testing.T) {
 func TestGateDropsAndCounts(t *testing.T) {
 	r := NewRoom("s")
 	rec := &recorder{}
-	tr, _ := r.Join(Member{ID: "p", Kind: Audio, Sends: true})
-	r.Join(Member{ID: "l", Kind: Audio, Receives: true, Sink: rec})
+	tr, _ := r.Join(Member{ID: "p", Kind: media.Audio, Sends: true})
+	r.Join(Member{ID: "l", Kind: media.Audio, Receives: true, Sink: rec})
 	tr.SetGated(true)
 	tr.Publish(packet(1))
 	tr.Publish(packet(2))
@@ -232,18 +233,18 @@ func TestGateDropsAndCounts(t *testing.T) {
 func TestNoEchoPerOwner(t *testing.T) {
 	r := NewRoom("s")
 	a2, b, a2rtcp, brtcp := &recorder{}, &recorder{}, &recorder{}, &recorder{}
-	a1, err := r.Join(Member{ID: "a1", Owner: "alice", Kind: Audio, Sends: true, RTCPSink: &recorder{}})
+	a1, err := r.Join(Member{ID: "a1", Owner: "alice", Kind: media.Audio, Sends: true, RTCPSink: &recorder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Join(Member{ID: "a2", Owner: "alice", Kind: Audio, Receives: true, Sink: a2, RTCPSink: a2rtcp}); err != nil {
+	if _, err := r.Join(Member{ID: "a2", Owner: "alice", Kind: media.Audio, Receives: true, Sink: a2, RTCPSink: a2rtcp}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Join(Member{ID: "b", Owner: "bob", Kind: Audio, Receives: true, Sink: b, RTCPSink: brtcp}); err != nil {
+	if _, err := r.Join(Member{ID: "b", Owner: "bob", Kind: media.Audio, Receives: true, Sink: b, RTCPSink: brtcp}); err != nil {
 		t.Fatal(err)
 	}
 	a1.Publish(packet(1))
-	r.PublishRTCP("a1", Audio, packet(2))
+	r.PublishRTCP("a1", media.Audio, packet(2))
 	r.SetGroup("a2", "g")
 	r.SetGroup("a1", "g")
 	r.SetGroup("b", "g")
@@ -256,8 +257,8 @@ func TestNoEchoPerOwner(t *testing.T) {
 	}
 	// Endpoints without an owner still hear each other.
 	x, y := &recorder{}, &recorder{}
-	xt, _ := r.Join(Member{ID: "x", Kind: Video, Sends: true, Receives: true, Sink: x})
-	r.Join(Member{ID: "y", Kind: Video, Receives: true, Sink: y})
+	xt, _ := r.Join(Member{ID: "x", Kind: media.Video, Sends: true, Receives: true, Sink: x})
+	r.Join(Member{ID: "y", Kind: media.Video, Receives: true, Sink: y})
 	xt.Publish(packet(4))
 	if y.count() != 1 || x.count() != 0 {
 		t.Fatalf("ownerless: y %d x %d", y.count(), x.count())

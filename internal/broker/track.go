@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/convene/convene/internal/media"
 	"sync/atomic"
 )
 
@@ -9,14 +10,14 @@ import (
 // Deliver is handed one reference to p and must Release it, now or later.
 // It must not block: a sink that cannot keep up drops and counts.
 type Sink interface {
-	Deliver(p *Packet, from *Track)
+	Deliver(p *media.Packet, from *Track)
 }
 
 // SinkFunc adapts a function to a Sink.
-type SinkFunc func(p *Packet, from *Track)
+type SinkFunc func(p *media.Packet, from *Track)
 
 // Deliver calls f.
-func (f SinkFunc) Deliver(p *Packet, from *Track) { f(p, from) }
+func (f SinkFunc) Deliver(p *media.Packet, from *Track) { f(p, from) }
 
 type subscriber struct {
 	member string
@@ -26,7 +27,7 @@ type subscriber struct {
 // Track is the media of one kind sent by one member.
 type Track struct {
 	id        string
-	kind      Kind
+	kind      media.Kind
 	publisher string
 	subs      atomic.Pointer[[]subscriber]
 
@@ -40,7 +41,7 @@ type Track struct {
 	gateDrops atomic.Uint64
 }
 
-func newTrack(id, publisher string, kind Kind) *Track {
+func newTrack(id, publisher string, kind media.Kind) *Track {
 	t := &Track{id: id, kind: kind, publisher: publisher}
 	t.subs.Store(&[]subscriber{})
 	return t
@@ -50,7 +51,7 @@ func newTrack(id, publisher string, kind Kind) *Track {
 func (t *Track) ID() string { return t.id }
 
 // Kind returns the track's media kind.
-func (t *Track) Kind() Kind { return t.kind }
+func (t *Track) Kind() media.Kind { return t.kind }
 
 // Publisher returns the ID of the member that sends the track.
 func (t *Track) Publisher() string { return t.publisher }
@@ -63,7 +64,7 @@ func (t *Track) Stats() (packets, bytes uint64) { return t.packets.Load(), t.byt
 
 // Publish sends p to every subscriber. It takes over the caller's reference.
 // It takes no lock and allocates nothing.
-func (t *Track) Publish(p *Packet) {
+func (t *Track) Publish(p *media.Packet) {
 	if t.gated.Load() {
 		t.gateDrops.Add(1)
 		p.Release()
@@ -71,7 +72,7 @@ func (t *Track) Publish(p *Packet) {
 	}
 	p.Kind = t.kind
 	t.packets.Add(1)
-	t.bytes.Add(uint64(p.n))
+	t.bytes.Add(uint64(p.Len()))
 	subs := *t.subs.Load()
 	if len(subs) == 0 {
 		p.Release()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -11,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/convene/convene/internal/broker"
-	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/udpmux"
 	"golang.org/x/net/ipv4"
 )
@@ -25,7 +25,7 @@ const DefaultQueue = 512
 type Config struct {
 	// ID is the bridge's member ID in the room.
 	ID   string
-	Kind broker.Kind
+	Kind media.Kind
 	// Group is the IPv4 multicast group and RTP port, e.g. 239.1.2.3:5004.
 	// RTCP uses the next port.
 	Group netip.AddrPort
@@ -37,7 +37,7 @@ type Config struct {
 	// Direction is the group's: sendrecv bridges both ways, sendonly only
 	// brings the group's media into the session, recvonly only sends the
 	// session's media to the group. "" means sendrecv.
-	Direction rtplink.Direction
+	Direction media.Direction
 	// Queue bounds the packets in flight to the group (udpmux.NewDest);
 	// 0 means DefaultQueue.
 	Queue  int
@@ -61,8 +61,8 @@ type Stats struct {
 	Dropped            map[string]uint64 // by reason
 }
 
-// Drop reasons counted per bridge, besides rtplink.DropTruncated and
-// rtplink.DropBadVersion.
+// Drop reasons counted per bridge, besides media.DropTruncated and
+// media.DropBadVersion.
 const (
 	DropLoop     = "loop"     // our own packet coming back from the group
 	DropOversize = "oversize" // filled the whole buffer: may be truncated
@@ -162,7 +162,7 @@ func validate(cfg *Config) error {
 		return errors.New("multicast: empty ID")
 	}
 	if cfg.Direction == "" {
-		cfg.Direction = rtplink.SendRecv
+		cfg.Direction = media.SendRecv
 	}
 	if !cfg.Direction.Valid() {
 		return fmt.Errorf("multicast: invalid direction %q", cfg.Direction)
@@ -310,7 +310,7 @@ func (b *Bridge) fromUs(from netip.AddrPort) bool {
 func (b *Bridge) read(r *recvSock) {
 	defer b.wg.Done()
 	for {
-		p := broker.NewPacket()
+		p := media.NewPacket()
 		n, from, err := r.conn.ReadFromUDPAddrPort(p.Buffer())
 		if err != nil {
 			p.Release()
@@ -322,7 +322,7 @@ func (b *Bridge) read(r *recvSock) {
 			}
 			continue
 		}
-		if n >= broker.BufSize {
+		if n >= media.BufSize {
 			b.oversize.Add(1)
 			p.Release()
 			continue
@@ -342,10 +342,10 @@ func (b *Bridge) read(r *recvSock) {
 }
 
 // handleRTP takes one datagram from the group's RTP port.
-func (b *Bridge) handleRTP(p *broker.Packet) {
+func (b *Bridge) handleRTP(p *media.Packet) {
 	buf := p.Bytes()
-	switch rtplink.Classify(buf, false) {
-	case rtplink.ClassRTP:
+	switch media.Classify(buf, false) {
+	case media.ClassRTP:
 		if b.sent.has(binary.BigEndian.Uint32(buf[8:12])) {
 			b.loop.Add(1)
 			p.Release()
@@ -354,7 +354,7 @@ func (b *Bridge) handleRTP(p *broker.Packet) {
 		b.packetsIn.Add(1)
 		b.bytesIn.Add(uint64(len(buf)))
 		b.track.Publish(p)
-	case rtplink.ClassTruncated:
+	case media.ClassTruncated:
 		b.truncated.Add(1)
 		p.Release()
 	default:
@@ -364,10 +364,10 @@ func (b *Bridge) handleRTP(p *broker.Packet) {
 }
 
 // handleRTCP takes one datagram from the group's RTCP port.
-func (b *Bridge) handleRTCP(p *broker.Packet) {
+func (b *Bridge) handleRTCP(p *media.Packet) {
 	buf := p.Bytes()
-	switch rtplink.ClassifyRTCP(buf) {
-	case rtplink.ClassRTCP:
+	switch media.ClassifyRTCP(buf) {
+	case media.ClassRTCP:
 		if len(buf) >= 8 && b.sent.has(binary.BigEndian.Uint32(buf[4:8])) {
 			b.loop.Add(1)
 			p.Release()
@@ -375,7 +375,7 @@ func (b *Bridge) handleRTCP(p *broker.Packet) {
 		}
 		b.rtcpIn.Add(1)
 		b.room.PublishRTCP(b.cfg.ID, b.cfg.Kind, p)
-	case rtplink.ClassTruncated:
+	case media.ClassTruncated:
 		b.truncated.Add(1)
 		p.Release()
 	default:
@@ -385,7 +385,7 @@ func (b *Bridge) handleRTCP(p *broker.Packet) {
 }
 
 // deliver sends a packet of another member's track to the group.
-func (b *Bridge) deliver(p *broker.Packet, _ *broker.Track) {
+func (b *Bridge) deliver(p *media.Packet, _ *broker.Track) {
 	if buf := p.Bytes(); len(buf) >= 12 {
 		b.sent.add(binary.BigEndian.Uint32(buf[8:12]))
 	}
@@ -393,7 +393,7 @@ func (b *Bridge) deliver(p *broker.Packet, _ *broker.Track) {
 }
 
 // deliverRTCP sends another member's RTCP to the group's RTCP port.
-func (b *Bridge) deliverRTCP(p *broker.Packet, _ *broker.Track) {
+func (b *Bridge) deliverRTCP(p *media.Packet, _ *broker.Track) {
 	if buf := p.Bytes(); len(buf) >= 8 {
 		b.sent.add(binary.BigEndian.Uint32(buf[4:8]))
 	}
@@ -409,10 +409,10 @@ func (b *Bridge) Stats() Stats {
 		Out:       b.dest.Stats(),
 		RTCPOut:   b.rtcpDest.Stats(),
 		Dropped: map[string]uint64{
-			DropLoop:               b.loop.Load(),
-			rtplink.DropTruncated:  b.truncated.Load(),
-			rtplink.DropBadVersion: b.badVersion.Load(),
-			DropOversize:           b.oversize.Load(),
+			DropLoop:             b.loop.Load(),
+			media.DropTruncated:  b.truncated.Load(),
+			media.DropBadVersion: b.badVersion.Load(),
+			DropOversize:         b.oversize.Load(),
 		},
 	}
 }

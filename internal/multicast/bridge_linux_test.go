@@ -5,6 +5,7 @@ package multicast
 import (
 	"bytes"
 	"errors"
+	"github.com/convene/convene/internal/media"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -13,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/convene/convene/internal/broker"
-	"github.com/convene/convene/internal/rtplink"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
@@ -172,10 +172,10 @@ type testRoom struct {
 func newTestRoom(t *testing.T) *testRoom {
 	t.Helper()
 	r := &testRoom{room: broker.NewRoom("session"), listener: &recorder{}, speaker: &recorder{}}
-	if _, err := r.room.Join(broker.Member{ID: "listener", Kind: broker.Audio, Receives: true, Sink: r.listener, RTCPSink: r.listener}); err != nil {
+	if _, err := r.room.Join(broker.Member{ID: "listener", Kind: media.Audio, Receives: true, Sink: r.listener, RTCPSink: r.listener}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := r.room.Join(broker.Member{ID: "speaker", Kind: broker.Audio, Sends: true, Receives: true, Sink: r.speaker})
+	tr, err := r.room.Join(broker.Member{ID: "speaker", Kind: media.Audio, Sends: true, Receives: true, Sink: r.speaker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func newTestRoom(t *testing.T) *testRoom {
 }
 
 func (r *testRoom) publish(b []byte) {
-	p := broker.NewPacket()
+	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), b))
 	r.track.Publish(p)
 }
@@ -206,7 +206,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	group := randomGroup()
 	rtcpGroup := netip.AddrPortFrom(group.Addr(), group.Port()+1)
 	tr := newTestRoom(t)
-	b := openBridge(t, Config{ID: "mc", Kind: broker.Audio, Group: group, Interface: "lo", Direction: rtplink.SendRecv, Queue: 256}, tr.room)
+	b := openBridge(t, Config{ID: "mc", Kind: media.Audio, Group: group, Interface: "lo", Direction: media.SendRecv, Queue: 256}, tr.room)
 	if b.Track() == nil || b.Track().Publisher() != "mc" {
 		t.Fatalf("bridge track %v", b.Track())
 	}
@@ -258,9 +258,9 @@ func TestBridgeSendRecv(t *testing.T) {
 	waitFor(t, "vic's RTCP in the room", func() bool { return len(tr.listener.snapshot("")) >= 1 })
 	equalPackets(t, "listener RTCP", tr.listener.snapshot(""), [][]byte{rr})
 	srr := rtcpRR(speakerSSRC, "speaker@convene")
-	p := broker.NewPacket()
+	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), srr))
-	tr.room.PublishRTCP("speaker", broker.Audio, p)
+	tr.room.PublishRTCP("speaker", media.Audio, p)
 	waitFor(t, "speaker's RTCP on the group", func() bool {
 		return len(vicRTCP.received(withSSRC(speakerSSRC, true))) >= 1
 	})
@@ -294,9 +294,9 @@ func TestBridgeSendRecv(t *testing.T) {
 	// The source address check alone: a datagram from the bridge's send
 	// socket whose SSRC the bridge has not recorded is still its own.
 	unknown := rtpPacket(0, false, 1, 1, 0x44444444, nil, nil, []byte("own, unrecorded"))
-	own := broker.NewPacket()
+	own := media.NewPacket()
 	own.SetLen(copy(own.Buffer(), unknown))
-	own.Kind = broker.Audio
+	own.Kind = media.Audio
 	b.send.Send(own, b.dest)
 	waitFor(t, "unrecorded own packet on the group", func() bool { return len(vic.received(withSSRC(0x44444444, false))) == 1 })
 	waitFor(t, "unrecorded own packet dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+3 })
@@ -319,7 +319,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	fromVic = append(fromVic, sentinel)
 	waitFor(t, "sentinel", func() bool { return len(tr.listener.snapshot("mc")) >= len(fromVic) })
 	st := b.Stats()
-	if st.Dropped[rtplink.DropBadVersion] != 1 || st.Dropped[rtplink.DropTruncated] != 1 {
+	if st.Dropped[media.DropBadVersion] != 1 || st.Dropped[media.DropTruncated] != 1 {
 		t.Errorf("dropped %v, want one bad_version and one truncated", st.Dropped)
 	}
 
@@ -387,7 +387,7 @@ func TestBridgeDirections(t *testing.T) {
 	t.Run("recvonly", func(t *testing.T) {
 		group := randomGroup()
 		tr := newTestRoom(t)
-		b := openBridge(t, Config{ID: "mc", Kind: broker.Audio, Group: group, Interface: "lo", Direction: rtplink.RecvOnly}, tr.room)
+		b := openBridge(t, Config{ID: "mc", Kind: media.Audio, Group: group, Interface: "lo", Direction: media.RecvOnly}, tr.room)
 		if b.Track() != nil {
 			t.Fatal("recvonly bridge has a track")
 		}
@@ -426,7 +426,7 @@ func TestBridgeDirections(t *testing.T) {
 	t.Run("sendonly", func(t *testing.T) {
 		group := randomGroup()
 		tr := newTestRoom(t)
-		b := openBridge(t, Config{ID: "mc", Kind: broker.Audio, Group: group, Interface: "lo", Direction: rtplink.SendOnly}, tr.room)
+		b := openBridge(t, Config{ID: "mc", Kind: media.Audio, Group: group, Interface: "lo", Direction: media.SendOnly}, tr.room)
 		if b.Track() == nil {
 			t.Fatal("sendonly bridge has no track")
 		}

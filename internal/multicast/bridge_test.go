@@ -1,12 +1,12 @@
 package multicast
 
 import (
+	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/convene/convene/internal/broker"
-	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/udpmux"
 )
 
@@ -48,7 +48,7 @@ func TestOpenValidates(t *testing.T) {
 	if err := validate(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Group != g || cfg.TTL != 1 || cfg.Direction != rtplink.SendRecv || cfg.Queue != DefaultQueue || cfg.Logger == nil {
+	if cfg.Group != g || cfg.TTL != 1 || cfg.Direction != media.SendRecv || cfg.Queue != DefaultQueue || cfg.Logger == nil {
 		t.Errorf("defaults not filled in: %+v", cfg)
 	}
 }
@@ -76,18 +76,18 @@ func TestSSRCSetBounded(t *testing.T) {
 
 type discard struct{}
 
-func (discard) Deliver(p *broker.Packet, _ *broker.Track) { p.Release() }
+func (discard) Deliver(p *media.Packet, _ *broker.Track) { p.Release() }
 
 // TestReceivePathAllocs checks that handling a datagram from the group,
 // including the loop check and the fan-out into the room, allocates nothing.
 func TestReceivePathAllocs(t *testing.T) {
 	room := broker.NewRoom("s")
-	if _, err := room.Join(broker.Member{ID: "sub", Kind: broker.Audio, Receives: true, Sink: discard{}, RTCPSink: discard{}}); err != nil {
+	if _, err := room.Join(broker.Member{ID: "sub", Kind: media.Audio, Receives: true, Sink: discard{}, RTCPSink: discard{}}); err != nil {
 		t.Fatal(err)
 	}
-	b := &Bridge{cfg: Config{ID: "mc", Kind: broker.Audio}, room: room,
+	b := &Bridge{cfg: Config{ID: "mc", Kind: media.Audio}, room: room,
 		dest: udpmux.NewDest(netip.MustParseAddrPort("239.1.2.3:5004"), 1), rtcpDest: udpmux.NewDest(netip.MustParseAddrPort("239.1.2.3:5005"), 1)}
-	tr, err := room.Join(broker.Member{ID: "mc", Kind: broker.Audio, Sends: true})
+	tr, err := room.Join(broker.Member{ID: "mc", Kind: media.Audio, Sends: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +101,9 @@ func TestReceivePathAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		b      []byte
-		handle func(*broker.Packet)
+		handle func(*media.Packet)
 	}{{"rtp", rtp, b.handleRTP}, {"rtp loop", echo, b.handleRTP}, {"rtcp", rtcp, b.handleRTCP}} {
-		p := broker.NewPacket() // held throughout, so the pool plays no part
+		p := media.NewPacket() // held throughout, so the pool plays no part
 		p.SetLen(copy(p.Buffer(), tc.b))
 		if n := testing.AllocsPerRun(1000, func() {
 			p.Retain(1)

@@ -11,7 +11,7 @@
 //     port and port+1 with SO_REUSEADDR and SO_REUSEPORT, so the bridge can
 //     share the ports with vic or rat on the same host, and joined to the
 //     group on the configured interface. Each datagram is read once into a
-//     pooled broker.Packet, checked with rtplink.Classify / ClassifyRTCP, and
+//     pooled media.Packet, checked with media.Classify / ClassifyRTCP, and
 //     published on the bridge's track (RTP) or with Room.PublishRTCP (RTCP).
 //   - session -> group: the bridge subscribes to the room's other tracks of
 //     its kind and to their RTCP, and queues each packet on a separate

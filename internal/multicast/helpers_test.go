@@ -3,6 +3,7 @@ package multicast
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/convene/convene/internal/media"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ type recorder struct {
 	from []string // publishing member, "" for RTCP
 }
 
-func (r *recorder) Deliver(p *broker.Packet, t *broker.Track) {
+func (r *recorder) Deliver(p *media.Packet, t *broker.Track) {
 	r.mu.Lock()
 	r.got = append(r.got, bytes.Clone(p.Bytes()))
 	if t != nil {

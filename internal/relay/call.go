@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/convene/convene/internal/kfwd"
+	"github.com/convene/convene/internal/relay/kfwd"
 )
 
 // call is one SIP call's media: a stream per SDP m= line. Its fields are

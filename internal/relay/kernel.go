@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/convene/convene/internal/kfwd"
+	"github.com/convene/convene/internal/relay/kfwd"
 )
 
 // The kernel fast path (Options.Kernel, package kfwd). A worker installs a

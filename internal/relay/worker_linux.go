@@ -2,11 +2,11 @@ package relay
 
 import (
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/convene/convene/internal/rtplink"
 	"golang.org/x/sys/unix"
 )
 
@@ -225,17 +225,17 @@ func (w *worker) forward(s *sock, x *side, n int) int {
 		buf := w.bufs[i*bufSize : i*bufSize+l]
 		rtcp := s.rtcp
 		if !raw {
-			var c rtplink.Class
+			var c media.Class
 			if s.rtcp {
-				c = rtplink.ClassifyRTCP(buf)
+				c = media.ClassifyRTCP(buf)
 			} else {
-				c = rtplink.Classify(buf, mux)
+				c = media.Classify(buf, mux)
 			}
 			switch c {
-			case rtplink.ClassRTP:
-			case rtplink.ClassRTCP:
+			case media.ClassRTP:
+			case media.ClassRTCP:
 				rtcp = true
-			case rtplink.ClassBadVersion:
+			case media.ClassBadVersion:
 				w.drops[dropNotRTP]++
 				continue
 			default:

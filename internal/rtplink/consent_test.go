@@ -2,11 +2,12 @@ package rtplink
 
 import (
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"testing"
 	"time"
 )
 
-func consentDrops(l *Link) uint64 { return l.Stats().Dropped[DropConsent] }
+func consentDrops(l *Link) uint64 { return l.Stats().Dropped[media.DropConsent] }
 
 // A link with Config.Consent sends nothing to its endpoint until the
 // endpoint has sent an RTP packet from that exact address; then it gets

@@ -3,6 +3,7 @@ package rtplink
 import (
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -12,30 +13,11 @@ import (
 	"github.com/convene/convene/internal/udpmux"
 )
 
-// Direction is the endpoint's media direction, as in SDP.
-type Direction string
-
-// Directions.
-const (
-	SendRecv Direction = "sendrecv"
-	SendOnly Direction = "sendonly" // the endpoint only sends
-	RecvOnly Direction = "recvonly" // the endpoint only receives
-)
-
-// Valid reports whether d is one of the directions.
-func (d Direction) Valid() bool { return d == SendRecv || d == SendOnly || d == RecvOnly }
-
-// Sends reports whether the endpoint sends media into the session.
-func (d Direction) Sends() bool { return d == SendRecv || d == SendOnly }
-
-// Receives reports whether the endpoint receives the session's media.
-func (d Direction) Receives() bool { return d == SendRecv || d == RecvOnly }
-
 // Config describes a link.
 type Config struct {
 	ID        string
-	Kind      broker.Kind
-	Direction Direction
+	Kind      media.Kind
+	Direction media.Direction
 	// Remote is where the endpoint sends RTP from and receives it at.
 	Remote netip.AddrPort
 	// RemoteRTCP is the endpoint's RTCP address. Unset: Remote's port + 1,
@@ -74,14 +56,6 @@ type Stats struct {
 	RTCPOut            udpmux.DestStats
 	Dropped            map[string]uint64 // by reason
 }
-
-// Drop reasons counted per link.
-const (
-	DropTruncated  = "truncated"
-	DropBadVersion = "bad_version"
-	DropDirection  = "direction" // media from an endpoint that may not send
-	DropConsent    = "consent"   // media for an endpoint that has not sent first (Config.Consent)
-)
 
 // Link is one plain RTP endpoint in a room.
 type Link struct {
@@ -224,9 +198,9 @@ func (l *Link) Track() *broker.Track { return l.track }
 
 // HandleDatagram takes a datagram that arrived on the RTP socket from the
 // endpoint.
-func (l *Link) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
-	switch Classify(p.Bytes(), l.cfg.RTCPMux) {
-	case ClassRTP:
+func (l *Link) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
+	switch media.Classify(p.Bytes(), l.cfg.RTCPMux) {
+	case media.ClassRTP:
 		if l.track == nil {
 			l.hear() // a receive-only endpoint's RTP still says it is there
 			l.dir.Add(1)
@@ -237,11 +211,11 @@ func (l *Link) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
 		l.packetsIn.Add(1)
 		l.bytesIn.Add(uint64(p.Len()))
 		l.track.Publish(p)
-	case ClassRTCP:
+	case media.ClassRTCP:
 		l.hear()
 		l.rtcpIn.Add(1)
 		l.room.PublishRTCP(l.cfg.ID, l.cfg.Kind, p)
-	case ClassTruncated:
+	case media.ClassTruncated:
 		l.truncated.Add(1)
 		p.Release()
 	default:
@@ -253,13 +227,13 @@ func (l *Link) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
 type rtcpHandler struct{ l *Link }
 
 // HandleDatagram takes a datagram from the endpoint's RTCP port.
-func (h rtcpHandler) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
-	switch ClassifyRTCP(p.Bytes()) {
-	case ClassRTCP:
+func (h rtcpHandler) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
+	switch media.ClassifyRTCP(p.Bytes()) {
+	case media.ClassRTCP:
 		h.l.hear()
 		h.l.rtcpIn.Add(1)
 		h.l.room.PublishRTCP(h.l.cfg.ID, h.l.cfg.Kind, p)
-	case ClassTruncated:
+	case media.ClassTruncated:
 		h.l.truncated.Add(1)
 		p.Release()
 	default:
@@ -269,7 +243,7 @@ func (h rtcpHandler) HandleDatagram(p *broker.Packet, _ netip.AddrPort) {
 }
 
 // Deliver sends a packet of another member's track to the endpoint.
-func (l *Link) Deliver(p *broker.Packet, _ *broker.Track) {
+func (l *Link) Deliver(p *media.Packet, _ *broker.Track) {
 	if !l.open.Load() || l.mayNotSend() {
 		p.Release()
 		return
@@ -277,7 +251,7 @@ func (l *Link) Deliver(p *broker.Packet, _ *broker.Track) {
 	l.socks.RTP.Send(p, l.dest)
 }
 
-func (l *Link) deliverRTCP(p *broker.Packet, _ *broker.Track) {
+func (l *Link) deliverRTCP(p *media.Packet, _ *broker.Track) {
 	if !l.open.Load() || l.mayNotSend() {
 		p.Release()
 		return
@@ -294,10 +268,10 @@ func (l *Link) Stats() Stats {
 		Out:       l.dest.Stats(),
 		RTCPOut:   l.rtcpDest.Stats(),
 		Dropped: map[string]uint64{
-			DropTruncated:  l.truncated.Load(),
-			DropBadVersion: l.badVersion.Load(),
-			DropDirection:  l.dir.Load(),
-			DropConsent:    l.noConsent.Load(),
+			media.DropTruncated:  l.truncated.Load(),
+			media.DropBadVersion: l.badVersion.Load(),
+			media.DropDirection:  l.dir.Load(),
+			media.DropConsent:    l.noConsent.Load(),
 		},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"net"
 	"net/netip"
 	"os"
@@ -132,7 +133,7 @@ func (v *env) tryOpen(e *endpoint, cfg Config) (*Link, error) {
 		cfg.ID = e.name
 	}
 	if cfg.Direction == "" {
-		cfg.Direction = SendRecv
+		cfg.Direction = media.SendRecv
 	}
 	if !cfg.Remote.IsValid() {
 		cfg.Remote = addrOf(e.rtp)
@@ -224,8 +225,8 @@ func (c counts) stats() Stats {
 		Out:     udpmux.DestStats{Packets: uint64(c.out), Bytes: uint64(c.outBytes)},
 		RTCPOut: udpmux.DestStats{Packets: uint64(c.rtcpOut), Bytes: uint64(c.rtcpOutBytes)},
 		Dropped: map[string]uint64{
-			DropTruncated: uint64(c.truncated), DropBadVersion: uint64(c.badVer), DropDirection: uint64(c.dirn),
-			DropConsent: 0,
+			media.DropTruncated: uint64(c.truncated), media.DropBadVersion: uint64(c.badVer), media.DropDirection: uint64(c.dirn),
+			media.DropConsent: 0,
 		},
 	}
 }
@@ -326,7 +327,7 @@ func TestFanOutThreeSendRecv(t *testing.T) {
 	eps := []*endpoint{newPairEndpoint(t, "a"), newPairEndpoint(t, "b"), newPairEndpoint(t, "c")}
 	links := make([]*Link, len(eps))
 	for i, e := range eps {
-		links[i] = v.open(t, e, Config{Kind: broker.Audio})
+		links[i] = v.open(t, e, Config{Kind: media.Audio})
 	}
 	ssrc := func(i int) uint32 { return uint32(0x1000 * (i + 1)) }
 	sent := make([][][]byte, len(eps))
@@ -411,9 +412,9 @@ func TestFanOutThreeSendRecv(t *testing.T) {
 func TestDirections(t *testing.T) {
 	v := newEnv(t)
 	s, r, x := newPairEndpoint(t, "sendonly"), newPairEndpoint(t, "recvonly"), newPairEndpoint(t, "sendrecv")
-	ls := v.open(t, s, Config{Direction: SendOnly})
-	lr := v.open(t, r, Config{Direction: RecvOnly})
-	lx := v.open(t, x, Config{Direction: SendRecv})
+	ls := v.open(t, s, Config{Direction: media.SendOnly})
+	lr := v.open(t, r, Config{Direction: media.RecvOnly})
+	lx := v.open(t, x, Config{Direction: media.SendRecv})
 	if ls.Track() == nil || lx.Track() == nil {
 		t.Fatal("sending endpoint has no track")
 	}
@@ -455,10 +456,10 @@ func TestKindsDoNotMix(t *testing.T) {
 	v := newEnv(t)
 	a1, a2 := newPairEndpoint(t, "audio1"), newPairEndpoint(t, "audio2")
 	v1, v2 := newPairEndpoint(t, "video1"), newPairEndpoint(t, "video2")
-	la1 := v.open(t, a1, Config{Kind: broker.Audio})
-	la2 := v.open(t, a2, Config{Kind: broker.Audio})
-	lv1 := v.open(t, v1, Config{Kind: broker.Video})
-	lv2 := v.open(t, v2, Config{Kind: broker.Video})
+	la1 := v.open(t, a1, Config{Kind: media.Audio})
+	la2 := v.open(t, a2, Config{Kind: media.Audio})
+	lv1 := v.open(t, v1, Config{Kind: media.Video})
+	lv2 := v.open(t, v2, Config{Kind: media.Video})
 
 	var audio, video [][]byte
 	for i := range 3 {
@@ -684,9 +685,9 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	ok := netip.MustParseAddrPort("127.0.0.1:5004")
 	for name, cfg := range map[string]Config{
 		"direction":  {ID: "a", Direction: "inactive", Remote: ok},
-		"no remote":  {ID: "a", Direction: SendRecv},
-		"port 0":     {ID: "a", Direction: SendRecv, Remote: netip.MustParseAddrPort("127.0.0.1:0")},
-		"port 65535": {ID: "a", Direction: SendRecv, Remote: netip.MustParseAddrPort("127.0.0.1:65535")},
+		"no remote":  {ID: "a", Direction: media.SendRecv},
+		"port 0":     {ID: "a", Direction: media.SendRecv, Remote: netip.MustParseAddrPort("127.0.0.1:0")},
+		"port 65535": {ID: "a", Direction: media.SendRecv, Remote: netip.MustParseAddrPort("127.0.0.1:65535")},
 	} {
 		if l, err := Open(cfg, v.socks, v.room); err == nil || l != nil {
 			t.Errorf("%s: Open succeeded", name)
@@ -696,7 +697,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		t.Fatal("rejected config joined the room")
 	}
 	// With mux, port 65535 needs no RTCP port.
-	l, err := Open(Config{ID: "a", Direction: SendRecv, Remote: netip.MustParseAddrPort("127.0.0.1:65535"), RTCPMux: true}, v.socks, v.room)
+	l, err := Open(Config{ID: "a", Direction: media.SendRecv, Remote: netip.MustParseAddrPort("127.0.0.1:65535"), RTCPMux: true}, v.socks, v.room)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/convene/convene/internal/media"
 	"sync"
 
 	"github.com/convene/convene/internal/broker"
@@ -12,14 +13,14 @@ import (
 // controller's in the lock order; it calls nothing outside.
 type gates struct {
 	mu       sync.Mutex
-	enforced [2]bool            // by broker.Kind
-	holders  [2]map[string]bool // by broker.Kind
+	enforced [2]bool            // by media.Kind
+	holders  [2]map[string]bool // by media.Kind
 	tracks   map[string]gatedTrack
 }
 
 type gatedTrack struct {
 	member string
-	kind   broker.Kind
+	kind   media.Kind
 	track  *broker.Track
 }
 
@@ -33,7 +34,7 @@ func (g *gates) closed(t gatedTrack) bool {
 
 // set is the floor controller's Gate callback.
 func (g *gates) set(floor string, enforced bool, holders map[string]bool) {
-	k, ok := broker.ParseKind(floor)
+	k, ok := media.ParseKind(floor)
 	if !ok {
 		return
 	}
@@ -48,7 +49,7 @@ func (g *gates) set(floor string, enforced bool, holders map[string]bool) {
 }
 
 // add puts a link's track under the gate (member "" never holds a floor).
-func (g *gates) add(linkID, member string, kind broker.Kind, tr *broker.Track) {
+func (g *gates) add(linkID, member string, kind media.Kind, tr *broker.Track) {
 	if tr == nil {
 		return
 	}
@@ -68,7 +69,7 @@ func (g *gates) remove(linkID string) {
 // activity is the packets a member's tracks of a floor's kind have
 // published: what activity sensing watches.
 func (g *gates) activity(member, floor string) uint64 {
-	k, _ := broker.ParseKind(floor)
+	k, _ := media.ParseKind(floor)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var n uint64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"sort"
 
@@ -15,15 +16,15 @@ import (
 	"github.com/convene/convene/internal/udpmux"
 )
 
-func parseKindDir(kind, dir string) (broker.Kind, rtplink.Direction, error) {
-	k, ok := broker.ParseKind(kind)
+func parseKindDir(kind, dir string) (media.Kind, media.Direction, error) {
+	k, ok := media.ParseKind(kind)
 	if !ok {
 		return 0, "", fmt.Errorf("%w: kind must be \"audio\" or \"video\", not %q", ErrInvalid, kind)
 	}
 	if dir == "" {
-		dir = string(rtplink.SendRecv)
+		dir = string(media.SendRecv)
 	}
-	d := rtplink.Direction(dir)
+	d := media.Direction(dir)
 	if !d.Valid() {
 		return 0, "", fmt.Errorf("%w: direction must be sendrecv, sendonly or recvonly, not %q", ErrInvalid, dir)
 	}
@@ -53,7 +54,7 @@ func rtpRecord(req NewRTPLink) (catalog.Link, error) {
 	}
 	dir := req.Direction
 	if dir == "" {
-		dir = string(rtplink.SendRecv)
+		dir = string(media.SendRecv)
 	}
 	return catalog.Link{ID: newID("l_"), Type: LinkRTP, Kind: req.Kind, Direction: dir, Remote: req.Remote,
 		RemoteRTCP: req.RemoteRTCP, RTCPMux: req.RTCPMux}, nil
@@ -72,7 +73,7 @@ func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
 	}
 	dir := req.Direction
 	if dir == "" {
-		dir = string(rtplink.SendRecv)
+		dir = string(media.SendRecv)
 	}
 	ttl := req.TTL
 	if ttl == 0 {
@@ -192,7 +193,7 @@ func (s *Service) attach(c *control, rec catalog.Link, member string, policed bo
 	}
 	l := &liveLink{rec: rec, media: m, member: member, policed: policed}
 	if c != nil {
-		kind, _ := broker.ParseKind(rec.Kind)
+		kind, _ := media.ParseKind(rec.Kind)
 		c.gates.add(rec.ID, m.Member(), kind, m.Track())
 	}
 	return l, nil
@@ -234,7 +235,7 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 			return Link{}, fmt.Errorf("%w: session %s has no member %q", ErrInvalid, sessionID, member)
 		}
 		if mem.Role == floor.RoleListener {
-			rec.Direction = string(rtplink.RecvOnly) // a listener never publishes
+			rec.Direction = string(media.RecvOnly) // a listener never publishes
 		}
 	}
 	if policed && member == "" {

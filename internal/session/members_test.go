@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/convene/convene/internal/media"
 	"path/filepath"
 	"testing"
 
@@ -12,10 +13,10 @@ import (
 
 type tap struct{ n int }
 
-func (t *tap) Deliver(p *broker.Packet, _ *broker.Track) { t.n++; p.Release() }
+func (t *tap) Deliver(p *media.Packet, _ *broker.Track) { t.n++; p.Release() }
 
-func rtpPacket() *broker.Packet {
-	p := broker.NewPacket()
+func rtpPacket() *media.Packet {
+	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), []byte{0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}))
 	return p
 }
@@ -43,7 +44,7 @@ func TestMembersRolesSubgroupsAndGates(t *testing.T) {
 	}
 	room := svc.roomOf(s.ID)
 	probe := &tap{}
-	if _, err := room.Join(broker.Member{ID: "probe", Kind: broker.Audio, Receives: true, Sink: probe}); err != nil {
+	if _, err := room.Join(broker.Member{ID: "probe", Kind: media.Audio, Receives: true, Sink: probe}); err != nil {
 		t.Fatal(err)
 	}
 	var aTrack *broker.Track

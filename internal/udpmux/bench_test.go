@@ -1,11 +1,10 @@
 package udpmux
 
 import (
+	"github.com/convene/convene/internal/media"
 	"runtime"
 	"strconv"
 	"testing"
-
-	"github.com/convene/convene/internal/broker"
 )
 
 // BenchmarkFanOut sends one 252-byte packet to n subscribers through the
@@ -30,7 +29,7 @@ func BenchmarkFanOut(b *testing.B) {
 					for s.ws[0].pending() > 4*maxBatch {
 						runtime.Gosched()
 					}
-					p := broker.NewPacket()
+					p := media.NewPacket()
 					p.SetLen(252)
 					p.Retain(n - 1)
 					for _, d := range dests {

@@ -1,5 +1,5 @@
 // Package udpmux is one UDP socket shared by many media links: datagrams are
-// read once into pooled broker packets and handed to the link registered for
+// read once into pooled media packets and handed to the link registered for
 // their source address, and packets for many destinations leave through a
 // few writer goroutines (one per CPU by default; a destination always uses
 // the same one, so its packets stay in order), with one sendto per datagram

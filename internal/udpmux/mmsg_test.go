@@ -1,16 +1,15 @@
 package udpmux
 
 import (
+	"github.com/convene/convene/internal/media"
 	"net"
 	"net/netip"
 	"strconv"
 	"testing"
-
-	"github.com/convene/convene/internal/broker"
 )
 
-func packet(s string) *broker.Packet {
-	p := broker.NewPacket()
+func packet(s string) *media.Packet {
+	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), s))
 	return p
 }
@@ -30,7 +29,7 @@ func TestBatchFamilies(t *testing.T) {
 		da.shard, db.shard, v6.shard = 0, 0, 0
 		w := s.ws[0]
 		w.mu.Lock() // hold the writer so the three are queued together
-		w.q[broker.Audio] = append(w.q[broker.Audio], entry{packet("one"), da}, entry{packet("bad"), v6}, entry{packet("two"), db})
+		w.q[media.Audio] = append(w.q[media.Audio], entry{packet("one"), da}, entry{packet("bad"), v6}, entry{packet("two"), db})
 		for _, d := range []*Dest{da, v6, db} {
 			d.inflight.Add(1)
 		}

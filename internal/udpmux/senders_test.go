@@ -1,13 +1,12 @@
 package udpmux
 
 import (
+	"github.com/convene/convene/internal/media"
 	"net"
 	"net/netip"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/convene/convene/internal/broker"
 )
 
 // The writers' own sockets send from the shared socket's address and never
@@ -32,7 +31,7 @@ func TestWriterSocketsShareTheAddress(t *testing.T) {
 			for range sources {
 				c := udp(t)
 				conns = append(conns, c)
-				if err := s.Register(addrOf(c), handlerFunc(func(p *broker.Packet, from netip.AddrPort) {
+				if err := s.Register(addrOf(c), handlerFunc(func(p *media.Packet, from netip.AddrPort) {
 					p.Release()
 					got <- from
 				})); err != nil {
@@ -57,7 +56,7 @@ func TestWriterSocketsShareTheAddress(t *testing.T) {
 			// Each writer's datagrams leave from the shared address.
 			for i, c := range conns[:8] {
 				d := NewDest(addrOf(c), 4)
-				p := broker.NewPacket()
+				p := media.NewPacket()
 				p.SetLen(copy(p.Buffer(), "x"+strconv.Itoa(i)))
 				if !s.Send(p, d) {
 					t.Fatal("send refused")
@@ -106,7 +105,7 @@ func TestPlainSocketWriters(t *testing.T) {
 		}
 	}
 	rx := udp(t)
-	p := broker.NewPacket()
+	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), "plain"))
 	s.Send(p, NewDest(addrOf(rx), 4))
 	if got := recvOne(t, rx); string(got) != "plain" {

@@ -3,6 +3,7 @@ package udpmux
 import (
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/media"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -10,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/convene/convene/internal/broker"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +22,7 @@ var ErrAddrInUse = errors.New("udpmux: remote address already registered")
 // handed one reference to p and must release it. It runs on the socket's read
 // goroutine and must not block.
 type Handler interface {
-	HandleDatagram(p *broker.Packet, from netip.AddrPort)
+	HandleDatagram(p *media.Packet, from netip.AddrPort)
 }
 
 // Options configure a socket.
@@ -173,7 +173,7 @@ func (s *Socket) Unregister(remote netip.AddrPort) {
 
 // Send queues p for d. It takes over one reference to p and never blocks;
 // it returns false when the packet was dropped.
-func (s *Socket) Send(p *broker.Packet, d *Dest) bool { return s.writerFor(d).send(p, d) }
+func (s *Socket) Send(p *media.Packet, d *Dest) bool { return s.writerFor(d).send(p, d) }
 
 func (s *Socket) writerFor(d *Dest) *writer { return s.ws[d.shard%uint32(len(s.ws))] }
 
@@ -195,7 +195,7 @@ func (s *Socket) Stats() Stats {
 func (s *Socket) read() {
 	defer close(s.readDone)
 	for {
-		p := broker.NewPacket()
+		p := media.NewPacket()
 		n, from, err := s.conn.ReadFromUDPAddrPort(p.Buffer())
 		if err != nil {
 			p.Release()
@@ -206,7 +206,7 @@ func (s *Socket) read() {
 			continue
 		}
 		s.received.Add(1)
-		if n >= broker.BufSize {
+		if n >= media.BufSize {
 			s.oversize.Add(1)
 			p.Release()
 			continue

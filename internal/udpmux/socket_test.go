@@ -1,14 +1,13 @@
 package udpmux
 
 import (
+	"github.com/convene/convene/internal/media"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/convene/convene/internal/broker"
 )
 
 func listen(t testing.TB, batch bool) *Socket {
@@ -33,9 +32,9 @@ func udp(t testing.TB) *net.UDPConn {
 
 func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-type handlerFunc func(p *broker.Packet, from netip.AddrPort)
+type handlerFunc func(p *media.Packet, from netip.AddrPort)
 
-func (f handlerFunc) HandleDatagram(p *broker.Packet, from netip.AddrPort) { f(p, from) }
+func (f handlerFunc) HandleDatagram(p *media.Packet, from netip.AddrPort) { f(p, from) }
 
 func recvOne(t *testing.T, c *net.UDPConn) []byte {
 	t.Helper()
@@ -54,8 +53,8 @@ func TestDemuxBySourceAndFanOut(t *testing.T) {
 			s := listen(t, batch)
 			sender := udp(t)
 			stranger := udp(t)
-			got := make(chan *broker.Packet, 10)
-			if err := s.Register(addrOf(sender), handlerFunc(func(p *broker.Packet, _ netip.AddrPort) { got <- p })); err != nil {
+			got := make(chan *media.Packet, 10)
+			if err := s.Register(addrOf(sender), handlerFunc(func(p *media.Packet, _ netip.AddrPort) { got <- p })); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Register(addrOf(sender), handlerFunc(nil)); err == nil {
@@ -64,7 +63,7 @@ func TestDemuxBySourceAndFanOut(t *testing.T) {
 			to := net.UDPAddrFromAddrPort(s.LocalAddr())
 			stranger.WriteToUDP([]byte("nobody knows me"), to)
 			sender.WriteToUDP([]byte("hello"), to)
-			var p *broker.Packet
+			var p *media.Packet
 			select {
 			case p = <-got:
 			case <-time.After(5 * time.Second):
@@ -104,8 +103,8 @@ func TestOversizeDropped(t *testing.T) {
 	s := listen(t, true)
 	c := udp(t)
 	var n atomic.Int32
-	s.Register(addrOf(c), handlerFunc(func(p *broker.Packet, _ netip.AddrPort) { n.Add(1); p.Release() }))
-	c.WriteToUDP(make([]byte, broker.BufSize+100), net.UDPAddrFromAddrPort(s.LocalAddr()))
+	s.Register(addrOf(c), handlerFunc(func(p *media.Packet, _ netip.AddrPort) { n.Add(1); p.Release() }))
+	c.WriteToUDP(make([]byte, media.BufSize+100), net.UDPAddrFromAddrPort(s.LocalAddr()))
 	c.WriteToUDP(make([]byte, 12), net.UDPAddrFromAddrPort(s.LocalAddr()))
 	waitFor(t, func() bool { return n.Load() == 1 })
 	if st := s.Stats(); st.Oversize != 1 {
@@ -121,7 +120,7 @@ func TestPerDestinationBound(t *testing.T) {
 	fast := NewDest(addrOf(fastConn), 100)
 	slow.inflight.Store(2) // two packets stuck in flight: its queue is full
 	for i := 0; i < 5; i++ {
-		p := broker.NewPacket()
+		p := media.NewPacket()
 		p.SetLen(12)
 		p.Retain(1)
 		if s.Send(p, slow) {
@@ -152,16 +151,16 @@ func TestAudioOvertakesVideo(t *testing.T) {
 	w.mu.Lock()
 	const nVideo = 4 * maxBatch
 	for i := 0; i < nVideo; i++ {
-		p := broker.NewPacket()
-		p.Kind = broker.Video
+		p := media.NewPacket()
+		p.Kind = media.Video
 		p.SetLen(copy(p.Buffer(), "v"))
 		d.inflight.Add(1)
-		w.q[broker.Video] = append(w.q[broker.Video], entry{p, d})
+		w.q[media.Video] = append(w.q[media.Video], entry{p, d})
 	}
-	a := broker.NewPacket()
+	a := media.NewPacket()
 	a.SetLen(copy(a.Buffer(), "a"))
 	d.inflight.Add(1)
-	w.q[broker.Audio] = append(w.q[broker.Audio], entry{a, d})
+	w.q[media.Audio] = append(w.q[media.Audio], entry{a, d})
 	w.audioLen.Store(1)
 	wake := w.sleeping
 	w.sleeping = false
@@ -195,7 +194,7 @@ func TestCloseFlushesQueue(t *testing.T) {
 	rc.SetReadBuffer(4 << 20)
 	d := NewDest(addrOf(rc), 1000)
 	for i := 0; i < 500; i++ {
-		p := broker.NewPacket()
+		p := media.NewPacket()
 		p.SetLen(100)
 		s.Send(p, d)
 	}
@@ -203,7 +202,7 @@ func TestCloseFlushesQueue(t *testing.T) {
 	if st := d.Stats(); st.Packets+st.Drops != 500 || st.Drops != 0 {
 		t.Fatalf("after close %+v", st)
 	}
-	p := broker.NewPacket()
+	p := media.NewPacket()
 	p.SetLen(1)
 	if s.Send(p, d) {
 		t.Fatal("send after close accepted")

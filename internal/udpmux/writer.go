@@ -1,12 +1,12 @@
 package udpmux
 
 import (
+	"github.com/convene/convene/internal/media"
 	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
-	"github.com/convene/convene/internal/broker"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,7 +15,7 @@ import (
 const maxBatch = 256
 
 type entry struct {
-	p *broker.Packet
+	p *media.Packet
 	d *Dest
 }
 
@@ -29,7 +29,7 @@ type writer struct {
 	limit int        // bound of each queue
 
 	mu       sync.Mutex
-	q        [2][]entry // by broker.Kind
+	q        [2][]entry // by media.Kind
 	sleeping bool
 	closing  bool
 	wake     chan struct{}
@@ -55,7 +55,7 @@ func newWriter(conn *net.UDPConn, raw syscall.RawConn, batch, v6 bool, fd, limit
 }
 
 // send queues p for d. It takes over one reference to p and never blocks.
-func (w *writer) send(p *broker.Packet, d *Dest) bool {
+func (w *writer) send(p *media.Packet, d *Dest) bool {
 	if d.inflight.Add(1) > d.limit {
 		d.inflight.Add(-1)
 		d.drops.Add(1)
@@ -73,7 +73,7 @@ func (w *writer) send(p *broker.Packet, d *Dest) bool {
 		return false
 	}
 	w.q[k] = append(w.q[k], entry{p, d})
-	if k == broker.Audio {
+	if k == media.Audio {
 		w.audioLen.Store(int32(len(w.q[k])))
 	}
 	wake := w.sleeping
@@ -89,7 +89,7 @@ func (w *writer) send(p *broker.Packet, d *Dest) bool {
 // when the writer is closing and everything has been sent.
 func (w *writer) take() (batch []entry, ok bool) {
 	w.mu.Lock()
-	for len(w.q[broker.Audio]) == 0 && len(w.q[broker.Video]) == 0 {
+	for len(w.q[media.Audio]) == 0 && len(w.q[media.Video]) == 0 {
 		if w.closing {
 			w.mu.Unlock()
 			return nil, false
@@ -99,9 +99,9 @@ func (w *writer) take() (batch []entry, ok bool) {
 		<-w.wake
 		w.mu.Lock()
 	}
-	k := broker.Audio
+	k := media.Audio
 	if len(w.q[k]) == 0 {
-		k = broker.Video
+		k = media.Video
 	}
 	batch = w.swap(k)
 	w.mu.Unlock()
@@ -109,17 +109,17 @@ func (w *writer) take() (batch []entry, ok bool) {
 }
 
 // swap is called with mu held.
-func (w *writer) swap(k broker.Kind) []entry {
+func (w *writer) swap(k media.Kind) []entry {
 	b := w.q[k]
 	w.q[k] = w.spare[k][:0]
 	w.spare[k] = nil
-	if k == broker.Audio {
+	if k == media.Audio {
 		w.audioLen.Store(0)
 	}
 	return b
 }
 
-func (w *writer) recycle(k broker.Kind, b []entry) {
+func (w *writer) recycle(k media.Kind, b []entry) {
 	clear(b)
 	w.mu.Lock()
 	if w.spare[k] == nil {
@@ -141,14 +141,14 @@ func (w *writer) run() {
 		k := batch[0].p.Kind
 		for i := 0; i < len(batch); i += maxBatch {
 			w.flush(batch[i:min(i+maxBatch, len(batch))])
-			if k == broker.Video && w.audioLen.Load() > 0 {
+			if k == media.Video && w.audioLen.Load() > 0 {
 				w.mu.Lock()
-				audio := w.swap(broker.Audio)
+				audio := w.swap(media.Audio)
 				w.mu.Unlock()
 				for j := 0; j < len(audio); j += maxBatch {
 					w.flush(audio[j:min(j+maxBatch, len(audio))])
 				}
-				w.recycle(broker.Audio, audio)
+				w.recycle(media.Audio, audio)
 			}
 		}
 		w.recycle(k, batch)
@@ -202,5 +202,5 @@ func (w *writer) close() {
 func (w *writer) pending() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.q[broker.Audio]) + len(w.q[broker.Video])
+	return len(w.q[media.Audio]) + len(w.q[media.Video])
 }

@@ -1,19 +1,18 @@
 package loadgen
 
 import (
+	"github.com/convene/convene/internal/media"
 	"math/rand/v2"
 	"time"
-
-	"github.com/convene/convene/internal/broker"
 )
 
 // Kind of a stream: the broker's media kinds.
-type Kind = broker.Kind
+type Kind = media.Kind
 
 // Stream kinds.
 const (
-	Audio = broker.Audio
-	Video = broker.Video
+	Audio = media.Audio
+	Video = media.Video
 )
 
 // Item is one packet of a stream: when to send it relative to the stream's

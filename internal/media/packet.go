@@ -1,4 +1,4 @@
-package broker
+package media
 
 import (
 	"sync"
@@ -82,6 +82,6 @@ func (p *Packet) Release() {
 		p.RTCP = false
 		packetPool.Put(p)
 	case r < 0:
-		panic("broker: packet released too often")
+		panic("media: packet released too often")
 	}
 }

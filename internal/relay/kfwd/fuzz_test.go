@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/convene/convene/internal/rtplink"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +19,7 @@ import (
 // (TCX_NEXT) or, for a well-formed datagram of that flow, pass it on with
 // exactly the flow's addresses and ports and valid checksums, and only when
 // user space would have forwarded it too: a payload of at most the maximum
-// size, an RTP header whose CSRC list and extension fit (rtplink.Classify),
+// size, an RTP header whose CSRC list and extension fit (media.Classify),
 // no padding and no RTCP packet type (those user space checks itself).
 func FuzzProgram(f *testing.F) {
 	if os.Geteuid() != 0 {
@@ -114,7 +114,7 @@ const fuzzMaxPayload = 1000
 // userForwards reports whether the relay's user space forwards payload p of
 // a flow as RTP without a closer look: what the program may forward.
 func userForwards(p []byte) bool {
-	return len(p) <= fuzzMaxPayload && rtplink.Classify(p, false) == rtplink.ClassRTP &&
+	return len(p) <= fuzzMaxPayload && media.Classify(p, false) == media.ClassRTP &&
 		p[0]&0x20 == 0 && (p[1] < 192 || p[1] > 223)
 }
 

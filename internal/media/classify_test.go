@@ -1,4 +1,4 @@
-package rtplink
+package media
 
 import (
 	"encoding/binary"
