@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"net"
 	"net/url"
@@ -296,25 +297,24 @@ func (b *Bus) Publish(subject string, ev Event) error {
 	return nil
 }
 
-// SessionEvent publishes a session event of type typ (EventCreated,
-// EventActivated, EventDeactivated, EventFinished, EventCanceled,
-// EventLinkAdded, EventLinkRemoved) on convene.session.<sessionID>.<typ>.
-func (b *Bus) SessionEvent(sessionID, typ string, data any) error {
+// SessionEvent publishes a session event of type typ on
+// convene.session.<sessionID>.<typ>.
+func (b *Bus) SessionEvent(sessionID string, typ event.Type, data any) error {
 	subject, err := SessionSubject(sessionID, typ)
 	if err != nil {
 		return err
 	}
-	return b.Publish(subject, Event{Type: typ, SessionID: sessionID, Data: data})
+	return b.Publish(subject, Event{Type: typ.String(), SessionID: sessionID, Data: data})
 }
 
 // SessionEventSeq is SessionEvent with the event's sequence number in its
 // session's stream.
-func (b *Bus) SessionEventSeq(sessionID, typ string, seq uint64, data any) error {
+func (b *Bus) SessionEventSeq(sessionID string, typ event.Type, seq uint64, data any) error {
 	subject, err := SessionSubject(sessionID, typ)
 	if err != nil {
 		return err
 	}
-	return b.Publish(subject, Event{Type: typ, SessionID: sessionID, Seq: seq, Data: data})
+	return b.Publish(subject, Event{Type: typ.String(), SessionID: sessionID, Seq: seq, Data: data})
 }
 
 // NodeEvent publishes a node event of type typ (EventDraining, EventStopped,

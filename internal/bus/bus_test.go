@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"net"
 	"runtime"
@@ -115,21 +116,21 @@ func TestSessionEvents(t *testing.T) {
 		LinkID string `json:"link_id"`
 	}
 	tests := []struct {
-		typ     string
+		typ     event.Type
 		subject string
 		data    any
 		want    string // JSON of data, "" for omitted
 	}{
-		{EventCreated, "convene.session.s-42.created", map[string]string{"name": "standup"}, `{"name":"standup"}`},
-		{EventActivated, "convene.session.s-42.activated", nil, ""},
-		{EventDeactivated, "convene.session.s-42.deactivated", nil, ""},
-		{EventFinished, "convene.session.s-42.finished", nil, ""},
-		{EventCanceled, "convene.session.s-42.canceled", nil, ""},
-		{EventLinkAdded, "convene.session.s-42.link.added", linkData{"l-1"}, `{"link_id":"l-1"}`},
-		{EventLinkRemoved, "convene.session.s-42.link.removed", linkData{"l-1"}, `{"link_id":"l-1"}`},
+		{event.Created, "convene.session.s-42.created", map[string]string{"name": "standup"}, `{"name":"standup"}`},
+		{event.Activated, "convene.session.s-42.activated", nil, ""},
+		{event.Deactivated, "convene.session.s-42.deactivated", nil, ""},
+		{event.Finished, "convene.session.s-42.finished", nil, ""},
+		{event.Canceled, "convene.session.s-42.canceled", nil, ""},
+		{event.LinkAdded, "convene.session.s-42.link.added", linkData{"l-1"}, `{"link_id":"l-1"}`},
+		{event.LinkRemoved, "convene.session.s-42.link.removed", linkData{"l-1"}, `{"link_id":"l-1"}`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.typ, func(t *testing.T) {
+		t.Run(tc.typ.String(), func(t *testing.T) {
 			if subj, err := SessionSubject("s-42", tc.typ); err != nil || subj != tc.subject {
 				t.Fatalf("SessionSubject = %q, %v; want %q", subj, err, tc.subject)
 			}
@@ -141,7 +142,7 @@ func TestSessionEvents(t *testing.T) {
 				t.Fatalf("subject = %q, want %q", msg.Subject, tc.subject)
 			}
 			ev, raw := decode(t, msg)
-			if ev.Type != tc.typ || ev.SessionID != "s-42" || ev.NodeID != "node-1" || !ev.Time.Equal(fixedTime) {
+			if ev.Type != tc.typ.String() || ev.SessionID != "s-42" || ev.NodeID != "node-1" || !ev.Time.Equal(fixedTime) {
 				t.Errorf("event = %+v", ev)
 			}
 			if raw["time"] != "2024-05-06T07:08:09Z" {
@@ -157,7 +158,7 @@ func TestSessionEvents(t *testing.T) {
 		})
 	}
 
-	if err := b.SessionEvent("s-42", "exploded", nil); !errors.Is(err, ErrUnknownEvent) {
+	if err := b.SessionEvent("s-42", event.Type(200), nil); !errors.Is(err, ErrUnknownEvent) {
 		t.Errorf("unknown type: err = %v, want ErrUnknownEvent", err)
 	}
 }
@@ -294,7 +295,7 @@ func TestHeartbeatStopsOnClose(t *testing.T) {
 func TestInvalidIDs(t *testing.T) {
 	bad := []string{"", "a.b", ".", "a*", "*", ">", "a>", "a b", " a", "a\tb", "a\nb", "a\u00a0b", "a\x00b", "\xff"}
 	for _, id := range bad {
-		if _, err := SessionSubject(id, EventCreated); !errors.Is(err, ErrInvalidToken) {
+		if _, err := SessionSubject(id, event.Created); !errors.Is(err, ErrInvalidToken) {
 			t.Errorf("SessionSubject(%q): err = %v", id, err)
 		}
 		if _, err := SessionWildcard(id); !errors.Is(err, ErrInvalidToken) {
@@ -331,7 +332,7 @@ func TestInvalidIDs(t *testing.T) {
 	b := newBus(t, Options{NodeID: "node-1"})
 	sub := subscribe(t, b.Conn(), ">")
 	for _, id := range bad {
-		if err := b.SessionEvent(id, EventCreated, nil); !errors.Is(err, ErrInvalidToken) {
+		if err := b.SessionEvent(id, event.Created, nil); !errors.Is(err, ErrInvalidToken) {
 			t.Errorf("SessionEvent(%q): err = %v", id, err)
 		}
 	}
@@ -396,12 +397,12 @@ func TestExternal(t *testing.T) {
 
 	// external -> embedded
 	sessSub := subscribe(t, srvBus.Conn(), "convene.session.s-1.>")
-	if err := ext.SessionEvent("s-1", EventLinkAdded, map[string]string{"link_id": "l"}); err != nil {
+	if err := ext.SessionEvent("s-1", event.LinkAdded, map[string]string{"link_id": "l"}); err != nil {
 		t.Fatal(err)
 	}
 	msg := next(t, sessSub)
 	ev, _ := decode(t, msg)
-	if msg.Subject != "convene.session.s-1.link.added" || ev.NodeID != "edge" || ev.Type != EventLinkAdded {
+	if msg.Subject != "convene.session.s-1.link.added" || ev.NodeID != "edge" || ev.Type != event.LinkAdded.String() {
 		t.Errorf("got %s %+v", msg.Subject, ev)
 	}
 
@@ -521,7 +522,7 @@ func TestCloseIdempotentNoLeaks(t *testing.T) {
 			if !b.Conn().IsClosed() {
 				t.Error("connection not closed after Close")
 			}
-			if err := b.SessionEvent("s", EventCreated, nil); err == nil {
+			if err := b.SessionEvent("s", event.Created, nil); err == nil {
 				t.Error("publish after Close succeeded")
 			}
 			if hub != nil {

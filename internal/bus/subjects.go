@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,24 +24,8 @@ const (
 	AllHeartbeats = NodePrefix + ".*." + EventHeartbeat
 )
 
-// Session event types (the subject suffix after convene.session.<sessionID>.).
-const (
-	EventCreated     = "created"
-	EventActivated   = "activated"
-	EventDeactivated = "deactivated"
-	EventFinished    = "finished"
-	EventCanceled    = "canceled"
-	EventLinkAdded   = "link.added"
-	EventLinkRemoved = "link.removed"
-
-	EventMemberJoined    = "member.joined"
-	EventMemberLeft      = "member.left"
-	EventMemberUpdated   = "member.updated"
-	EventSubgroupCreated = "subgroup.created"
-	EventSubgroupDeleted = "subgroup.deleted"
-	EventFloorRequest    = "floor.request" // a floor request changed status (BFCP names)
-	EventFloorStyle      = "floor.style"   // a floor's style or chalkboard phase changed
-)
+// Session event types are event.Type values (package event); their names
+// are the subject suffix after convene.session.<sessionID>.
 
 // Node event types (the subject suffix after convene.node.<nodeID>.).
 const (
@@ -73,17 +58,6 @@ func ValidateToken(id string) error {
 	return nil
 }
 
-// IsSessionEvent reports whether typ is a known session event type.
-func IsSessionEvent(typ string) bool {
-	switch typ {
-	case EventCreated, EventActivated, EventDeactivated, EventFinished, EventCanceled,
-		EventLinkAdded, EventLinkRemoved, EventMemberJoined, EventMemberLeft, EventMemberUpdated,
-		EventSubgroupCreated, EventSubgroupDeleted, EventFloorRequest, EventFloorStyle:
-		return true
-	}
-	return false
-}
-
 // IsNodeEvent reports whether typ is a known node event type.
 func IsNodeEvent(typ string) bool {
 	switch typ {
@@ -93,16 +67,16 @@ func IsNodeEvent(typ string) bool {
 	return false
 }
 
-// SessionSubject returns convene.session.<sessionID>.<typ> for a known
-// session event type (EventCreated ... EventLinkRemoved).
-func SessionSubject(sessionID, typ string) (string, error) {
+// SessionSubject returns convene.session.<sessionID>.<typ> for a session
+// event type.
+func SessionSubject(sessionID string, typ event.Type) (string, error) {
 	if err := ValidateToken(sessionID); err != nil {
 		return "", fmt.Errorf("session id: %w", err)
 	}
-	if !IsSessionEvent(typ) {
-		return "", fmt.Errorf("%w: session event %q", ErrUnknownEvent, typ)
+	if !typ.Valid() {
+		return "", fmt.Errorf("%w: session event %v", ErrUnknownEvent, typ)
 	}
-	return SessionPrefix + "." + sessionID + "." + typ, nil
+	return SessionPrefix + "." + sessionID + "." + typ.String(), nil
 }
 
 // SessionWildcard returns convene.session.<sessionID>.> which matches every

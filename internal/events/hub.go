@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ type Event struct {
 
 // Bus publishes an event on NATS; *bus.Bus is one.
 type Bus interface {
-	SessionEventSeq(sessionID, typ string, seq uint64, data any) error
+	SessionEventSeq(sessionID string, typ event.Type, seq uint64, data any) error
 }
 
 // Options configure a Hub.
@@ -103,7 +104,7 @@ func (h *Hub) log(id string) *sessionLog {
 
 // SessionEvent appends an event to a session's stream and publishes it. It
 // implements the session service's Publisher.
-func (h *Hub) SessionEvent(sessionID, typ string, data any) error {
+func (h *Hub) SessionEvent(sessionID string, typ event.Type, data any) error {
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -116,7 +117,7 @@ func (h *Hub) SessionEvent(sessionID, typ string, data any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last++
-	ev := Event{Seq: l.last, SessionID: sessionID, Type: typ, Time: h.o.Now().UTC(), Data: raw}
+	ev := Event{Seq: l.last, SessionID: sessionID, Type: typ.String(), Time: h.o.Now().UTC(), Data: raw}
 	if len(l.ring) < h.o.Keep {
 		l.ring = append(l.ring, ev)
 	} else {
@@ -138,7 +139,7 @@ func (h *Hub) SessionEvent(sessionID, typ string, data any) error {
 			h.o.Logger.Warn("publish session event", "session", sessionID, "event", typ, "err", err)
 		}
 	}
-	if typ == "finished" || typ == "canceled" {
+	if typ == event.Finished || typ == event.Canceled {
 		h.retire(sessionID)
 	}
 	return nil

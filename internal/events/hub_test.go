@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"github.com/convene/convene/internal/event"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ type natsRec struct {
 	seqs []uint64
 }
 
-func (n *natsRec) SessionEventSeq(_, _ string, seq uint64, _ any) error {
+func (n *natsRec) SessionEventSeq(_ string, _ event.Type, seq uint64, _ any) error {
 	n.mu.Lock()
 	n.seqs = append(n.seqs, seq)
 	n.mu.Unlock()
@@ -24,9 +25,9 @@ func TestResumeWithoutGapOrRepeat(t *testing.T) {
 	h := New(Options{Bus: nr, Keep: 4, Now: func() time.Time { return time.Unix(100, 0) }})
 	base := uint64(100) << 20
 	for i := 0; i < 3; i++ {
-		h.SessionEvent("s", "x", map[string]int{"i": i})
+		h.SessionEvent("s", event.LinkAdded, map[string]int{"i": i})
 	}
-	h.SessionEvent("other", "x", nil)
+	h.SessionEvent("other", event.LinkAdded, nil)
 	back, sub, res := h.Subscribe("s", int64(base+1))
 	if len(back) != 2 || back[0].Seq != base+2 || back[1].Seq != base+3 || res.Gap || res.Last != base+3 {
 		t.Fatalf("backlog %+v res %+v", back, res)
@@ -36,8 +37,8 @@ func TestResumeWithoutGapOrRepeat(t *testing.T) {
 	if d["i"] != 2 {
 		t.Fatalf("data %s", back[1].Data)
 	}
-	h.SessionEvent("s", "y", nil)
-	if ev := <-sub.C(); ev.Seq != base+4 || ev.Type != "y" {
+	h.SessionEvent("s", event.LinkRemoved, nil)
+	if ev := <-sub.C(); ev.Seq != base+4 || ev.Type != event.LinkRemoved.String() {
 		t.Fatalf("live %+v", ev)
 	}
 	h.Unsubscribe(sub)
@@ -45,8 +46,8 @@ func TestResumeWithoutGapOrRepeat(t *testing.T) {
 		t.Fatal("channel open after unsubscribe")
 	}
 	// Two more: the log (4) has lost base+1 and base+2.
-	h.SessionEvent("s", "z", nil)
-	h.SessionEvent("s", "z", nil)
+	h.SessionEvent("s", event.MemberJoined, nil)
+	h.SessionEvent("s", event.MemberJoined, nil)
 	back, sub2, res := h.Subscribe("s", int64(base+1))
 	defer h.Unsubscribe(sub2)
 	if !res.Gap || len(back) != 4 || back[0].Seq != base+3 {
@@ -67,7 +68,7 @@ func TestSlowSubscriberIsCut(t *testing.T) {
 	h := New(Options{Buffer: 2})
 	_, sub, _ := h.Subscribe("s", -1)
 	for i := 0; i < 3; i++ {
-		h.SessionEvent("s", "x", nil)
+		h.SessionEvent("s", event.LinkAdded, nil)
 	}
 	n := 0
 	for range sub.C() {
@@ -82,8 +83,8 @@ func TestSlowSubscriberIsCut(t *testing.T) {
 func TestEndedLogsAreBounded(t *testing.T) {
 	h := New(Options{Ended: 2})
 	for _, id := range []string{"a", "b", "c"} {
-		h.SessionEvent(id, "created", nil)
-		h.SessionEvent(id, "finished", nil)
+		h.SessionEvent(id, event.Created, nil)
+		h.SessionEvent(id, event.Finished, nil)
 	}
 	h.mu.Lock()
 	_, a := h.logs["a"]

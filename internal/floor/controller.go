@@ -2,6 +2,7 @@ package floor
 
 import (
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"sort"
 	"strconv"
 	"sync"
@@ -10,9 +11,9 @@ import (
 
 // Options configure a Controller.
 type Options struct {
-	// Emit reports an event ("floor.request", "floor.style"); called with
+	// Emit reports an event (event.FloorRequest, event.FloorStyle); called with
 	// the controller's mutex held, in the order of the changes.
-	Emit func(typ string, data any)
+	Emit func(typ event.Type, data any)
 	// Gate reports who may send on a floor: when enforced, only the members
 	// in holders. Called with the controller's mutex held.
 	Gate func(floor string, enforced bool, holders map[string]bool)
@@ -63,7 +64,7 @@ type Controller struct {
 // New returns a controller with the floors of Floors, all of style none.
 func New(o Options) *Controller {
 	if o.Emit == nil {
-		o.Emit = func(string, any) {}
+		o.Emit = func(event.Type, any) {}
 	}
 	if o.Gate == nil {
 		o.Gate = func(string, bool, map[string]bool) {}
@@ -175,7 +176,7 @@ func (c *Controller) emitReq(f *floorState, r *Request, notify bool) {
 	if notify {
 		v.Holders = f.holders()
 	}
-	c.o.Emit("floor.request", v)
+	c.o.Emit(event.FloorRequest, v)
 }
 
 // gate tells the media path who may send on f now.
@@ -692,7 +693,7 @@ func (c *Controller) SetStyle(by, floor string, s Settings) (State, error) {
 	if f.style == StyleChalkboard {
 		f.phase = 1
 	}
-	c.o.Emit("floor.style", styleEvent(c.state(f)))
+	c.o.Emit(event.FloorStyle, styleEvent(c.state(f)))
 	switch f.style {
 	case StyleFloorControl, StyleActivity:
 		c.primaryOf(f, "")
@@ -749,7 +750,7 @@ func (c *Controller) Advance(by, floor string) (State, error) {
 		}
 	}
 	st := c.state(f)
-	c.o.Emit("floor.style", styleEvent(st))
+	c.o.Emit(event.FloorStyle, styleEvent(st))
 	c.gate(f)
 	return st, nil
 }

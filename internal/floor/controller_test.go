@@ -2,6 +2,7 @@ package floor
 
 import (
 	"errors"
+	"github.com/convene/convene/internal/event"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ type recorder struct {
 func (r *recorder) opts() Options {
 	r.gates, r.on = map[string]map[string]bool{}, map[string]bool{}
 	return Options{
-		Emit: func(typ string, data any) {
+		Emit: func(typ event.Type, data any) {
 			if q, ok := data.(Request); ok {
 				r.events = append(r.events, q)
 			}

@@ -3,8 +3,8 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"github.com/convene/convene/internal/event"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/convene/convene/internal/catalog"
@@ -32,8 +32,8 @@ func newFloorSaver() *floorSaver {
 
 // changed is called from the floor controller's Emit, under its lock: it
 // must not block.
-func (f *floorSaver) changed(typ string) {
-	if !strings.HasPrefix(typ, "floor.") {
+func (f *floorSaver) changed(typ event.Type) {
+	if typ != event.FloorRequest && typ != event.FloorStyle {
 		return
 	}
 	select {

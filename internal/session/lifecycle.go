@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -53,10 +54,10 @@ func (s *Service) CreateSession(ctx context.Context, req NewSession) (Session, e
 		return Session{}, wrapCatalog(err)
 	}
 	s.newControl(rec.ID)
-	s.publish(rec.ID, StateCreated, map[string]any{"name": req.Name, "start_at": rec.StartAt, "end_at": rec.EndAt})
+	s.publish(rec.ID, event.Created, map[string]any{"name": req.Name, "start_at": rec.StartAt, "end_at": rec.EndAt})
 	if !scheduled {
 		s.live[rec.ID] = &liveSession{room: s.o.Broker.Open(rec.ID), links: map[string]*liveLink{}}
-		s.publish(rec.ID, StateActivated, nil)
+		s.publish(rec.ID, event.Activated, nil)
 	}
 	s.arm(rec)
 	s.log.Info("session created", "session", rec.ID, "name", req.Name, "state", state)
@@ -132,7 +133,7 @@ func (s *Service) transition(ctx context.Context, id, action string) (Session, e
 		s.disarm(id)
 	}
 	rec.State, rec.UpdatedAt = to, now
-	s.publish(id, to, nil)
+	s.publish(id, stateEvent[to], nil)
 	s.log.Info("session "+to, "session", id)
 	return s.view(rec), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"sort"
@@ -268,7 +269,7 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	}
 	ls.links[rec.ID] = l
 	v := linkView(l)
-	s.publish(sessionID, "link.added", v)
+	s.publish(sessionID, event.LinkAdded, v)
 	s.log.Info("link added", "session", sessionID, "link", rec.ID, "type", rec.Type, "remote", rec.Remote, "kind", rec.Kind, "direction", rec.Direction)
 	return v, nil
 }
@@ -293,7 +294,7 @@ func (s *Service) RemoveLink(ctx context.Context, sessionID, typ, linkID string)
 	if c := s.ctl[sessionID]; c != nil {
 		c.gates.remove(linkID)
 	}
-	s.publish(sessionID, "link.removed", map[string]string{"id": linkID})
+	s.publish(sessionID, event.LinkRemoved, map[string]string{"id": linkID})
 	s.log.Info("link removed", "session", sessionID, "link", linkID)
 	return nil
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"sort"
 	"time"
 
@@ -45,7 +46,7 @@ func (s *Service) newControl(id string) *control {
 	g := newGates()
 	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{}}
 	c.floors = floor.New(floor.Options{
-		Emit: func(typ string, data any) {
+		Emit: func(typ event.Type, data any) {
 			s.publish(id, typ, data)
 			c.saver.changed(typ)
 		},
@@ -114,7 +115,7 @@ func (s *Service) Join(ctx context.Context, sessionID, name, role string) (Membe
 	c.members[m.ID] = m
 	c.floors.AddMember(m.ID, role, "")
 	v := s.memberView(sessionID, m)
-	s.publish(sessionID, "member.joined", v)
+	s.publish(sessionID, event.MemberJoined, v)
 	s.log.Info("member joined", "session", sessionID, "member", m.ID, "role", role)
 	return v, nil
 }
@@ -137,7 +138,7 @@ func (s *Service) Leave(ctx context.Context, sessionID, memberID string) error {
 				c.gates.remove(id)
 				delete(ls.links, id)
 				_ = s.o.Catalog.RemoveLink(ctx, id)
-				s.publish(sessionID, "link.removed", map[string]string{"id": id})
+				s.publish(sessionID, event.LinkRemoved, map[string]string{"id": id})
 			}
 		}
 	}
@@ -146,7 +147,7 @@ func (s *Service) Leave(ctx context.Context, sessionID, memberID string) error {
 	}
 	delete(c.members, memberID)
 	c.floors.RemoveMember(memberID)
-	s.publish(sessionID, "member.left", map[string]string{"id": memberID})
+	s.publish(sessionID, event.MemberLeft, map[string]string{"id": memberID})
 	s.log.Info("member left", "session", sessionID, "member", memberID)
 	return nil
 }
@@ -221,7 +222,7 @@ func (s *Service) CreateSubgroup(ctx context.Context, sessionID, name, by string
 		return Subgroup{}, wrapCatalog(err)
 	}
 	c.subgroups[g.ID] = g
-	s.publish(sessionID, "subgroup.created", map[string]any{"id": g.ID, "name": name, "created_by": by})
+	s.publish(sessionID, event.SubgroupCreated, map[string]any{"id": g.ID, "name": name, "created_by": by})
 	for _, m := range members {
 		if err := s.moveMember(ctx, sessionID, c, m, g.ID); err != nil {
 			return Subgroup{}, err
@@ -269,7 +270,7 @@ func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, 
 			}
 		}
 	}
-	s.publish(sessionID, "member.updated", map[string]string{"id": memberID, "subgroup": group})
+	s.publish(sessionID, event.MemberUpdated, map[string]string{"id": memberID, "subgroup": group})
 	return nil
 }
 
@@ -295,7 +296,7 @@ func (s *Service) DeleteSubgroup(ctx context.Context, sessionID, group string) e
 		return wrapCatalog(err)
 	}
 	delete(c.subgroups, group)
-	s.publish(sessionID, "subgroup.deleted", map[string]string{"id": group})
+	s.publish(sessionID, event.SubgroupDeleted, map[string]string{"id": group})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 
 // Publisher announces session events; *bus.Bus is one.
 type Publisher interface {
-	SessionEvent(sessionID, typ string, data any) error
+	SessionEvent(sessionID string, typ event.Type, data any) error
 }
 
 // Options configure a Service.
@@ -110,7 +111,7 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-func (s *Service) publish(sessionID, typ string, data any) {
+func (s *Service) publish(sessionID string, typ event.Type, data any) {
 	if s.o.Events == nil {
 		return
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/convene/convene/internal/event"
 	"net/netip"
 	"path/filepath"
 	"sync"
@@ -19,9 +20,9 @@ type events struct {
 	got []string
 }
 
-func (e *events) SessionEvent(id, typ string, _ any) error {
+func (e *events) SessionEvent(id string, typ event.Type, _ any) error {
 	e.mu.Lock()
-	e.got = append(e.got, typ)
+	e.got = append(e.got, typ.String())
 	e.mu.Unlock()
 	return nil
 }

@@ -1,5 +1,7 @@
 package session
 
+import "github.com/convene/convene/internal/event"
+
 // Actions move a session between states.
 const (
 	ActionActivate   = "activate"
@@ -52,3 +54,12 @@ func (e *StateError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *StateError) Unwrap() error { return ErrConflict }
+
+// stateEvent is the event announcing that a session entered a state.
+var stateEvent = map[string]event.Type{
+	StateCreated:     event.Created,
+	StateActivated:   event.Activated,
+	StateDeactivated: event.Deactivated,
+	StateFinished:    event.Finished,
+	StateCanceled:    event.Canceled,
+}
