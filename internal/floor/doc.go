@@ -25,4 +25,9 @@
 // may send through Options.Gate, both called with that mutex held so the
 // order of events is the order of changes; neither may call back into the
 // Controller (lock order: Controller.mu, then whatever Emit and Gate take).
+//
+// Files: controller.go (the Controller and its lock), primitives.go (the
+// primitives), tokens.go (how tokens move), styles.go (styles and phases),
+// members.go (roles, subgroups, leaving), state.go (views), sensing.go
+// (activity sensing), persist.go (saving and restoring the floors).
 package floor
