@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"errors"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/convene/convene/internal/broker"
 	"golang.org/x/net/ipv4"
@@ -225,7 +227,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	for _, p := range fromVic {
 		vic.send(t, p)
 	}
-	waitFor(t, "vic's packets in the room", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "vic's packets in the room", func() bool {
 		return len(tr.listener.snapshot("mc")) >= len(fromVic) && len(tr.speaker.snapshot("mc")) >= len(fromVic)
 	})
 	equalPackets(t, "listener from group", tr.listener.snapshot("mc"), fromVic)
@@ -237,7 +239,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	for _, p := range fromSpeaker {
 		tr.publish(p)
 	}
-	waitFor(t, "speaker's packets on the group", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "speaker's packets on the group", func() bool {
 		return len(vic.received(withSSRC(speakerSSRC, false))) >= len(fromSpeaker)
 	})
 	got := vic.received(withSSRC(speakerSSRC, false))
@@ -248,24 +250,24 @@ func TestBridgeSendRecv(t *testing.T) {
 		}
 	}
 	// Our own multicast loops back to the bridge, which drops it.
-	waitFor(t, "own packets dropped as loop", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "own packets dropped as loop", func() bool {
 		return b.Stats().Dropped[DropLoop] >= uint64(len(fromSpeaker))
 	})
 
 	// RTCP both ways on port+1.
 	rr := rtcpRR(vicSSRC, "vic@host")
 	vicRTCP.send(t, rr)
-	waitFor(t, "vic's RTCP in the room", func() bool { return len(tr.listener.snapshot("")) >= 1 })
+	testutil.WaitFor(t, 5*time.Second, "vic's RTCP in the room", func() bool { return len(tr.listener.snapshot("")) >= 1 })
 	equalPackets(t, "listener RTCP", tr.listener.snapshot(""), [][]byte{rr})
 	srr := rtcpRR(speakerSSRC, "speaker@convene")
 	p := media.NewPacket()
 	p.SetLen(copy(p.Buffer(), srr))
 	tr.room.PublishRTCP("speaker", media.Audio, p)
-	waitFor(t, "speaker's RTCP on the group", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "speaker's RTCP on the group", func() bool {
 		return len(vicRTCP.received(withSSRC(speakerSSRC, true))) >= 1
 	})
 	equalPackets(t, "vic RTCP from session", payloads(vicRTCP.received(withSSRC(speakerSSRC, true))), [][]byte{srr})
-	waitFor(t, "own RTCP dropped as loop", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "own RTCP dropped as loop", func() bool {
 		return b.Stats().Dropped[DropLoop] >= uint64(len(fromSpeaker))+1
 	})
 
@@ -285,11 +287,11 @@ func TestBridgeSendRecv(t *testing.T) {
 	if _, err := refl.WriteToUDPAddrPort(fromSpeaker[3], group); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "reflected packet dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+1 })
+	testutil.WaitFor(t, 5*time.Second, "reflected packet dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+1 })
 	if _, err := refl.WriteToUDPAddrPort(srr, rtcpGroup); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "reflected RTCP dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+2 })
+	testutil.WaitFor(t, 5*time.Second, "reflected RTCP dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+2 })
 
 	// The source address check alone: a datagram from the bridge's send
 	// socket whose SSRC the bridge has not recorded is still its own.
@@ -298,8 +300,8 @@ func TestBridgeSendRecv(t *testing.T) {
 	own.SetLen(copy(own.Buffer(), unknown))
 	own.Kind = media.Audio
 	b.send.Send(own, b.dest)
-	waitFor(t, "unrecorded own packet on the group", func() bool { return len(vic.received(withSSRC(0x44444444, false))) == 1 })
-	waitFor(t, "unrecorded own packet dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+3 })
+	testutil.WaitFor(t, 5*time.Second, "unrecorded own packet on the group", func() bool { return len(vic.received(withSSRC(0x44444444, false))) == 1 })
+	testutil.WaitFor(t, 5*time.Second, "unrecorded own packet dropped as loop", func() bool { return b.Stats().Dropped[DropLoop] == loops+3 })
 
 	// Datagrams that are not RTP are dropped and counted; unicast to the
 	// group's port is not the bridge's.
@@ -317,7 +319,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	sentinel := vicPackets(vicSSRC, 1030, 1)[0]
 	vic.send(t, sentinel)
 	fromVic = append(fromVic, sentinel)
-	waitFor(t, "sentinel", func() bool { return len(tr.listener.snapshot("mc")) >= len(fromVic) })
+	testutil.WaitFor(t, 5*time.Second, "sentinel", func() bool { return len(tr.listener.snapshot("mc")) >= len(fromVic) })
 	st := b.Stats()
 	if st.Dropped[media.DropBadVersion] != 1 || st.Dropped[media.DropTruncated] != 1 {
 		t.Errorf("dropped %v, want one bad_version and one truncated", st.Dropped)
@@ -327,7 +329,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	// has come back from the group and been dropped as a loop (RTP and
 	// RTCP, each socket read in order, and vic's sentinel above after all
 	// of them on the RTP socket), the room got exactly what vic sent.
-	waitFor(t, "every own packet back from the group as a loop", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "every own packet back from the group as a loop", func() bool {
 		return b.Stats().Dropped[DropLoop] >= uint64(len(fromSpeaker))+4
 	})
 	equalPackets(t, "listener from group, final", tr.listener.snapshot("mc"), fromVic)
@@ -374,7 +376,7 @@ func TestBridgeSendRecv(t *testing.T) {
 	late := vicPackets(vicSSRC, 2000, 1)[0]
 	heard := len(vic.received(withSSRC(vicSSRC, false)))
 	vic.send(t, late)
-	waitFor(t, "vic's late packet on the group", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) > heard })
+	testutil.WaitFor(t, 5*time.Second, "vic's late packet on the group", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) > heard })
 	if n := len(tr.listener.snapshot("mc")); n != len(fromVic) {
 		t.Errorf("room got %d packets from the group after Close, want %d", n, len(fromVic))
 	}
@@ -399,7 +401,7 @@ func TestBridgeDirections(t *testing.T) {
 		for _, p := range fromSpeaker {
 			tr.publish(p)
 		}
-		waitFor(t, "speaker's packets on the group", func() bool {
+		testutil.WaitFor(t, 5*time.Second, "speaker's packets on the group", func() bool {
 			return len(vic.received(withSSRC(speakerSSRC, false))) >= len(fromSpeaker)
 		})
 		equalPackets(t, "vic from session", payloads(vic.received(withSSRC(speakerSSRC, false))), fromSpeaker)
@@ -410,10 +412,10 @@ func TestBridgeDirections(t *testing.T) {
 		}
 		rr := rtcpRR(vicSSRC, "vic@host")
 		vicRTCP.send(t, rr)
-		waitFor(t, "vic's RTCP in the room", func() bool { return len(tr.listener.snapshot("")) >= 1 })
+		testutil.WaitFor(t, 5*time.Second, "vic's RTCP in the room", func() bool { return len(tr.listener.snapshot("")) >= 1 })
 		// Sentinel: vic hears its own RTP, so the group carried it while the
 		// bridge was joined.
-		waitFor(t, "vic's own RTP on the group", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) >= 10 })
+		testutil.WaitFor(t, 5*time.Second, "vic's own RTP on the group", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) >= 10 })
 		if n := len(tr.listener.snapshot("mc")) + len(tr.speaker.snapshot("mc")); n != 0 {
 			t.Errorf("recvonly bridge published %d packets from the group", n)
 		}
@@ -440,7 +442,7 @@ func TestBridgeDirections(t *testing.T) {
 		for _, p := range fromVic {
 			vic.send(t, p)
 		}
-		waitFor(t, "vic's packets in the room", func() bool { return len(tr.listener.snapshot("mc")) >= len(fromVic) })
+		testutil.WaitFor(t, 5*time.Second, "vic's packets in the room", func() bool { return len(tr.listener.snapshot("mc")) >= len(fromVic) })
 		equalPackets(t, "listener from group", tr.listener.snapshot("mc"), fromVic)
 
 		// session -> group does not: the bridge does not subscribe.
@@ -452,7 +454,7 @@ func TestBridgeDirections(t *testing.T) {
 		}
 		sentinel := vicPackets(vicSSRC, 11, 1)[0]
 		vic.send(t, sentinel) // vic hears itself: the group is flowing
-		waitFor(t, "vic's own sentinel", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) >= len(fromVic)+1 })
+		testutil.WaitFor(t, 5*time.Second, "vic's own sentinel", func() bool { return len(vic.received(withSSRC(vicSSRC, false))) >= len(fromVic)+1 })
 		// The bridge has no send socket and no subscription (both checked
 		// above), so the publishes above had nowhere to go; the sentinel
 		// shows the group was flowing while they were made.
@@ -489,16 +491,16 @@ func TestTwoBridgesOneGroup(t *testing.T) {
 	for _, p := range fromA {
 		ra.publish(p)
 	}
-	waitFor(t, "room a's packets in room b", func() bool { return len(rb.listener.snapshot("mc-b")) >= len(fromA) })
+	testutil.WaitFor(t, 5*time.Second, "room a's packets in room b", func() bool { return len(rb.listener.snapshot("mc-b")) >= len(fromA) })
 	// Sentinel: room b sends one packet after all of a's came through; a's
 	// bridge reads its group socket in order, so once a has it, a's own
 	// packets that came back before it have been dropped, not published.
 	sentinel := vicPackets(0xbbbb0001, 1, 1)[0]
 	rb.publish(sentinel)
-	waitFor(t, "room b's sentinel in room a", func() bool { return len(ra.listener.snapshot("mc-a")) >= 1 })
+	testutil.WaitFor(t, 5*time.Second, "room b's sentinel in room a", func() bool { return len(ra.listener.snapshot("mc-a")) >= 1 })
 	equalPackets(t, "room a from group", ra.listener.snapshot("mc-a"), [][]byte{sentinel})
 	equalPackets(t, "room a's speaker from group", ra.speaker.snapshot("mc-a"), [][]byte{sentinel})
-	waitFor(t, "room b's sentinel back as a loop", func() bool { return bb.Stats().Dropped[DropLoop] >= 1 })
+	testutil.WaitFor(t, 5*time.Second, "room b's sentinel back as a loop", func() bool { return bb.Stats().Dropped[DropLoop] >= 1 })
 	equalPackets(t, "room b from group", rb.listener.snapshot("mc-b"), fromA)
 	if sa, sb := ba.Stats(), bb.Stats(); sa.Out.Packets != uint64(len(fromA)) || sb.Out.Packets != 1 || sa.PacketsIn != 1 {
 		t.Errorf("a %+v b %+v", sa, sb)

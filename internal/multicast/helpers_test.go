@@ -6,7 +6,6 @@ import (
 	"github.com/convene/convene/internal/media"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/pion/rtcp"
@@ -93,17 +92,6 @@ func (r *recorder) snapshot(from string) [][]byte {
 }
 
 // waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func equalPackets(t *testing.T, what string, got, want [][]byte) {
 	t.Helper()
 	if len(got) != len(want) {

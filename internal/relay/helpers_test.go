@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"os"
@@ -44,9 +45,7 @@ func newTestRelay(t testing.TB, mod func(*Options)) *Relay {
 func bothPaths(t *testing.T, test func(*testing.T)) {
 	t.Run("user", test)
 	t.Run("kernel", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("the kernel fast path needs root")
-		}
+		testutil.NeedRoot(t, "the kernel fast path")
 		test(t)
 	})
 }

@@ -3,6 +3,7 @@ package rtplink
 import (
 	"fmt"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"testing"
 	"time"
 )
@@ -24,7 +25,7 @@ func TestConsentBeforeSending(t *testing.T) {
 
 	early := rtpPacket(t, 0xa, 1, 200)
 	send(t, a.rtp, v.socks.RTP, early)
-	waitFor(t, func() string {
+	testutil.WaitUntil(t, arrival, func() string {
 		if n := consentDrops(lb); n != 1 {
 			return fmt.Sprintf("consent drops %d, want 1", n)
 		}
@@ -35,7 +36,7 @@ func TestConsentBeforeSending(t *testing.T) {
 	// give consent: only the link's exact address does.
 	other := newEndpoint(t, "other", true)
 	send(t, other.rtp, v.socks.RTP, rtpPacket(t, 0xc, 1, 100))
-	waitFor(t, func() string {
+	testutil.WaitUntil(t, arrival, func() string {
 		if v.socks.RTP.Stats().UnknownSource == 0 {
 			return "the stranger's packet was not counted as unknown"
 		}
@@ -69,7 +70,7 @@ func TestConsentExpires(t *testing.T) {
 
 	send(t, b.rtp, v.socks.RTP, rtpPacket(t, 0xb, 1, 100))
 	recv(t, a.rtp, v.socks.RTP, "speaker hears the target")
-	waitFor(t, func() string {
+	testutil.WaitUntil(t, arrival, func() string {
 		if lb.Consented() {
 			return "consent did not lapse"
 		}
@@ -77,7 +78,7 @@ func TestConsentExpires(t *testing.T) {
 	})
 	stale := rtpPacket(t, 0xa, 1, 200)
 	send(t, a.rtp, v.socks.RTP, stale)
-	waitFor(t, func() string {
+	testutil.WaitUntil(t, arrival, func() string {
 		if n := consentDrops(lb); n != 1 {
 			return fmt.Sprintf("consent drops %d, want 1", n)
 		}
@@ -90,7 +91,7 @@ func TestConsentExpires(t *testing.T) {
 	buf := make([]byte, 2048)
 	for i := range 100 {
 		send(t, b.rtcp, v.socks.RTCP, rr(0xb))
-		waitFor(t, func() string {
+		testutil.WaitUntil(t, arrival, func() string {
 			if n := lb.Stats().RTCPIn; n != uint64(i+1) {
 				return fmt.Sprintf("RTCP in %d, want %d", n, i+1)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"os"
@@ -199,17 +200,6 @@ func expectQuiet(t *testing.T, eps ...*endpoint) {
 
 // waitFor polls f until it returns "" (no mismatch) and fails with its last
 // answer after the arrival deadline.
-func waitFor(t *testing.T, f func() string) {
-	t.Helper()
-	var last string
-	for end := time.Now().Add(arrival); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if last = f(); last == "" {
-			return
-		}
-	}
-	t.Fatal(last)
-}
-
 // counts is what a test expects of a link's counters.
 type counts struct {
 	in, inBytes             int // RTP accepted
@@ -237,7 +227,7 @@ func (c counts) stats() Stats {
 func expectStats(t *testing.T, name string, l *Link, want counts) {
 	t.Helper()
 	w := want.stats()
-	waitFor(t, func() string {
+	testutil.WaitUntil(t, arrival, func() string {
 		if got := l.Stats(); !reflect.DeepEqual(got, w) {
 			return fmt.Sprintf("%s stats\n%+v\nwant\n%+v", name, got, w)
 		}
@@ -252,7 +242,7 @@ func expectStats(t *testing.T, name string, l *Link, want counts) {
 
 func expectSocket(t *testing.T, name string, s *udpmux.Socket, received, unknown int) {
 	t.Helper()
-	waitFor(t, func() string {
+	testutil.WaitUntil(t, arrival, func() string {
 		st := s.Stats()
 		if st.Received != uint64(received) || st.UnknownSource != uint64(unknown) ||
 			st.Oversize != 0 || st.ReadErrors != 0 || st.QueueDrops != 0 {

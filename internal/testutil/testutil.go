@@ -40,3 +40,35 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// WaitUntil polls check until it returns "", and fails the test with the
+// last thing check said once timeout has passed: for conditions whose
+// failure is best told by what is still missing.
+func WaitUntil(t testing.TB, timeout time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		last := check()
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %s", timeout, last)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// NeedRoot is NeedBinary's rule for tests that need root (network
+// namespaces, eBPF): without it the test fails under CI=true, where make
+// test runs as root, and skips with why elsewhere.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s needs root, and CI runs make test as root; euid is %d", why, os.Geteuid())
+	}
+	t.Skipf("%s needs root (euid %d); under CI=true this fails", why, os.Geteuid())
+}

@@ -2,10 +2,12 @@ package udpmux
 
 import (
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func packet(s string) *media.Packet {
@@ -45,7 +47,7 @@ func TestBatchFamilies(t *testing.T) {
 		if got := string(recvOne(t, b)); got != "two" {
 			t.Errorf("b got %q", got)
 		}
-		waitFor(t, func() bool { return v6.Stats().Errors == 1 && db.Stats().Packets == 1 })
+		testutil.WaitFor(t, 5*time.Second, "the unreachable destination's error and the other's packet", func() bool { return v6.Stats().Errors == 1 && db.Stats().Packets == 1 })
 		if st := v6.Stats(); st.Packets != 0 {
 			t.Errorf("IPv6 destination on an IPv4 socket: %+v", st)
 		}

@@ -2,6 +2,7 @@ package udpmux
 
 import (
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"strconv"
@@ -91,7 +92,7 @@ func TestDemuxBySourceAndFanOut(t *testing.T) {
 					t.Errorf("receiver %d got %q", i, b)
 				}
 			}
-			waitFor(t, func() bool { return dests[2].Stats().Packets == 1 })
+			testutil.WaitFor(t, 5*time.Second, "the third destination's packet", func() bool { return dests[2].Stats().Packets == 1 })
 			if st := dests[0].Stats(); st.Bytes != 5 || st.Drops != 0 {
 				t.Errorf("dest stats %+v", st)
 			}
@@ -106,7 +107,7 @@ func TestOversizeDropped(t *testing.T) {
 	s.Register(addrOf(c), handlerFunc(func(p *media.Packet, _ netip.AddrPort) { n.Add(1); p.Release() }))
 	c.WriteToUDP(make([]byte, media.BufSize+100), net.UDPAddrFromAddrPort(s.LocalAddr()))
 	c.WriteToUDP(make([]byte, 12), net.UDPAddrFromAddrPort(s.LocalAddr()))
-	waitFor(t, func() bool { return n.Load() == 1 })
+	testutil.WaitFor(t, 5*time.Second, "the datagram to reach its link", func() bool { return n.Load() == 1 })
 	if st := s.Stats(); st.Oversize != 1 {
 		t.Fatalf("oversize %d", st.Oversize)
 	}
@@ -130,7 +131,7 @@ func TestPerDestinationBound(t *testing.T) {
 			t.Fatal("fast destination dropped")
 		}
 	}
-	waitFor(t, func() bool { return fast.Stats().Packets == 5 })
+	testutil.WaitFor(t, 5*time.Second, "the fast receiver's five packets", func() bool { return fast.Stats().Packets == 5 })
 	if st := slow.Stats(); st.Drops != 5 || st.Packets != 0 {
 		t.Fatalf("slow dest %+v", st)
 	}
@@ -208,14 +209,4 @@ func TestCloseFlushesQueue(t *testing.T) {
 		t.Fatal("send after close accepted")
 	}
 	s.Close() // idempotent
-}
-
-func waitFor(t *testing.T, f func() bool) {
-	t.Helper()
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if f() {
-			return
-		}
-	}
-	t.Fatal("condition not met in 5s")
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -22,9 +22,7 @@ import (
 // size, an RTP header whose CSRC list and extension fit (media.Classify),
 // no padding and no RTCP packet type (those user space checks itself).
 func FuzzProgram(f *testing.F) {
-	if os.Geteuid() != 0 {
-		f.Skip("loading eBPF programs needs root")
-	}
+	testutil.NeedRoot(f, "loading an eBPF program")
 	src := netip.MustParseAddrPort("127.0.0.2:4000")
 	dst := netip.MustParseAddrPort("127.0.0.1:5000")
 	out := key(f, netip.MustParseAddrPort("127.0.0.1:5002"), netip.MustParseAddrPort("127.0.0.3:6000"))

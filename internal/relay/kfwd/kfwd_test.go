@@ -3,9 +3,9 @@ package kfwd
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -19,9 +19,7 @@ const testMaxPayload = 1200
 // load eBPF programs (not root). CI runs as root, so there it always runs.
 func open(t *testing.T, addr string) *Forwarder {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("loading eBPF programs needs root")
-	}
+	testutil.NeedRoot(t, "loading an eBPF program")
 	f, err := Open(netip.MustParseAddr(addr), 1024, testMaxPayload)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -21,9 +21,7 @@ import (
 // other party from the relay's other port, without touching the relay's
 // sockets; the first one waits for the kernel to resolve b's MAC.
 func TestRoutedFlowLeavesByTheInterface(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces and eBPF need root")
-	}
+	testutil.NeedRoot(t, "a network namespace and an eBPF program")
 	testutil.NeedBinary(t, "ip")
 	ns, subnet := netnsPair(t)
 	f := open(t, subnet+".1")
