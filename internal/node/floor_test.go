@@ -143,18 +143,8 @@ func TestFloorRaceOverWebSocketAndRTP(t *testing.T) {
 	}
 	var ps [2]*party
 	for i := range ps {
-		var tok struct{ Token string }
-		if code := call(t, "POST", base+"/tokens", map[string]string{"role": "participant"}, &tok); code != 201 {
-			t.Fatalf("token: %d", code)
-		}
-		var joined struct {
-			Member struct{ ID string }
-			Token  struct{ Token string }
-		}
-		if code := callAs(t, tok.Token, "POST", base+"/members", map[string]string{"name": "p"}, &joined); code != 201 {
-			t.Fatalf("join: %d", code)
-		}
-		p := &party{id: joined.Member.ID, tok: joined.Token.Token, conn: udpConn(t), marker: byte(0xA0 + i)}
+		id, tok := joinMember(t, n, s.ID, "p")
+		p := &party{id: id, tok: tok, conn: udpConn(t), marker: byte(0xA0 + i)}
 		var l linkJSON
 		if code := callAs(t, p.tok, "POST", base+"/rtp-links", map[string]any{"remote": p.conn.LocalAddr().String(),
 			"kind": "audio", "direction": "sendonly", "member": p.id}, &l); code != 201 {

@@ -12,21 +12,11 @@ func TestLinksToTheNodeItselfRefused(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir()))
 	s := createSession(t, n, "self")
 	base := n.URL() + "/api/v1/sessions/" + s.ID
-	var tok struct{ Token string }
-	if code := call(t, "POST", base+"/tokens", map[string]string{"role": "participant"}, &tok); code != 201 {
-		t.Fatalf("token: %d", code)
-	}
-	var joined struct {
-		Member struct{ ID string }
-		Token  struct{ Token string }
-	}
-	if code := callAs(t, tok.Token, "POST", base+"/members", map[string]string{"name": "m"}, &joined); code != 201 {
-		t.Fatalf("join: %d", code)
-	}
+	member, tok := joinMember(t, n, s.ID, "m")
 	own := map[string]string{"SIP": n.SIPAddr(), "HTTP": strings.TrimPrefix(n.URL(), "http://"), "RTP": n.RTPAddr()}
 	for name, addr := range own {
-		req := map[string]any{"remote": addr, "kind": "audio", "rtcp_mux": true, "member": joined.Member.ID}
-		if code := callAs(t, joined.Token.Token, "POST", base+"/rtp-links", req, nil); code != 400 {
+		req := map[string]any{"remote": addr, "kind": "audio", "rtcp_mux": true, "member": member}
+		if code := callAs(t, tok, "POST", base+"/rtp-links", req, nil); code != 400 {
 			t.Errorf("member link to the node's %s port %s: %d, want 400", name, addr, code)
 		}
 		delete(req, "member")
