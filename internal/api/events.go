@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/convene/convene/internal/event"
 	"net/http"
 	"strconv"
 	"strings"
@@ -150,6 +151,11 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 			if !write(ev) {
 				return
 			}
+			if p.member != "" && ev.Type == event.MemberLeft.String() && leftID(ev.Data) == p.member {
+				// The member token died with its member: so does its stream.
+				c.Close(websocket.StatusPolicyViolation, "the member has left the session")
+				return
+			}
 		case b := <-replies:
 			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 			err := c.Write(wctx, websocket.MessageText, b)
@@ -215,4 +221,13 @@ func (c *wsCount) give(sid string) {
 		delete(c.by, sid)
 	}
 	c.mu.Unlock()
+}
+
+// leftID is the member id of a member.left event's data.
+func leftID(data json.RawMessage) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(data, &v)
+	return v.ID
 }

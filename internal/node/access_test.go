@@ -296,3 +296,26 @@ func TestJoinTokensAndCaps(t *testing.T) {
 		t.Errorf("a third session over sessions.max=2: %d, want 429", code)
 	}
 }
+
+// A member's event stream ends when the member is removed: its token no
+// longer admits it, so neither does the stream it opened before.
+func TestEventStreamEndsWhenTheMemberLeaves(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "bye")
+	id, tok := joinMember(t, n, s.ID, "ann")
+	w := dialWS(t, n, s.ID, tok)
+	if code := call(t, "DELETE", n.URL()+"/api/v1/sessions/"+s.ID+"/members/"+id, nil, nil); code != 204 && code != 200 {
+		t.Fatalf("remove member: %d", code)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-w.frames:
+			if !open {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the removed member's event stream is still open")
+		}
+	}
+}
