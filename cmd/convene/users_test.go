@@ -30,6 +30,13 @@ func TestUsersCommand(t *testing.T) {
 	if code, _, _ := users("add", "bad name", "--password", "s3cret-password"); code != 2 {
 		t.Errorf("invalid name: %d, want 2", code)
 	}
+	// Issue 11 item 13: 12 characters at least unless the config lowers it.
+	if code, _, errs := users("add", "carol", "--password", "short-pw"); code == 0 || !strings.Contains(errs, "12 to 128") {
+		t.Errorf("an 8-character password: %d %q, want refused with the rule", code, errs)
+	}
+	if code, _, errs := users("add", "carol", "--password", "short-pw", "-sip-min-password-length", "8"); code != 0 {
+		t.Errorf("an 8-character password with sip.min_password_length 8: %d %q", code, errs)
+	}
 	code, out, _ := users("list")
 	if code != 0 || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") || strings.Contains(out, "s3cret") {
 		t.Errorf("list: %d %q", code, out)
