@@ -92,7 +92,7 @@ func TestOffersCannotEmptyTheRange(t *testing.T) {
 			if err != nil {
 				t.Fatalf("an honest call after the attack: %v", err)
 			}
-			answer, err := r.Answer("honest", "ta", "tb", offerSDP(b.addr()))
+			answer, err := r.Answer("honest", "ta", "tb", offerSDP(b.addr()), netip.Addr{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func testNATLatchWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := r.Answer("nat", "ta", "tb", offerSDP(b.addr()))
+	answer, err := r.Answer("nat", "ta", "tb", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func testNATLatchWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer2, err := r.Answer("nat-late", "ta", "tb", offerSDP(b.addr()))
+	answer2, err := r.Answer("nat-late", "ta", "tb", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +249,32 @@ func TestSignallingSourceMayLatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := r.Answer("sig", "ta", "tb", offerSDP(b.addr()))
+	answer, err := r.Answer("sig", "ta", "tb", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock.advance(time.Hour)
 	talk(t, a, b, relayPort(t, answer), relayPort(t, offer))
+}
+
+// The same for the answerer: the 2xx's signalling source (which the SIP
+// proxy passes to Answer) is an address its media may come from after the
+// learning window, though its SDP names a private address.
+func TestAnswererSignallingSourceMayLatch(t *testing.T) {
+	clock := newFakeClock()
+	r := newTestRelay(t, func(o *Options) { o.clock = clock.now })
+	a, b := newEndpoint(t), newEndpoint(t)
+	offer, err := r.Offer("sig-b", "ta", offerSDP(a.addr()), "", a.addr().Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := r.Answer("sig-b", "ta", "tb", offerSDP(netip.MustParseAddrPort("10.11.12.14:4000")), b.addr().Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(time.Hour)
+	// The answerer speaks first: nothing can reach its private address.
+	talk(t, b, a, relayPort(t, offer), relayPort(t, answer))
 }
 
 // Issue 11 item 3, the fast path: once the call's flows are in the kernel,

@@ -27,7 +27,7 @@ func BenchmarkForward(b *testing.B) {
 			if _, err := r.Offer("bench", "a", offerSDP(a.addr()), "", netip.Addr{}); err != nil {
 				b.Fatal(err)
 			}
-			answer, err := r.Answer("bench", "a", "b", offerSDP(rx.addr()))
+			answer, err := r.Answer("bench", "a", "b", offerSDP(rx.addr()), netip.Addr{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func BenchmarkForwardBatch(b *testing.B) {
 	if _, err := r.Offer("batch", "a", offerSDP(a.addr()), "", netip.Addr{}); err != nil {
 		b.Fatal(err)
 	}
-	answer, err := r.Answer("batch", "a", "b", offerSDP(rx.addr()))
+	answer, err := r.Answer("batch", "a", "b", offerSDP(rx.addr()), netip.Addr{})
 	if err != nil {
 		b.Fatal(err)
 	}

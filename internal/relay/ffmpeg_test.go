@@ -28,7 +28,7 @@ func TestFFmpegThroughRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := r.Answer("ffmpeg", "ff", "b", offerSDP(b.addr()))
+	answer, err := r.Answer("ffmpeg", "ff", "b", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}

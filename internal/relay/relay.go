@@ -249,7 +249,7 @@ func (r *Relay) Offer(callID, fromTag string, sdp []byte, user string, source ne
 // Answer handles the SDP answer of the endpoint tagged toTag to an offer
 // from fromTag on an existing call, and returns the SDP to forward to the
 // offerer, pointing at the relay.
-func (r *Relay) Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error) {
+func (r *Relay) Answer(callID, fromTag, toTag string, sdp []byte, source netip.Addr) ([]byte, error) {
 	if toTag == "" {
 		return nil, errors.New("relay: answer needs a to-tag")
 	}
@@ -275,7 +275,7 @@ func (r *Relay) Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error
 		}
 		c.tags[x] = toTag
 	}
-	return r.apply(c, x, d, netip.Addr{})
+	return r.apply(c, x, d, source)
 }
 
 // Delete ends a call and releases its ports; when it returns, the ports are

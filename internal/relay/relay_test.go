@@ -18,7 +18,7 @@ func setupCall(t *testing.T, r *Relay, id string, a, b *endpoint) (toRelayA, toR
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := r.Answer(id, "tag-a", "tag-b", offerSDP(b.addr()))
+	answer, err := r.Answer(id, "tag-a", "tag-b", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func testRelayRTCP(t *testing.T) {
 		t.Fatalf("a=rtcp not rewritten to the relay's RTCP port:\n%s", offer)
 	}
 	// b multiplexes RTCP on its RTP port (RFC 5761).
-	answer, err := r.Answer("rtcp", "ta", "tb", offerSDP(b.addr(), "a=rtcp-mux"))
+	answer, err := r.Answer("rtcp", "ta", "tb", offerSDP(b.addr(), "a=rtcp-mux"), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func testRelayLatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := r.Answer("nat", "ta", "tb", offerSDP(b.addr()))
+	answer, err := r.Answer("nat", "ta", "tb", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func testRelayReofferKeepsPorts(t *testing.T) {
 	if got := relayPort(t, again); got != toB {
 		t.Errorf("caller's re-offer points b at %s, want %s", got, toB)
 	}
-	ans, err := r.Answer("reinvite", "tag-a", "tag-b", offerSDP(b.addr()))
+	ans, err := r.Answer("reinvite", "tag-a", "tag-b", offerSDP(b.addr()), netip.Addr{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func testRelayReofferKeepsPorts(t *testing.T) {
 	if got := relayPort(t, fromB); got != toA {
 		t.Errorf("callee's re-offer points a at %s, want %s", got, toA)
 	}
-	if _, err := r.Answer("reinvite", "tag-b", "tag-a", offerSDP(a.addr())); err != nil {
+	if _, err := r.Answer("reinvite", "tag-b", "tag-a", offerSDP(a.addr()), netip.Addr{}); err != nil {
 		t.Fatal(err)
 	}
 	if f := r.Stats().FreePorts; f != free {
@@ -246,7 +246,7 @@ func testRelayDeleteReleasesPorts(t *testing.T) {
 	if err := r.Delete("del"); !errors.Is(err, ErrUnknownCall) {
 		t.Errorf("second Delete: %v, want ErrUnknownCall", err)
 	}
-	if _, err := r.Answer("del", "tag-a", "tag-b", offerSDP(b.addr())); !errors.Is(err, ErrUnknownCall) {
+	if _, err := r.Answer("del", "tag-a", "tag-b", offerSDP(b.addr()), netip.Addr{}); !errors.Is(err, ErrUnknownCall) {
 		t.Errorf("Answer after Delete: %v, want ErrUnknownCall", err)
 	}
 }

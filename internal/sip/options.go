@@ -30,7 +30,7 @@ type Users interface {
 // source IP (invalid if unknown): the relay caps the streams each holds.
 type Media interface {
 	Offer(callID, fromTag string, sdp []byte, user string, source netip.Addr) ([]byte, error)
-	Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error)
+	Answer(callID, fromTag, toTag string, sdp []byte, source netip.Addr) ([]byte, error)
 	Release(callID string) error
 }
 

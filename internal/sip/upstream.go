@@ -42,7 +42,8 @@ func (s *Server) upstream(req *sip.Request, res *sip.Response, media bool, callI
 	}
 	if media && isSDPResponse(res) && (res.IsSuccess() || res.IsProvisional()) {
 		toTag, _ := res.To().Params.Get("tag")
-		sdp, err := s.o.Media.Answer(callID, fromTag, toTag, res.Body())
+		src, _ := netip.ParseAddrPort(res.Source())
+		sdp, err := s.o.Media.Answer(callID, fromTag, toTag, res.Body(), src.Addr())
 		if err != nil {
 			s.log.Warn("sip: media answer", "call_id", callID, "err", err)
 		} else {
@@ -65,7 +66,8 @@ func (s *Server) lateAnswer(req *sip.Request) {
 	}
 	fromTag, _ := req.From().Params.Get("tag")
 	toTag, _ := req.To().Params.Get("tag")
-	sdp, err := s.o.Media.Answer(callID, toTag, fromTag, req.Body())
+	src, _ := netip.ParseAddrPort(req.Source())
+	sdp, err := s.o.Media.Answer(callID, toTag, fromTag, req.Body(), src.Addr())
 	if err != nil {
 		s.log.Warn("sip: media answer in ACK", "call_id", callID, "err", err)
 		return

@@ -12,7 +12,7 @@ import (
 // Relay is what the server controls (a *relay.Relay).
 type Relay interface {
 	Offer(callID, fromTag string, sdp []byte, user string, source netip.Addr) ([]byte, error)
-	Answer(callID, fromTag, toTag string, sdp []byte) ([]byte, error)
+	Answer(callID, fromTag, toTag string, sdp []byte, source netip.Addr) ([]byte, error)
 	Delete(callID string) error
 }
 
@@ -115,7 +115,7 @@ func (s *Server) handle(req map[string]any) map[string]any {
 		if cmd == "offer" {
 			out, err = s.relay.Offer(callID, fromTag, []byte(sdp), "", receivedFrom(req))
 		} else {
-			out, err = s.relay.Answer(callID, fromTag, toTag, []byte(sdp))
+			out, err = s.relay.Answer(callID, fromTag, toTag, []byte(sdp), receivedFrom(req))
 		}
 		if err != nil {
 			return fail(err.Error())
