@@ -177,6 +177,9 @@ func (s *Server) wsCommand(ctx context.Context, p principal, sid string, data []
 		return wsReply{Type: "reply", Error: &errorDetail{Code: "invalid_request", Message: err.Error()}}
 	}
 	out, err := s.floorAction(ctx, p, sid, b.Floor, b.Op, b)
+	if err == nil {
+		err = s.o.Sessions.FloorsSaved(ctx, sid) // the reply acknowledges a durable change
+	}
 	if err != nil {
 		code, msg := "internal", err.Error()
 		if _, c, ok := floorStatus(err); ok {

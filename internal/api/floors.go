@@ -109,6 +109,10 @@ func (s *Server) floorPrimitive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.floorAction(r.Context(), p, sid, r.PathValue("floor"), r.PathValue("action"), b)
+	if err == nil {
+		// Answered once the change is durable (its event went out already).
+		err = s.o.Sessions.FloorsSaved(r.Context(), sid)
+	}
 	if err != nil {
 		s.writeFloorError(w, r, err)
 		return
@@ -161,6 +165,9 @@ func (s *Server) setFloorStyle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := c.SetStyle(p.by(), r.PathValue("floor"), set)
+	if err == nil {
+		err = s.o.Sessions.FloorsSaved(r.Context(), r.PathValue("id"))
+	}
 	if err != nil {
 		s.writeFloorError(w, r, err)
 		return

@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/floor"
 )
 
@@ -134,4 +136,37 @@ func TestPolicedLinkKeepsConsentAfterRestart(t *testing.T) {
 	late := rtpBytes(0x5, 2)
 	speaker.send(rtp, late)
 	target.expectNext("the target's first datagram is the one after its consent", late)
+}
+
+// Nothing acknowledged is lost: once FloorsSaved returns (the API answers
+// a primitive only then), the grant is in the catalog file, as another
+// connection to it sees, without a drain: a kill -9 now would keep it.
+func TestFloorChangeDurableWhenAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	svc, _ := newService(t, dsn)
+	s, _ := svc.Create(ctx, "ack")
+	alice, _ := svc.Join(ctx, s.ID, "alice", floor.RoleParticipant)
+	fl, _ := svc.Floors(ctx, s.ID)
+	if _, err := fl.SetStyle("", "audio", floor.Settings{Style: floor.StyleFloorControl, Auto: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := fl.Request(alice.ID, "audio"); err != nil || r.Status != floor.Granted {
+		t.Fatalf("request: %+v %v", r, err)
+	}
+	if err := svc.FloorsSaved(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := catalog.Open(ctx, "sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	states, err := other.FloorStates(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(states["audio"]), alice.ID) || !strings.Contains(string(states["audio"]), "floor_control") {
+		t.Fatalf("stored audio floor after the acknowledgement: %s", states["audio"])
+	}
 }

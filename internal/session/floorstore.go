@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"github.com/convene/convene/internal/event"
+	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/floor"
 )
 
@@ -17,17 +19,75 @@ import (
 //
 // Every floor event kicks it; one goroutine per session writes the latest
 // floor.Controller.States, so a burst of changes is one write, and the
-// request→grant path never waits for the catalog. What a crash can lose is
-// the changes of the last write's duration (about a millisecond with WAL);
-// a drain or finish writes the final state before it returns.
+// floor events (request→grant over the event stream) never wait for the
+// catalog. The API's answer to a primitive or a style change does: it is
+// sent after wait, once a write that began after the change has committed,
+// so nothing acknowledged is lost to a crash. A drain or finish writes the
+// final state before it returns.
 type floorSaver struct {
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
+
+	mu      sync.Mutex
+	asked   uint64 // changes made
+	saved   uint64 // changes up to this one are in the catalog
+	failed  error  // the last write's error, until one succeeds
+	waiters []floorWaiter
 }
+
+type floorWaiter struct {
+	upTo uint64
+	ch   chan error
+}
+
+// errFloorSaverStopped answers a wait after the session's floors stopped.
+var errFloorSaverStopped = errors.New("session: floor state is no longer saved (session over)")
 
 func newFloorSaver() *floorSaver {
 	return &floorSaver{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// wait returns once every change made before the call is in the catalog,
+// or with the write's error.
+func (f *floorSaver) wait(ctx context.Context) error {
+	f.mu.Lock()
+	if f.saved >= f.asked {
+		f.mu.Unlock()
+		return nil
+	}
+	w := floorWaiter{upTo: f.asked, ch: make(chan error, 1)}
+	f.waiters = append(f.waiters, w)
+	f.mu.Unlock()
+	select {
+	case err := <-w.ch:
+		return err
+	case <-f.done:
+		return errFloorSaverStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wrote records the outcome of a write of every change up to upTo.
+func (f *floorSaver) wrote(upTo uint64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		f.saved = max(f.saved, upTo)
+	}
+	keep := f.waiters[:0]
+	for _, w := range f.waiters {
+		switch {
+		case err == nil && w.upTo <= f.saved:
+			w.ch <- nil
+		case err != nil && w.upTo <= upTo:
+			w.ch <- err
+		default:
+			keep = append(keep, w)
+		}
+	}
+	f.waiters = keep
 }
 
 // changed is called from the floor controller's Emit, under its lock: it
@@ -36,6 +96,9 @@ func (f *floorSaver) changed(typ event.Type) {
 	if typ != event.FloorRequest && typ != event.FloorStyle {
 		return
 	}
+	f.mu.Lock()
+	f.asked++
+	f.mu.Unlock()
 	select {
 	case f.kick <- struct{}{}:
 	default:
@@ -49,6 +112,10 @@ func (f *floorSaver) run(cat *catalog.Store, id string, floors *floor.Controller
 	save := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		f.mu.Lock()
+		upTo := f.asked // States below is read after this: it holds these changes
+		f.mu.Unlock()
+		var failed error
 		for _, st := range floors.States() {
 			b, err := json.Marshal(st)
 			if err == nil {
@@ -56,8 +123,10 @@ func (f *floorSaver) run(cat *catalog.Store, id string, floors *floor.Controller
 			}
 			if err != nil {
 				log.Error("save floor state", "session", id, "floor", st.Name, "err", err)
+				failed = err
 			}
 		}
+		f.wrote(upTo, failed)
 	}
 	for {
 		select {

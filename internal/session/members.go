@@ -91,6 +91,19 @@ func (s *Service) Floors(ctx context.Context, id string) (*floor.Controller, err
 	return c.floors, nil
 }
 
+// FloorsSaved returns once every floor change made in session id before the
+// call is in the catalog: the API answers a floor primitive or a style
+// change only then.
+func (s *Service) FloorsSaved(ctx context.Context, id string) error {
+	s.mu.Lock()
+	c := s.ctl[id]
+	s.mu.Unlock()
+	if c == nil {
+		return nil // over: its floors are gone, nothing to keep
+	}
+	return c.saver.wait(ctx)
+}
+
 // Join adds a member with a role to a session that is not over.
 func (s *Service) Join(ctx context.Context, sessionID, name, role string) (Member, error) {
 	if !floor.ValidRole(role) {
