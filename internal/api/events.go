@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/convene/convene/internal/event"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/convene/convene/internal/event"
 )
 
 // parseAfter reads where a reconnecting client resumes: ?after=<seq>, or

@@ -2,10 +2,11 @@ package broker
 
 import (
 	"errors"
-	"github.com/convene/convene/internal/media"
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // Errors returned by Room.

@@ -1,10 +1,11 @@
 package broker
 
 import (
-	"github.com/convene/convene/internal/media"
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // recorder is a Sink that keeps copies of what it gets.

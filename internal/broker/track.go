@@ -1,8 +1,9 @@
 package broker
 
 import (
-	"github.com/convene/convene/internal/media"
 	"sync/atomic"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // A Sink receives the packets of the tracks its member subscribes to.

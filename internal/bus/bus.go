@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"net"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/convene/convene/internal/event"
 )
 
 const (

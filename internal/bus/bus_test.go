@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"net"
 	"runtime"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/convene/convene/internal/event"
 )
 
 const waitFor = 5 * time.Second

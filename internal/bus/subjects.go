@@ -3,10 +3,11 @@ package bus
 import (
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/event"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/convene/convene/internal/event"
 )
 
 // Subject roots and wildcards.

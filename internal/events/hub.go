@@ -2,10 +2,11 @@ package events
 
 import (
 	"encoding/json"
-	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/convene/convene/internal/event"
 )
 
 // Event is one change of a session.

@@ -2,10 +2,11 @@ package events
 
 import (
 	"encoding/json"
-	"github.com/convene/convene/internal/event"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/event"
 )
 
 type natsRec struct {

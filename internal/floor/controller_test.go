@@ -2,10 +2,11 @@ package floor
 
 import (
 	"errors"
-	"github.com/convene/convene/internal/event"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/event"
 )
 
 type recorder struct {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/media"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/udpmux"
 	"golang.org/x/net/ipv4"
 )

@@ -5,8 +5,6 @@ package multicast
 import (
 	"bytes"
 	"errors"
-	"github.com/convene/convene/internal/media"
-	"github.com/convene/convene/internal/testutil"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )

@@ -1,12 +1,12 @@
 package multicast
 
 import (
-	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/udpmux"
 )
 

@@ -3,11 +3,11 @@ package multicast
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/convene/convene/internal/media"
 	"sync"
 	"testing"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 )

@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // childEnv marks a test binary re-executed inside a network namespace.

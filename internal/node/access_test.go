@@ -3,7 +3,6 @@ package node
 import (
 	"bufio"
 	"context"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // joinMember makes a participant in session sid and returns its id and

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/convene/convene/internal/auth"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
+
+	"github.com/convene/convene/internal/auth"
 )
 
 // callAs is call with a member token instead of the operator key.

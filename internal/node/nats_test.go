@@ -1,7 +1,6 @@
 package node
 
 import (
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"os/exec"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // TestExternalNATS runs the node against a real nats-server process (the

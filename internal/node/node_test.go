@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/testutil"
 	"github.com/nats-io/nats.go"
 	"github.com/pion/rtp"
 )

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // Attacks of issue 11 on the relay, each performed against a real relay with

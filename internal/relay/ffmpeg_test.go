@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // TestFFmpegThroughRelay: a real RTP sender (ffmpeg, PCMU 20 ms) sends to the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pion/sdp/v3"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // testPortBase spreads each test binary's relays over its own part of a high range so

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // call sets up a call between endpoints a (caller) and b (callee) and

@@ -2,12 +2,13 @@ package relay
 
 import (
 	"fmt"
-	"github.com/convene/convene/internal/media"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // bufSize bounds Options.MaxPacket, the largest datagram relayed; larger

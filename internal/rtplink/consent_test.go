@@ -2,10 +2,11 @@ package rtplink
 
 import (
 	"fmt"
-	"github.com/convene/convene/internal/media"
-	"github.com/convene/convene/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 )
 
 func consentDrops(l *Link) uint64 { return l.Stats().Dropped[media.DropConsent] }

@@ -3,13 +3,13 @@ package rtplink
 import (
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/media"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/udpmux"
 )
 

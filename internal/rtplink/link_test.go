@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/media"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"

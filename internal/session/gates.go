@@ -1,10 +1,10 @@
 package session
 
 import (
-	"github.com/convene/convene/internal/media"
 	"sync"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
 )
 
 // gates applies a session's floor control to the tracks of its links: a

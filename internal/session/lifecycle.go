@@ -3,11 +3,11 @@ package session
 import (
 	"context"
 	"fmt"
-	"github.com/convene/convene/internal/event"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/event"
 )
 
 // NewSession is a request to create a session. Without StartAt (or with

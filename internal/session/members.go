@@ -3,11 +3,11 @@ package session
 import (
 	"context"
 	"fmt"
-	"github.com/convene/convene/internal/event"
 	"sort"
 	"time"
 
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/floor"
 )
 

@@ -3,12 +3,12 @@ package session
 import (
 	"context"
 	"errors"
-	"github.com/convene/convene/internal/media"
 	"path/filepath"
 	"testing"
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/floor"
+	"github.com/convene/convene/internal/media"
 )
 
 type tap struct{ n int }

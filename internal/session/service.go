@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/event"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/rtplink"
 )
 

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"github.com/convene/convene/internal/event"
 	"net/netip"
 	"path/filepath"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/udpmux"
 )

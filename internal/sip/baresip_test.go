@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // baresipUA is a headless baresip (the real SIP phone) with one account,

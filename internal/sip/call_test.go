@@ -2,7 +2,6 @@ package sip
 
 import (
 	"context"
-	"github.com/convene/convene/internal/testutil"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/relay"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // newTestRelay starts the real RTP relay (internal/relay) on a random

@@ -1,7 +1,6 @@
 package sip
 
 import (
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"strconv"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/emiago/sipgo/sip"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // reply builds a response to req with a fixed To tag (the phone's dialog);

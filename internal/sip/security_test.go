@@ -2,7 +2,6 @@ package sip
 
 import (
 	"context"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/emiago/sipgo/sip"
 
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // Each test here performs one attack of issue 11 against a real Server

@@ -3,13 +3,14 @@ package sip
 import (
 	"bytes"
 	"context"
-	"github.com/convene/convene/internal/testutil"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // runSIPp runs SIPp against the server until it has done calls calls.

@@ -1,10 +1,11 @@
 package udpmux
 
 import (
-	"github.com/convene/convene/internal/media"
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // BenchmarkFanOut sends one 252-byte packet to n subscribers through the

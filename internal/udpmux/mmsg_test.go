@@ -1,13 +1,14 @@
 package udpmux
 
 import (
-	"github.com/convene/convene/internal/media"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 )
 
 func packet(s string) *media.Packet {

@@ -1,12 +1,13 @@
 package udpmux
 
 import (
-	"github.com/convene/convene/internal/media"
 	"net"
 	"net/netip"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // The writers' own sockets send from the shared socket's address and never

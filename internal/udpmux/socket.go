@@ -3,7 +3,6 @@ package udpmux
 import (
 	"errors"
 	"fmt"
-	"github.com/convene/convene/internal/media"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // ErrAddrInUse is returned by Register when the remote address already has a

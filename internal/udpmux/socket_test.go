@@ -1,14 +1,15 @@
 package udpmux
 
 import (
-	"github.com/convene/convene/internal/media"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 )
 
 func listen(t testing.TB, batch bool) *Socket {

@@ -1,13 +1,14 @@
 package udpmux
 
 import (
-	"github.com/convene/convene/internal/media"
 	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // maxBatch is the number of datagrams per sendmmsg call. The kernel takes at

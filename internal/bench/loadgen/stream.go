@@ -1,9 +1,10 @@
 package loadgen
 
 import (
-	"github.com/convene/convene/internal/media"
 	"math/rand/v2"
 	"time"
+
+	"github.com/convene/convene/internal/media"
 )
 
 // Kind of a stream: the broker's media kinds.

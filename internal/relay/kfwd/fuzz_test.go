@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"github.com/convene/convene/internal/media"
-	"github.com/convene/convene/internal/testutil"
 	"net/netip"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // FuzzProgram runs the classifier on arbitrary frames in the kernel

@@ -3,13 +3,14 @@ package kfwd
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // testMaxPayload is the largest UDP payload the test forwarders forward.

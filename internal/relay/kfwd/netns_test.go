@@ -3,7 +3,6 @@ package kfwd
 import (
 	"bytes"
 	"fmt"
-	"github.com/convene/convene/internal/testutil"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
 // TestRoutedFlowLeavesByTheInterface runs the forwarder on a veth interface
