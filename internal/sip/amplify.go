@@ -23,13 +23,18 @@ func bounded(req *sip.Request, res *sip.Response, reqLen int) *sip.Response {
 	if buf.Len() <= maxAmplification*reqLen {
 		return res
 	}
+	return smaller(req, res, reqLen)
+}
+
+// smaller is bounded's minimal answer.
+func smaller(req *sip.Request, res *sip.Response, reqLen int) *sip.Response {
+	var buf bytes.Buffer
 	small := sip.NewResponseFromRequest(req, res.StatusCode, res.Reason, nil)
 	for _, name := range []string{"WWW-Authenticate", "Proxy-Authenticate", "Retry-After"} {
 		if h := res.GetHeader(name); h != nil {
 			small.AppendHeader(sip.NewHeader(name, h.Value()))
 		}
 	}
-	buf.Reset()
 	small.StringWrite(&buf)
 	if buf.Len() > maxAmplification*reqLen {
 		return sip.NewResponseFromRequest(req, res.StatusCode, res.Reason, nil)

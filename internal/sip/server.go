@@ -298,11 +298,14 @@ func (s *Server) handleUDPRegister(job udpJob) {
 	}
 	fixVia(req)
 	res, seq := s.register(s.ctx, req, "udp", src)
-	if res.StatusCode != sip.StatusOK {
-		res = bounded(req, res, len(job.data))
-	}
 	if seq == 0 {
-		s.writeUDP(res, job.from)
+		if res.StatusCode == sip.StatusOK {
+			s.writeUDP(res, job.from) // authenticated: a query of its contacts
+		} else {
+			// Not authenticated or refused: bounded to the request's
+			// size, measured as it is written, once.
+			s.writeUDPBounded(req, res, job.from, len(job.data))
+		}
 		return
 	}
 	// Answered once the binding is durable, from the committer; this
@@ -316,6 +319,24 @@ func (s *Server) handleUDPRegister(job udpJob) {
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeUDPBounded is writeUDP for an answer that may be at most
+// maxAmplification times reqLen bytes (amplify.go).
+func (s *Server) writeUDPBounded(req *sip.Request, res *sip.Response, to net.Addr, reqLen int) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	res.StringWrite(buf)
+	if buf.Len() > maxAmplification*reqLen {
+		buf.Reset()
+		smaller(req, res, reqLen).StringWrite(buf)
+	}
+	if _, err := s.udp.WriteTo(buf.Bytes(), to); err != nil && s.ctx.Err() == nil {
+		s.log.Debug("sip: udp write", "to", to.String(), "err", err)
+	}
+	if buf.Cap() <= 64<<10 {
+		bufPool.Put(buf)
+	}
+}
 
 func (s *Server) writeUDP(res *sip.Response, to net.Addr) {
 	buf := bufPool.Get().(*bytes.Buffer)
