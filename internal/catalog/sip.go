@@ -153,6 +153,33 @@ func (s *Store) SaveSIPBindings(ctx context.Context, upserts []SIPBinding, remov
 		}
 	}
 	if len(upserts) > 0 {
+		// Most writes refresh a binding that is there: an UPDATE by its key
+		// skips the foreign-key check and the user lookup an insert needs.
+		// Only the rows it did not find go through the insert below.
+		upd, err := tx.PrepareContext(ctx, s.q(`UPDATE sip_bindings SET call_id = ?, cseq = ?, expires_at = ?, source = ?,
+nat = ?, user_agent = ?, updated_at = ? WHERE username = ? AND contact = ?`))
+		if err != nil {
+			return fmt.Errorf("catalog: save sip bindings: %w", err)
+		}
+		defer upd.Close()
+		fresh := upserts[:0:0]
+		for _, b := range upserts {
+			nat := 0
+			if b.NAT {
+				nat = 1
+			}
+			res, err := upd.ExecContext(ctx, b.CallID, int64(b.CSeq), b.ExpiresAt.UnixMilli(), b.Source, nat, b.UserAgent,
+				b.UpdatedAt.UnixMilli(), b.Username, b.Contact)
+			if err != nil {
+				return fmt.Errorf("catalog: save sip bindings: %w", err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				fresh = append(fresh, b)
+			}
+		}
+		upserts = fresh
+	}
+	if len(upserts) > 0 {
 		up, err := tx.PrepareContext(ctx, s.q(`INSERT INTO sip_bindings
 (username, contact, call_id, cseq, expires_at, source, nat, user_agent, updated_at)
 SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sip_users WHERE username = ?)
