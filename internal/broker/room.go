@@ -36,12 +36,51 @@ type Member struct {
 	// No echo holds per owner: a member's media, from any of its
 	// endpoints, never reaches another endpoint of the same owner.
 	Owner string
+	// Info describes the track the member sends (codec, source, simulcast
+	// layer); Track.Info returns it.
+	Info TrackInfo
+	// Layered receivers pick among a simulcast source's layers themselves
+	// and subscribe to all of them; the others get only each source's
+	// primary layer (TrackInfo.Primary).
+	Layered bool
+	// OnChange, if set, is called (outside the room's lock, from the
+	// goroutine that changed the room) after the set of tracks the member
+	// is subscribed to changed; Room.Subscribed lists them. It must not
+	// block.
+	OnChange func()
+	// Keyframe, if set, asks the sender of the member's video track for a
+	// keyframe (Track.RequestKeyframe); the sender throttles.
+	Keyframe func()
+}
+
+// TrackInfo describes a track for receivers that need more than its bytes.
+type TrackInfo struct {
+	// Codec is the RTP payload's MIME type ("audio/opus", "audio/PCMU",
+	// "video/VP8", "video/H264"); "" if the sender did not say (a plain
+	// RTP endpoint): Track.PayloadType then tells the first packet's type.
+	Codec     string
+	ClockRate uint32
+	Channels  uint16
+	Fmtp      string
+	// Source says what the track carries: "microphone", "camera",
+	// "screen", or "rtp" for a plain endpoint.
+	Source string
+	// Stream groups the layers of one simulcast source (and is the media
+	// stream a browser sees); "" means the publishing member's ID.
+	Stream string
+	// Layer is 0 for a track without simulcast, else 1 (lowest) to 3.
+	Layer int
+	// Primary marks the layer receivers that are not Layered get.
+	Primary bool
 }
 
 // hears reports whether a receiving member r is subscribed to the track of
 // publisher p: same kind, same subgroup, not itself and not the same owner.
 func hears(r Member, rid string, p Member, pid string) bool {
 	if rid == pid || r.Kind != p.Kind || r.Group != p.Group || !r.Receives || r.Sink == nil {
+		return false
+	}
+	if p.Info.Layer != 0 && !p.Info.Primary && !r.Layered {
 		return false
 	}
 	return r.Owner == "" || r.Owner != p.Owner
@@ -63,6 +102,31 @@ type Room struct {
 	closed  bool
 
 	rtcp [2]atomic.Pointer[[]rtcpSub] // copy-on-write, by Kind
+
+	// changed collects, under mu, the OnChange callbacks of members whose
+	// subscriptions a mutation changed; unlock calls them after mu is
+	// released.
+	changed []func()
+}
+
+// lock takes the room's mutex; unlock releases it and then tells the
+// members whose subscriptions changed.
+func (r *Room) lock() { r.mu.Lock() }
+
+func (r *Room) unlock() {
+	fs := r.changed
+	r.changed = nil
+	r.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// touch notes that member id's subscriptions changed; mu is held.
+func (r *Room) touch(id string) {
+	if m, ok := r.members[id]; ok && m.OnChange != nil {
+		r.changed = append(r.changed, m.OnChange)
+	}
 }
 
 // NewRoom returns an empty room.
@@ -82,8 +146,8 @@ func (r *Room) ID() string { return r.id }
 // subscribed to every existing track of its kind, and every receiving member
 // of that kind to its new track, except to its own.
 func (r *Room) Join(m Member) (*Track, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	if r.closed {
 		return nil, ErrRoomClosed
 	}
@@ -95,6 +159,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 		for pub, t := range r.tracks {
 			if hears(m, m.ID, r.members[pub], pub) {
 				t.subscribe(m.ID, m.Sink)
+				r.touch(m.ID)
 			}
 		}
 	}
@@ -102,9 +167,12 @@ func (r *Room) Join(m Member) (*Track, error) {
 	if m.Sends {
 		own = newTrack(m.ID+"/"+m.Kind.String(), m.ID, m.Kind)
 		own.gated.Store(m.Gated)
+		own.info = m.Info
+		own.keyframe = m.Keyframe
 		for id, o := range r.members {
 			if hears(o, id, m, m.ID) {
 				own.subscribe(id, o.Sink)
+				r.touch(id)
 			}
 		}
 		r.tracks[m.ID] = own
@@ -120,11 +188,16 @@ func (r *Room) Join(m Member) (*Track, error) {
 // Leave removes a member, its track and its subscriptions. Packets already
 // handed to its sink stay the sink's to release.
 func (r *Room) Leave(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	m, ok := r.members[id]
 	if !ok {
 		return
+	}
+	if own := r.tracks[id]; own != nil {
+		for _, s := range *own.subs.Load() {
+			r.touch(s.member)
+		}
 	}
 	delete(r.members, id)
 	delete(r.tracks, id)
@@ -149,8 +222,8 @@ func (r *Room) Leave(id string) {
 // stops receiving the tracks of its old group, receives those of the new
 // one, and its own track reaches only the new group's members.
 func (r *Room) SetGroup(id, group string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	m, ok := r.members[id]
 	if !ok || m.Group == group {
 		return
@@ -168,6 +241,7 @@ func (r *Room) SetGroup(id, group string) {
 			t.unsubscribe(id)
 		}
 	}
+	r.touch(id)
 	if own != nil {
 		for oid, o := range r.members {
 			if oid == id || o.Kind != m.Kind {
@@ -178,6 +252,7 @@ func (r *Room) SetGroup(id, group string) {
 			} else {
 				own.unsubscribe(oid)
 			}
+			r.touch(oid)
 		}
 	}
 }
@@ -221,6 +296,23 @@ func (r *Room) Close() {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
+}
+
+// Subscribed returns the tracks member id is subscribed to, ordered by ID.
+func (r *Room) Subscribed(id string) []*Track {
+	r.mu.Lock()
+	m, ok := r.members[id]
+	var ts []*Track
+	if ok {
+		for pub, t := range r.tracks {
+			if hears(m, id, r.members[pub], pub) {
+				ts = append(ts, t)
+			}
+		}
+	}
+	r.mu.Unlock()
+	sort.Slice(ts, func(i, j int) bool { return ts[i].id < ts[j].id })
+	return ts
 }
 
 // Members returns the number of members.

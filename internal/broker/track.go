@@ -40,6 +40,27 @@ type Track struct {
 	// packet is the whole cost when floor control is off.
 	gated     atomic.Bool
 	gateDrops atomic.Uint64
+
+	info     TrackInfo // set at Join, then read-only
+	keyframe func()    // Member.Keyframe
+	firstPT  atomic.Int32 // the first packet's payload type + 1; 0 before it
+}
+
+// Info returns what the publisher said about the track.
+func (t *Track) Info() TrackInfo { return t.info }
+
+// PayloadType returns the RTP payload type of the first packet published,
+// and false before there was one.
+func (t *Track) PayloadType() (uint8, bool) {
+	v := t.firstPT.Load()
+	return uint8(v - 1), v != 0
+}
+
+// RequestKeyframe asks the publisher for a keyframe, if it can be asked.
+func (t *Track) RequestKeyframe() {
+	if t.keyframe != nil {
+		t.keyframe()
+	}
 }
 
 func newTrack(id, publisher string, kind media.Kind) *Track {
@@ -72,6 +93,9 @@ func (t *Track) Publish(p *media.Packet) {
 		return
 	}
 	p.Kind = t.kind
+	if t.firstPT.Load() == 0 && p.Len() >= 2 {
+		t.firstPT.Store(int32(p.Bytes()[1]&0x7f) + 1)
+	}
 	t.packets.Add(1)
 	t.bytes.Add(uint64(p.Len()))
 	subs := *t.subs.Load()

@@ -29,6 +29,8 @@ const (
 	SubgroupDeleted
 	FloorRequest // a floor request changed status (BFCP names)
 	FloorStyle   // a floor's style or chalkboard phase changed
+	MediaMuted   // a member muted or unmuted its microphone or camera
+	SpeakerActive
 	numTypes
 )
 
@@ -47,6 +49,8 @@ var names = [numTypes]string{
 	SubgroupDeleted: "subgroup.deleted",
 	FloorRequest:    "floor.request",
 	FloorStyle:      "floor.style",
+	MediaMuted:      "media.muted",
+	SpeakerActive:   "speaker.active",
 }
 
 // Valid reports whether t is one of the events above.

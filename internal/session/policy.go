@@ -211,6 +211,9 @@ func (s *Service) checkRTPDestinations(req NewRTPLink) error {
 func (s *Service) checkCaps(ls *liveSession, member string, policed bool) error {
 	var mine, policedN int
 	for _, l := range ls.links {
+		if l.live {
+			continue // a peer connection's tracks; the sfu caps those
+		}
 		if member != "" && l.member == member {
 			mine++
 		}

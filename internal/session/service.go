@@ -69,6 +69,8 @@ type liveLink struct {
 	media   Media
 	member  string // "" for a link not tied to a member
 	policed bool   // created by a member (LinkPolicy)
+	live    bool   // AttachLive: not in the catalog
+	source  string // a live link's source (camera, microphone, screen)
 }
 
 // Media is what the session needs of every kind of link — rtp and
@@ -205,5 +207,5 @@ func linkView(l *liveLink) Link {
 	r := l.rec
 	return Link{ID: r.ID, Member: l.member, Type: r.Type, Kind: r.Kind, Direction: r.Direction, Remote: r.Remote,
 		RemoteRTCP: r.RemoteRTCP, RTCPMux: r.RTCPMux, TTL: r.TTL, Interface: r.Interface,
-		Local: l.media.Local(), CreatedAt: r.CreatedAt, Stats: mediaStats(l.media)}
+		Local: l.media.Local(), CreatedAt: r.CreatedAt, Stats: mediaStats(l.media), Source: l.source}
 }

@@ -78,6 +78,7 @@ type Link struct {
 	TTL        int       `json:"ttl,omitempty"`
 	Interface  string    `json:"interface,omitempty"`
 	Local      Local     `json:"local"`
+	Source     string    `json:"source,omitempty"` // a WebRTC link's: camera, microphone, screen
 	CreatedAt  time.Time `json:"created_at"`
 	Stats      LinkStats `json:"stats"`
 }
