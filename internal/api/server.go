@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sipusers"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -59,6 +61,11 @@ type Options struct {
 	// dropped.
 	WSMaxPerSession, WSMax int
 	WSPing                 time.Duration
+	// RTC is the node's WebRTC (signalling, WHIP, WHEP); nil answers 501.
+	RTC *sfu.SFU
+	// UI serves the web app at every path outside /api/ (nil: a plain
+	// index page at /).
+	UI http.Handler
 }
 
 // Server is the HTTP handler of a node.
@@ -132,7 +139,19 @@ func New(o Options) *Server {
 	s.route("PUT /api/v1/sessions/{id}/floors/{floor}", s.setFloorStyle)
 	s.route("POST /api/v1/sessions/{id}/floors/{floor}/{action}", s.floorPrimitive)
 	s.route("GET /api/v1/sessions/{id}/events", s.sessionEvents)
+	// WebRTC: the browser's signalling socket, WHIP and WHEP (rtc.go).
+	s.route("GET /api/v1/sessions/{id}/rtc", s.rtc)
+	s.route("POST /api/v1/sessions/{id}/whip", s.whip)
+	s.route("POST /api/v1/sessions/{id}/whep", s.whep)
+	s.route("DELETE /api/v1/sessions/{id}/whip/{resource}", s.endIngest)
+	s.route("DELETE /api/v1/sessions/{id}/whep/{resource}", s.endIngest)
+	s.route("PATCH /api/v1/sessions/{id}/whip/{resource}", s.trickle)
+	s.route("PATCH /api/v1/sessions/{id}/whep/{resource}", s.trickle)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			o.UI.ServeHTTP(w, r)
+			return
+		}
 		if r.URL.Path == "/" {
 			s.index(w, r)
 			return

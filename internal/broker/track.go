@@ -41,8 +41,8 @@ type Track struct {
 	gated     atomic.Bool
 	gateDrops atomic.Uint64
 
-	info     TrackInfo // set at Join, then read-only
-	keyframe func()    // Member.Keyframe
+	info     TrackInfo    // set at Join, then read-only
+	keyframe func()       // Member.Keyframe
 	firstPT  atomic.Int32 // the first packet's payload type + 1; 0 before it
 }
 

@@ -45,6 +45,7 @@ type Config struct {
 	HTTP    HTTPConfig    `yaml:"http"`
 	RTP     RTPConfig     `yaml:"rtp"`
 	Relay   RelayConfig   `yaml:"relay"`
+	WebRTC  WebRTCConfig  `yaml:"webrtc"`
 	SIP     SIPConfig     `yaml:"sip"`
 	NATS    NATSConfig    `yaml:"nats"`
 	Catalog CatalogConfig `yaml:"catalog"`
@@ -92,6 +93,35 @@ type RTPConfig struct {
 	// Writers is the number of goroutines sending on each media socket;
 	// 0 means one per CPU.
 	Writers int `yaml:"writers"`
+}
+
+// WebRTCConfig configures browsers', WHIP and WHEP clients' media (package
+// sfu).
+type WebRTCConfig struct {
+	// Enabled turns WebRTC (the signalling socket, WHIP and WHEP) on.
+	Enabled bool `yaml:"enabled"`
+	// Addr is the IP address the media is received on; empty: rtp.addr.
+	Addr string `yaml:"addr"`
+	// UDPPort puts every peer connection on one UDP port; 0 gives each
+	// its own from PortMin..PortMax.
+	UDPPort int `yaml:"udp_port"`
+	PortMin int `yaml:"port_min"`
+	PortMax int `yaml:"port_max"`
+	// TCPPort also accepts ICE over TCP there (0: off).
+	TCPPort int `yaml:"tcp_port"`
+	// PublicIPs (comma-separated) replace Addr in candidates, for a node
+	// behind 1:1 NAT.
+	PublicIPs string `yaml:"public_ips"`
+	// ICEServers (space- or comma-separated stun: and turn: URLs) are
+	// handed to clients; TURN ones with TURNUsername and TURNCredential.
+	ICEServers     string `yaml:"ice_servers"`
+	TURNUsername   string `yaml:"turn_username"`
+	TURNCredential string `yaml:"turn_credential"`
+	// MaxPeers caps peer connections (a browser has two); MaxTracks the
+	// tracks one peer publishes; MaxBitrate a subscriber's estimate.
+	MaxPeers   int `yaml:"max_peers"`
+	MaxTracks  int `yaml:"max_tracks"`
+	MaxBitrate int `yaml:"max_bitrate"`
 }
 
 // RelayConfig configures the RTP relay that carries the media of proxied
@@ -277,6 +307,8 @@ func Default() Config {
 		},
 		Relay: RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true,
 			MaxPacket: 1500, LatchWindow: Duration(3 * time.Second), MaxStreamsPerCall: 4, MaxStreamsPerUser: 64, MaxStreamsPerSource: 256},
+		WebRTC: WebRTCConfig{Enabled: true, UDPPort: 40002, PortMin: 50000, PortMax: 50999, MaxPeers: 1000, MaxTracks: 8,
+			MaxBitrate: 6_000_000},
 		SIP: SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20,
 			RequestRate: 100, MaxContacts: 10, TCPIdleTimeout: Duration(2 * time.Minute), TCPMaxConns: 4096, TCPMaxConnsPerIP: 32,
 			MinPasswordLength: 12},
@@ -340,6 +372,39 @@ func (c Config) Validate() error {
 	}
 	if c.RTP.Queue < 1 {
 		bad("rtp.queue", c.RTP.Queue, "must be at least 1")
+	}
+	if w := c.WebRTC; w.Enabled {
+		if w.Addr != "" && net.ParseIP(w.Addr) == nil {
+			bad("webrtc.addr", w.Addr, "want an IP address")
+		}
+		if w.UDPPort < 0 || w.UDPPort > 65535 {
+			bad("webrtc.udp_port", w.UDPPort, "want 0..65535")
+		}
+		if w.TCPPort < 0 || w.TCPPort > 65535 {
+			bad("webrtc.tcp_port", w.TCPPort, "want 0..65535")
+		}
+		if w.PortMin < 1 || w.PortMax < w.PortMin || w.PortMax > 65535 {
+			bad("webrtc.port_min", fmt.Sprintf("%d..%d", w.PortMin, w.PortMax), "want 1 <= port_min <= port_max <= 65535")
+		}
+		for _, ip := range SplitList(w.PublicIPs) {
+			if net.ParseIP(ip) == nil {
+				bad("webrtc.public_ips", ip, "want IP addresses")
+			}
+		}
+		for _, u := range SplitList(w.ICEServers) {
+			if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {
+				bad("webrtc.ice_servers", u, "want stun:, turn: or turns: URLs")
+			}
+		}
+		if w.MaxPeers < 1 {
+			bad("webrtc.max_peers", w.MaxPeers, "must be at least 1")
+		}
+		if w.MaxTracks < 1 {
+			bad("webrtc.max_tracks", w.MaxTracks, "must be at least 1")
+		}
+		if w.MaxBitrate < 100_000 {
+			bad("webrtc.max_bitrate", w.MaxBitrate, "want at least 100000 bit/s")
+		}
 	}
 	if a := net.ParseIP(c.Relay.Addr); a == nil || a.IsUnspecified() {
 		bad("relay.addr", c.Relay.Addr, "want a specific IP address such as 127.0.0.1 (it is advertised in SDP)")
@@ -543,3 +608,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 }
 
 const wantDuration = `a Go duration such as "2s" or "500ms"`
+
+// SplitList splits a comma- or space-separated list, dropping empty items.
+func SplitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+}

@@ -22,8 +22,10 @@ import (
 	"github.com/convene/convene/internal/relay/ng"
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
+	"github.com/convene/convene/internal/webui"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -45,6 +47,7 @@ type Node struct {
 	relayNG  *ng.Server
 	sipUsers *sipusers.Service
 	sip      *sip.Server
+	rtc      *sfu.SFU
 	ln       net.Listener
 	http     *http.Server
 
@@ -116,7 +119,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, reg, log); err != nil {
 		return nil, err
 	}
+	if n.rtc, err = startRTC(cfg, n.sessions, reg, log); err != nil {
+		return nil, err
+	}
 	handler := api.New(api.Options{
+		RTC: n.rtc,
+		UI:  webui.Handler(),
 		Sessions: n.sessions,
 		Node: api.NodeInfo{ID: cfg.NodeID, Version: version, NATSURL: n.bus.ClientURL(), Embedded: n.bus.Embedded(),
 			RTPAddr: n.socks.RTP.LocalAddr().String(), RTCPAddr: n.socks.RTCP.LocalAddr().String()},
@@ -231,6 +239,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.sip != nil {
 		errs = append(errs, n.sip.Close())
+	}
+	if n.rtc != nil {
+		n.rtc.Close()
 	}
 	if n.relayNG != nil {
 		errs = append(errs, n.relayNG.Close())

@@ -32,6 +32,7 @@ func testConfig(t *testing.T, dataDir string) config.Config {
 	cfg.HeartbeatInterval = config.Duration(100 * time.Millisecond)
 	cfg.Auth.APIKeys = testAPIKey
 	cfg.Links.AllowDestinations = "127.0.0.0/8" // members' links to local test sockets
+	cfg.WebRTC.UDPPort = 0                      // a port per connection: tests run side by side
 	return cfg
 }
 

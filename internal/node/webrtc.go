@@ -1,0 +1,47 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/sfu"
+)
+
+// startRTC starts the node's WebRTC (nil when webrtc.enabled is off).
+func startRTC(cfg config.Config, sessions *session.Service, reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
+	w := cfg.WebRTC
+	if !w.Enabled {
+		return nil, nil
+	}
+	addr := w.Addr
+	if addr == "" {
+		addr = cfg.RTP.Addr
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("webrtc.addr: %w", err)
+	}
+	var servers []sfu.ICEServer
+	for _, u := range config.SplitList(w.ICEServers) {
+		s := sfu.ICEServer{URLs: []string{u}}
+		if strings.HasPrefix(u, "turn") {
+			s.Username, s.Credential = w.TURNUsername, w.TURNCredential
+		}
+		servers = append(servers, s)
+	}
+	rtc, err := sfu.New(sfu.Config{Addr: a.Unmap(), UDPPort: w.UDPPort, PortMin: uint16(w.PortMin), PortMax: uint16(w.PortMax),
+		TCPPort: w.TCPPort, PublicIPs: config.SplitList(w.PublicIPs), ICEServers: servers, MaxPeers: w.MaxPeers,
+		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Logger: log}, sessions)
+	if err != nil {
+		return nil, err
+	}
+	rtc.Metrics().Register(reg)
+	log.Info("webrtc ready", "addr", a, "udp_port", rtc.UDPPort(), "tcp_port", rtc.TCPPort())
+	return rtc, nil
+}

@@ -1,0 +1,428 @@
+// Package rtctest is a WebRTC client of Convene's signalling protocol
+// (docs/signalling.md), built on pion: tests and the benchmark's load
+// client use it where a browser would be too heavy. It publishes synthetic
+// Opus and VP8 packets (VP8 keyframes once a second, optionally three
+// simulcast layers) and counts what it receives per remote track.
+package rtctest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/pion/interceptor"
+	"github.com/pion/rtp"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/convene/convene/internal/sfu"
+)
+
+// Options choose what a client publishes.
+type Options struct {
+	Audio, Video bool
+	// Simulcast publishes video as three layers (rids l, m, h) of about
+	// 100, 300 and 900 kbit/s.
+	Simulcast bool
+	// Receive wraps the subscriber connection's interceptors (a bandwidth
+	// cap in tests); nil for none.
+	Receive interceptor.Factory
+}
+
+// Client is one member's signalling socket and peer connections.
+type Client struct {
+	opt    Options
+	ws     *websocket.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	Pub, Sub *webrtc.PeerConnection
+	audio    *webrtc.TrackLocalStaticRTP
+	video    []*webrtc.TrackLocalStaticRTP // one per layer
+
+	answers chan string
+	frames  chan sfu.Frame
+
+	mu     sync.Mutex
+	recv   map[string]*Recv // by track ID
+	tracks []sfu.TrackDesc
+	layers map[string]string
+	errs   []sfu.Frame
+}
+
+// Recv counts one remote track's packets.
+type Recv struct {
+	Kind      string
+	Stream    string
+	Packets   atomic.Uint64
+	Bytes     atomic.Uint64
+	Keyframes atomic.Uint64
+	First     atomic.Int64 // unix nanos of the first packet
+	LastSeq   atomic.Uint32
+}
+
+// Dial opens a member's signalling socket: base is the node's HTTP URL.
+func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options) (*Client, error) {
+	u := "ws" + strings.TrimPrefix(base, "http") + "/api/v1/sessions/" + sessionID + "/rtc"
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + memberToken}}})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(sfu.MaxFrame)
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Client{opt: opt, ws: ws, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
+		recv: map[string]*Recv{}, layers: map[string]string{}}
+	if c.Sub, err = newPC(opt.Receive); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Sub.OnTrack(c.onTrack)
+	go c.read()
+	select {
+	case f := <-c.frames:
+		if f.Type != "welcome" {
+			c.Close()
+			return nil, fmt.Errorf("first frame %q, want welcome (%s %s)", f.Type, f.Code, f.Message)
+		}
+	case <-ctx.Done():
+		c.Close()
+		return nil, ctx.Err()
+	}
+	return c, nil
+}
+
+func newPC(recv interceptor.Factory) (*webrtc.PeerConnection, error) {
+	m := &webrtc.MediaEngine{}
+	if err := m.RegisterDefaultCodecs(); err != nil {
+		return nil, err
+	}
+	reg := &interceptor.Registry{}
+	if recv != nil {
+		reg.Add(recv)
+	}
+	if err := webrtc.RegisterDefaultInterceptors(m, reg); err != nil {
+		return nil, err
+	}
+	se := webrtc.SettingEngine{}
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	se.SetInterfaceFilter(func(s string) bool { return s == "lo" })
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
+	return api.NewPeerConnection(webrtc.Configuration{})
+}
+
+// Close hangs up.
+func (c *Client) Close() {
+	c.cancel()
+	if c.Pub != nil {
+		c.Pub.Close()
+	}
+	if c.Sub != nil {
+		c.Sub.Close()
+	}
+	c.ws.CloseNow()
+}
+
+// Send writes a raw frame (tests of bad input).
+func (c *Client) Send(b []byte) error {
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+func (c *Client) sendFrame(f sfu.Frame) error {
+	b, _ := json.Marshal(f)
+	return c.Send(b)
+}
+
+// read handles the node's frames: subscriber offers are answered here,
+// publisher answers go to Publish, the rest to Frames.
+func (c *Client) read() {
+	defer close(c.frames)
+	for {
+		_, b, err := c.ws.Read(c.ctx)
+		if err != nil {
+			return
+		}
+		var f sfu.Frame
+		if json.Unmarshal(b, &f) != nil {
+			continue
+		}
+		switch f.Type {
+		case "offer":
+			if err := c.answer(f.SDP); err != nil {
+				c.mu.Lock()
+				c.errs = append(c.errs, sfu.Frame{Type: "error", Code: "client", Message: err.Error()})
+				c.mu.Unlock()
+			}
+		case "answer":
+			select {
+			case c.answers <- f.SDP:
+			default:
+			}
+		case "tracks":
+			c.mu.Lock()
+			c.tracks = f.Tracks
+			c.mu.Unlock()
+		case "layer":
+			c.mu.Lock()
+			c.layers[f.Track] = f.Layer
+			c.mu.Unlock()
+		case "error":
+			c.mu.Lock()
+			c.errs = append(c.errs, f)
+			c.mu.Unlock()
+		}
+		select {
+		case c.frames <- f:
+		default:
+		}
+	}
+}
+
+// Frames are the node's frames (all of them, including handled ones);
+// when nobody reads, new ones are dropped.
+func (c *Client) Frames() <-chan sfu.Frame { return c.frames }
+
+func (c *Client) answer(offer string) error {
+	if err := c.Sub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
+		return err
+	}
+	ans, err := c.Sub.CreateAnswer(nil)
+	if err != nil {
+		return err
+	}
+	g := webrtc.GatheringCompletePromise(c.Sub)
+	if err := c.Sub.SetLocalDescription(ans); err != nil {
+		return err
+	}
+	<-g
+	return c.sendFrame(sfu.Frame{Type: "answer", PC: "sub", SDP: c.Sub.LocalDescription().SDP})
+}
+
+// Publish offers the client's tracks and applies the node's answer.
+func (c *Client) Publish(ctx context.Context) error {
+	var err error
+	if c.Pub, err = newPC(nil); err != nil {
+		return err
+	}
+	sources := map[string]string{}
+	if c.opt.Audio {
+		c.audio, _ = webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "audio", "pub")
+		if _, err := c.Pub.AddTransceiverFromTrack(c.audio, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+			return err
+		}
+	}
+	if c.opt.Video {
+		vc := webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}
+		if c.opt.Simulcast {
+			for _, rid := range []string{"l", "m", "h"} {
+				t, _ := webrtc.NewTrackLocalStaticRTP(vc, "video", "pub", webrtc.WithRTPStreamID(rid))
+				c.video = append(c.video, t)
+			}
+			tr, err := c.Pub.AddTransceiverFromTrack(c.video[0], webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
+			if err != nil {
+				return err
+			}
+			for _, t := range c.video[1:] {
+				if err := tr.Sender().AddEncoding(t); err != nil {
+					return err
+				}
+			}
+		} else {
+			t, _ := webrtc.NewTrackLocalStaticRTP(vc, "video", "pub")
+			c.video = append(c.video, t)
+			if _, err := c.Pub.AddTransceiverFromTrack(t, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+				return err
+			}
+		}
+	}
+	offer, err := c.Pub.CreateOffer(nil)
+	if err != nil {
+		return err
+	}
+	g := webrtc.GatheringCompletePromise(c.Pub)
+	if err := c.Pub.SetLocalDescription(offer); err != nil {
+		return err
+	}
+	<-g
+	for _, tr := range c.Pub.GetTransceivers() {
+		if tr.Kind() == webrtc.RTPCodecTypeVideo {
+			sources[tr.Mid()] = "camera"
+		} else {
+			sources[tr.Mid()] = "microphone"
+		}
+	}
+	if err := c.sendFrame(sfu.Frame{Type: "offer", PC: "pub", SDP: c.Pub.LocalDescription().SDP, Sources: sources}); err != nil {
+		return err
+	}
+	select {
+	case ans := <-c.answers:
+		return c.Pub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: ans})
+	case <-ctx.Done():
+		return fmt.Errorf("no answer to the publisher offer: %w (errors: %v)", ctx.Err(), c.Errors())
+	}
+}
+
+// Errors returns the error frames received so far.
+func (c *Client) Errors() []sfu.Frame {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]sfu.Frame(nil), c.errs...)
+}
+
+// Tracks returns the last tracks frame's list.
+func (c *Client) Tracks() []sfu.TrackDesc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]sfu.TrackDesc(nil), c.tracks...)
+}
+
+// Layer returns the layer the node last said it forwards for a track.
+func (c *Client) Layer(track string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.layers[track]
+}
+
+// SetLayer asks for a simulcast layer of a remote track.
+func (c *Client) SetLayer(track, layer string) error {
+	return c.sendFrame(sfu.Frame{Type: "layer", Track: track, Layer: layer})
+}
+
+// Received returns the counters of every remote track, by track ID.
+func (c *Client) Received() map[string]*Recv {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]*Recv, len(c.recv))
+	for k, v := range c.recv {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+	r := &Recv{Kind: t.Kind().String(), Stream: t.StreamID()}
+	c.mu.Lock()
+	c.recv[t.ID()] = r
+	c.mu.Unlock()
+	buf := make([]byte, 1500)
+	var p rtp.Packet
+	for {
+		n, _, err := t.Read(buf)
+		if err != nil {
+			return
+		}
+		if p.Unmarshal(buf[:n]) != nil {
+			continue
+		}
+		r.First.CompareAndSwap(0, time.Now().UnixNano())
+		r.Packets.Add(1)
+		r.Bytes.Add(uint64(n))
+		r.LastSeq.Store(uint32(p.SequenceNumber))
+		if t.Kind() == webrtc.RTPCodecTypeVideo && len(p.Payload) > 1 && p.Payload[0]&0x10 != 0 && p.Payload[0]&0x07 == 0 && p.Payload[1]&0x01 == 0 {
+			r.Keyframes.Add(1)
+		}
+	}
+}
+
+// Media sends synthetic media until ctx ends: 20 ms Opus-sized audio
+// packets and 30 frames/s of VP8 (a keyframe each second, and whenever the
+// node asks with a PLI); each simulcast layer at its own size.
+func (c *Client) Media(ctx context.Context) {
+	kf := make(chan struct{}, 1)
+	if c.Pub != nil {
+		for _, s := range c.Pub.GetSenders() {
+			go func(s *webrtc.RTPSender) {
+				for {
+					pk, _, err := s.ReadRTCP()
+					if err != nil {
+						return
+					}
+					for _, x := range pk {
+						if strings.Contains(fmt.Sprintf("%T", x), "PictureLoss") {
+							select {
+							case kf <- struct{}{}:
+							default:
+							}
+						}
+					}
+				}
+			}(s)
+		}
+	}
+	audioT := time.NewTicker(20 * time.Millisecond)
+	videoT := time.NewTicker(33 * time.Millisecond)
+	defer audioT.Stop()
+	defer videoT.Stop()
+	var aseq, frame uint16
+	vseq := make([]uint16, len(c.video))
+	sizes := []int{400, 1200, 3600} // bytes per frame: ~100, 300, 900 kbit/s
+	if len(c.video) == 1 {
+		sizes = []int{2000}
+	}
+	payload := make([]byte, 1100)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.ctx.Done():
+			return
+		case now := <-audioT.C:
+			if c.audio == nil {
+				continue
+			}
+			aseq++
+			_ = c.audio.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: aseq, Timestamp: uint32(now.UnixMilli() * 48),
+				Marker: aseq == 1}, Payload: payload[:80]})
+		case now := <-videoT.C:
+			frame++
+			key := frame%30 == 1
+			select {
+			case <-kf:
+				key = true
+			default:
+			}
+			for i, t := range c.video {
+				left := sizes[i]
+				first := true
+				for left > 0 {
+					n := min(left, 1000)
+					left -= n
+					pl := payload[:n+1]
+					pl[0] = 0
+					if first {
+						pl[0] = 0x10 // S bit, partition 0
+						if key {
+							pl[1] = 0x00 // P bit 0: keyframe
+						} else {
+							pl[1] = 0x01
+						}
+					}
+					vseq[i]++
+					_ = t.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: vseq[i], Timestamp: uint32(now.UnixMilli() * 90),
+						Marker: left == 0}, Payload: pl})
+					first = false
+				}
+			}
+		}
+	}
+}
+
+// WaitFor polls cond every 50 ms until it holds or ctx ends.
+func WaitFor(ctx context.Context, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return errors.New("timed out")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,492 @@
+package sfu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/session"
+)
+
+// downTrack is one remote track of a subscriber connection: one source of
+// one kind, fed by one or more broker tracks (a simulcast source's layers;
+// for a WHEP viewer, every source of the kind), of which it forwards one.
+type downTrack struct {
+	p      *Peer
+	key    string
+	desc   TrackDesc
+	kind   media.Kind
+	clock  uint32
+	local  *webrtc.TrackLocalStaticRTP
+	sender *webrtc.RTPSender
+
+	inputs atomic.Pointer[[]*broker.Track] // by layer, lowest first
+	target atomic.Pointer[broker.Track]    // the input to switch to
+	cur    atomic.Pointer[broker.Track]    // the input forwarded now
+	manual atomic.Int32                    // chosen layer; 0 = by estimate
+
+	// The writer goroutine's own.
+	started        bool
+	seqOff         uint16
+	tsOff          uint32
+	lastSeq        uint16
+	lastTS         uint32
+	lastAt         time.Time
+	pkt            rtp.Packet
+	forwarded      atomic.Uint64
+	dropped        atomic.Uint64
+	waitedKeyframe atomic.Uint64
+
+	// From the subscriber's receiver reports.
+	loss, jitter, rtt atomic.Uint64 // float64 bits
+}
+
+func f64(a *atomic.Uint64) float64       { return math.Float64frombits(a.Load()) }
+func setF64(a *atomic.Uint64, v float64) { a.Store(math.Float64bits(v)) }
+
+// subSink is the broker.Sink of a subscriber's receiving links.
+type subSink struct{ p *Peer }
+
+// Deliver queues a packet for the writer if the subscriber forwards its
+// track now; it never blocks.
+func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
+	p := s.p
+	d := (*p.routes.Load())[from]
+	if d == nil {
+		pk.Release()
+		p.resync()
+		return
+	}
+	if from != d.target.Load() && from != d.cur.Load() {
+		pk.Release()
+		return
+	}
+	select {
+	case p.queue <- outPkt{d: d, p: pk, t: from}:
+	default:
+		d.dropped.Add(1)
+		p.s.m.dropped.WithLabelValues("queue_full").Inc()
+		pk.Release()
+	}
+}
+
+// resync asks the control goroutine to compare the subscriber connection
+// with the room.
+func (p *Peer) resync() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// recvMedia is the session's view of a receiving link.
+type recvMedia struct {
+	p    *Peer
+	link string
+	room *broker.Room
+}
+
+func (m recvMedia) Member() string       { return m.p.member }
+func (m recvMedia) Track() *broker.Track { return nil }
+func (m recvMedia) Local() session.Local { return session.Local{} }
+func (m recvMedia) Stats() session.LinkStats {
+	return session.LinkStats{Dropped: map[string]uint64{}}
+}
+
+// Close leaves the room; a receiving link closes when its member leaves or
+// the session stops, and then the peer hangs up.
+func (m recvMedia) Close() {
+	m.room.Leave(m.link)
+	m.p.Close()
+}
+
+// attachReceivers joins the member's receiving links (audio and video).
+func (p *Peer) attachReceivers() error {
+	for _, k := range []media.Kind{media.Audio, media.Video} {
+		var r *broker.Room
+		l, err := p.s.sessions.AttachLive(p.ctx, p.session, p.member, session.NewLiveLink{Type: session.LinkWebRTC, Kind: k},
+			func(room *broker.Room, at session.Place) (session.Media, error) {
+				r = room
+				_, err := room.Join(broker.Member{ID: at.LinkID, Kind: k, Receives: true, Sink: subSink{p}, Group: at.Group,
+					Owner: p.member, Layered: true, OnChange: p.resync})
+				if err != nil {
+					return nil, err
+				}
+				return recvMedia{p: p, link: at.LinkID, room: room}, nil
+			})
+		if err != nil {
+			return err
+		}
+		p.recvLinks[k] = l.ID
+		p.broom = r
+	}
+	return nil
+}
+
+// streamOf is the source a track belongs to.
+func streamOf(t *broker.Track) string {
+	if s := t.Info().Stream; s != "" {
+		return s
+	}
+	return t.Publisher()
+}
+
+// memberOf is the session member who sends a track ("" for none).
+func memberOf(t *broker.Track) string {
+	s := t.Info().Stream
+	if i := strings.LastIndexByte(s, '-'); i > 0 {
+		return s[:i]
+	}
+	return ""
+}
+
+// syncSub makes the subscriber connection carry the tracks the member is
+// subscribed to now, and renegotiates if that changed.
+func (p *Peer) syncSub() {
+	if p.broom == nil || p.mode == modeWHIP {
+		return
+	}
+	want := map[string][]*broker.Track{}
+	for _, link := range p.recvLinks {
+		for _, t := range p.broom.Subscribed(link) {
+			key := streamOf(t) + "/" + t.Kind().String()
+			if p.mode == modeWHEP {
+				key = t.Kind().String()
+			}
+			want[key] = append(want[key], t)
+		}
+	}
+	changed := false
+	for key, d := range p.downs {
+		if _, ok := want[key]; !ok && p.mode == modeBrowser {
+			_ = p.sub.RemoveTrack(d.sender)
+			delete(p.downs, key)
+			changed = true
+		}
+	}
+	routes := map[*broker.Track]*downTrack{}
+	for key, ts := range want {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Info().Layer < ts[j].Info().Layer })
+		d := p.downs[key]
+		if d == nil {
+			if p.mode != modeBrowser {
+				continue // a WHEP viewer's tracks are its offer's
+			}
+			var err error
+			if d, err = p.addDown(key, ts[0]); err != nil {
+				p.s.log.Debug("webrtc subscribe", "session", p.session, "member", p.member, "track", key, "err", err)
+				continue
+			}
+			changed = true
+		}
+		d.inputs.Store(&ts)
+		for _, t := range ts {
+			routes[t] = d
+		}
+		p.choose(d)
+	}
+	p.routes.Store(&routes)
+	if changed {
+		p.sendTracks()
+		p.negotiate()
+	}
+}
+
+// addDown adds a remote track to the subscriber connection.
+func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
+	if p.sub == nil {
+		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) })
+		if err != nil {
+			return nil, err
+		}
+		p.sub = pc
+		p.watch(pc)
+	}
+	info := t.Info()
+	pt, havePT := t.PayloadType()
+	codec, ok := codecFor(info.Codec, t.Kind() == media.Audio, pt, havePT)
+	if !ok {
+		return nil, fmt.Errorf("codec of %s not known yet", t.ID())
+	}
+	src := info.Source
+	if src == "" {
+		src = "rtp"
+	}
+	stream := streamOf(t)
+	d := &downTrack{p: p, key: key, kind: t.Kind(), clock: codec.ClockRate,
+		desc: TrackDesc{ID: stream + "-" + t.Kind().String(), Stream: stream, Member: memberOf(t), Kind: t.Kind().String(), Source: src}}
+	local, err := webrtc.NewTrackLocalStaticRTP(codec, d.desc.ID, stream)
+	if err != nil {
+		return nil, err
+	}
+	sender, err := p.sub.AddTrack(local)
+	if err != nil {
+		return nil, err
+	}
+	d.local, d.sender = local, sender
+	p.downs[key] = d
+	go d.readRTCP()
+	return d, nil
+}
+
+func (p *Peer) sendTracks() {
+	ts := make([]TrackDesc, 0, len(p.downs))
+	for _, d := range p.downs {
+		desc := d.desc
+		desc.Layers = len(*d.inputs.Load())
+		ts = append(ts, desc)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].ID < ts[j].ID })
+	p.send(Frame{Type: "tracks", Tracks: ts})
+}
+
+// negotiate offers the subscriber connection's current tracks, or notes
+// that it must once the pending offer is answered.
+func (p *Peer) negotiate() {
+	if p.sub == nil {
+		return
+	}
+	if p.subPending {
+		p.subAgain = true
+		return
+	}
+	offer, err := p.sub.CreateOffer(nil)
+	if err != nil {
+		p.s.log.Warn("webrtc offer", "session", p.session, "member", p.member, "err", err)
+		return
+	}
+	sdp, err := p.localDescription(p.sub, offer)
+	if err != nil {
+		return
+	}
+	p.subPending = true
+	p.send(Frame{Type: "offer", PC: "sub", SDP: sdp})
+}
+
+// subAnswer applies the browser's answer on the subscriber connection.
+func (p *Peer) subAnswer(sdp string) error {
+	if p.sub == nil || !p.subPending {
+		return fmt.Errorf("no offer is waiting for an answer")
+	}
+	if err := p.sub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: sdp}); err != nil {
+		return fmt.Errorf("answer: %v", err)
+	}
+	p.subPending = false
+	for _, d := range p.downs {
+		if t := d.target.Load(); t != nil && d.kind == media.Video {
+			t.RequestKeyframe()
+		}
+	}
+	if p.subAgain {
+		p.subAgain = false
+		p.negotiate()
+	}
+	return nil
+}
+
+// setLayer fixes a remote track's simulcast layer (0: by estimate).
+func (p *Peer) setLayer(track string, layer int) error {
+	for _, d := range p.downs {
+		if d.desc.ID == track {
+			d.manual.Store(int32(layer))
+			p.choose(d)
+			return nil
+		}
+	}
+	return fmt.Errorf("no remote track %q", track)
+}
+
+// writer forwards queued packets until the peer closes.
+func (p *Peer) writer() {
+	for {
+		select {
+		case o := <-p.queue:
+			o.d.write(o.p, o.t)
+			o.p.Release()
+		case <-p.ctx.Done():
+			for {
+				select {
+				case o := <-p.queue:
+					o.p.Release()
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// write forwards one packet of input t, switching inputs on a keyframe and
+// keeping sequence numbers and timestamps continuous across switches.
+func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
+	if err := d.pkt.Unmarshal(pk.Bytes()); err != nil {
+		return
+	}
+	cur := d.cur.Load()
+	if t != cur {
+		if t != d.target.Load() {
+			return
+		}
+		if d.kind == media.Video && cur != nil && !keyframe(d.local.Codec().MimeType, d.pkt.Payload) {
+			d.waitedKeyframe.Add(1)
+			return
+		}
+		if d.started {
+			d.seqOff = d.pkt.SequenceNumber - (d.lastSeq + 1)
+			gap := uint32(max(1, time.Since(d.lastAt).Seconds()*float64(d.clock)))
+			d.tsOff = d.pkt.Timestamp - (d.lastTS + gap)
+		}
+		d.cur.Store(t)
+		if cur != nil && d.kind == media.Video {
+			d.p.s.m.switches.Inc()
+			d.p.send(Frame{Type: "layer", Track: d.desc.ID, Layer: layerName(t.Info().Layer), Auto: d.manual.Load() == 0})
+		}
+	}
+	seq := d.pkt.SequenceNumber - d.seqOff
+	ts := d.pkt.Timestamp - d.tsOff
+	if !d.started || int16(seq-d.lastSeq) > 0 {
+		d.lastSeq, d.lastTS, d.lastAt = seq, ts, time.Now()
+	}
+	d.started = true
+	d.pkt.SequenceNumber, d.pkt.Timestamp = seq, ts
+	// The publisher's extensions (its IDs, its TWCC numbers) mean nothing
+	// on this connection; the interceptors add this connection's own.
+	d.pkt.Header.Extension = false
+	d.pkt.Header.Extensions = d.pkt.Header.Extensions[:0]
+	d.pkt.Header.ExtensionProfile = 0
+	if err := d.local.WriteRTP(&d.pkt); err == nil {
+		d.forwarded.Add(1)
+		d.p.s.m.forwarded.Inc()
+	}
+}
+
+// readRTCP reads the subscriber's RTCP for this track: keyframe requests
+// go upstream (throttled there), receiver reports feed quality.
+func (d *downTrack) readRTCP() {
+	for {
+		pkts, _, err := d.sender.ReadRTCP()
+		if err != nil {
+			return
+		}
+		for _, pk := range pkts {
+			switch r := pk.(type) {
+			case *rtcp.PictureLossIndication, *rtcp.FullIntraRequest:
+				d.p.s.m.pli.WithLabelValues("received").Inc()
+				if t := d.cur.Load(); t != nil {
+					t.RequestKeyframe()
+				} else if t := d.target.Load(); t != nil {
+					t.RequestKeyframe()
+				}
+			case *rtcp.ReceiverReport:
+				for _, rr := range r.Reports {
+					d.report(rr)
+				}
+			}
+		}
+	}
+}
+
+func (d *downTrack) report(rr rtcp.ReceptionReport) {
+	setF64(&d.loss, float64(rr.FractionLost)/256)
+	if d.clock > 0 {
+		setF64(&d.jitter, float64(rr.Jitter)/float64(d.clock)*1000)
+	}
+	if rr.LastSenderReport != 0 {
+		now := ntpMiddle(time.Now())
+		rtt := now - rr.LastSenderReport - rr.Delay
+		if rtt < 1<<20 { // under 16 s: not a wrap
+			setF64(&d.rtt, float64(rtt)/65536*1000)
+		}
+	}
+}
+
+// ntpMiddle returns the middle 32 bits of the NTP time of t.
+func ntpMiddle(t time.Time) uint32 {
+	const ntpEpochOffset = 2208988800
+	s := uint64(t.Unix()) + ntpEpochOffset
+	f := uint64(t.Nanosecond()) << 32 / 1e9
+	return uint32((s<<32 | f) >> 16)
+}
+
+// keyframe reports whether an RTP payload starts a keyframe.
+func keyframe(mime string, b []byte) bool {
+	switch {
+	case strings.EqualFold(mime, webrtc.MimeTypeVP8):
+		return vp8Keyframe(b)
+	case strings.EqualFold(mime, webrtc.MimeTypeH264):
+		return h264Keyframe(b)
+	}
+	return true
+}
+
+// vp8Keyframe parses the VP8 payload descriptor (RFC 7741 §4.2) and the
+// payload header's inverse key frame flag.
+func vp8Keyframe(b []byte) bool {
+	if len(b) < 1 {
+		return false
+	}
+	x, s, pid := b[0]&0x80 != 0, b[0]&0x10 != 0, b[0]&0x07
+	if !s || pid != 0 {
+		return false
+	}
+	i := 1
+	if x {
+		if len(b) < 2 {
+			return false
+		}
+		ext := b[1]
+		i = 2
+		if ext&0x80 != 0 { // I: picture ID
+			if len(b) <= i {
+				return false
+			}
+			if b[i]&0x80 != 0 {
+				i += 2
+			} else {
+				i++
+			}
+		}
+		if ext&0x40 != 0 { // L: TL0PICIDX
+			i++
+		}
+		if ext&0x30 != 0 { // T or K
+			i++
+		}
+	}
+	return len(b) > i && b[i]&0x01 == 0
+}
+
+// h264Keyframe finds an IDR slice or an SPS in a single NAL unit, a
+// STAP-A or the first fragment of an FU-A (RFC 6184).
+func h264Keyframe(b []byte) bool {
+	if len(b) < 1 {
+		return false
+	}
+	switch n := b[0] & 0x1f; n {
+	case 5, 7:
+		return true
+	case 24: // STAP-A
+		for i := 1; i+2 < len(b); {
+			size := int(binary.BigEndian.Uint16(b[i:]))
+			if i+2 < len(b) {
+				if t := b[i+2] & 0x1f; t == 5 || t == 7 {
+					return true
+				}
+			}
+			i += 2 + size
+		}
+	case 28: // FU-A
+		return len(b) > 1 && b[1]&0x80 != 0 && (b[1]&0x1f == 5 || b[1]&0x1f == 7)
+	}
+	return false
+}

@@ -1,0 +1,246 @@
+package sfu
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/cc"
+	"github.com/pion/interceptor/pkg/gcc"
+	"github.com/pion/logging"
+	"github.com/pion/webrtc/v4"
+)
+
+// Config is the node's WebRTC configuration (the webrtc section).
+type Config struct {
+	// Addr is the IP address media is received on; candidates name it (or
+	// PublicIPs in its place).
+	Addr netip.Addr
+	// UDPPort, when not zero, puts every peer connection on this one UDP
+	// port (single-port mode); zero gives each connection its own port
+	// from PortMin..PortMax.
+	UDPPort          int
+	PortMin, PortMax uint16
+	// TCPPort, when not zero, also accepts ICE over TCP on this port
+	// (RFC 6544 passive candidates), for networks that block UDP.
+	TCPPort int
+	// PublicIPs replace the host address in candidates (a node behind
+	// 1:1 NAT).
+	PublicIPs []string
+	// ICEServers (STUN and TURN) are handed to clients.
+	ICEServers []ICEServer
+	// MaxPeers caps the node's peer connections (a browser has two);
+	// MaxTracks caps the tracks one peer may publish.
+	MaxPeers  int
+	MaxTracks int
+	// Queue bounds the packets queued towards one subscriber.
+	Queue int
+	// MaxBitrate caps the bandwidth estimate of a subscriber, bit/s.
+	MaxBitrate int
+	Logger     *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if !c.Addr.IsValid() {
+		c.Addr = netip.MustParseAddr("127.0.0.1")
+	}
+	if c.PortMin == 0 && c.PortMax == 0 {
+		c.PortMin, c.PortMax = 50000, 50999
+	}
+	if c.MaxPeers <= 0 {
+		c.MaxPeers = 1000
+	}
+	if c.MaxTracks <= 0 {
+		c.MaxTracks = 8
+	}
+	if c.Queue <= 0 {
+		c.Queue = 1024
+	}
+	if c.MaxBitrate <= 0 {
+		c.MaxBitrate = 6_000_000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Codecs the node negotiates, by payload type as browsers use them.
+var (
+	codecOpus = webrtc.RTPCodecParameters{PayloadType: 111, RTPCodecCapability: webrtc.RTPCodecCapability{
+		MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2, SDPFmtpLine: "minptime=10;useinbandfec=1"}}
+	codecPCMU = webrtc.RTPCodecParameters{PayloadType: 0, RTPCodecCapability: webrtc.RTPCodecCapability{
+		MimeType: webrtc.MimeTypePCMU, ClockRate: 8000, Channels: 1}}
+	codecPCMA = webrtc.RTPCodecParameters{PayloadType: 8, RTPCodecCapability: webrtc.RTPCodecCapability{
+		MimeType: webrtc.MimeTypePCMA, ClockRate: 8000, Channels: 1}}
+	videoFeedback = []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "transport-cc"}, {Type: "ccm", Parameter: "fir"},
+		{Type: "nack"}, {Type: "nack", Parameter: "pli"}}
+	codecVP8  = webrtc.RTPCodecParameters{PayloadType: 96, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: videoFeedback}}
+	codecH264 = webrtc.RTPCodecParameters{PayloadType: 102, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
+		SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f", RTCPFeedback: videoFeedback}}
+	codecH264High = webrtc.RTPCodecParameters{PayloadType: 104, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
+		SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42001f", RTCPFeedback: videoFeedback}}
+	codecs = []webrtc.RTPCodecParameters{codecOpus, codecPCMU, codecPCMA, codecVP8, codecH264, codecH264High}
+)
+
+const audioLevelURI = "urn:ietf:params:rtp-hdrext:ssrc-audio-level"
+
+// codecFor returns the node's codec for a track: by the MIME type its
+// publisher gave, else by the first packet's payload type (a plain RTP
+// endpoint: 0 PCMU, 8 PCMA, other audio Opus, video VP8).
+func codecFor(mime string, audio bool, pt uint8, havePT bool) (webrtc.RTPCodecCapability, bool) {
+	if mime == "" {
+		if !havePT {
+			return webrtc.RTPCodecCapability{}, false
+		}
+		switch {
+		case audio && pt == 0:
+			mime = webrtc.MimeTypePCMU
+		case audio && pt == 8:
+			mime = webrtc.MimeTypePCMA
+		case audio:
+			mime = webrtc.MimeTypeOpus
+		default:
+			mime = webrtc.MimeTypeVP8
+		}
+	}
+	for _, c := range codecs {
+		if strings.EqualFold(c.MimeType, mime) {
+			return c.RTPCodecCapability, true
+		}
+	}
+	return webrtc.RTPCodecCapability{}, false
+}
+
+// engine builds peer connections: one webrtc.API per connection, so each
+// subscriber gets its own bandwidth estimator.
+type engine struct {
+	cfg     Config
+	setting webrtc.SettingEngine
+	udp     net.PacketConn // single-port mode
+	tcp     net.Listener   // ICE-TCP
+}
+
+func newEngine(cfg Config) (*engine, error) {
+	e := &engine{cfg: cfg}
+	s := webrtc.SettingEngine{}
+	s.SetLite(true)
+	lf := logging.NewDefaultLoggerFactory()
+	lf.DefaultLogLevel = logging.LogLevelError
+	s.LoggerFactory = lf
+	addr := cfg.Addr
+	if addr.IsLoopback() {
+		s.SetIncludeLoopbackCandidate(true)
+	}
+	if !addr.IsUnspecified() {
+		s.SetIPFilter(func(ip net.IP) bool {
+			a, ok := netip.AddrFromSlice(ip)
+			return ok && a.Unmap() == addr
+		})
+	}
+	s.SetICETimeouts(5*time.Second, 15*time.Second, 2*time.Second)
+	if len(cfg.PublicIPs) > 0 {
+		s.SetNAT1To1IPs(cfg.PublicIPs, webrtc.ICECandidateTypeHost)
+	}
+	nets := []webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6}
+	if cfg.UDPPort != 0 {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, uint16(cfg.UDPPort))))
+		if err != nil {
+			return nil, fmt.Errorf("webrtc udp port: %w", err)
+		}
+		e.udp = c
+		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), c))
+	} else if err := s.SetEphemeralUDPPortRange(cfg.PortMin, cfg.PortMax); err != nil {
+		return nil, fmt.Errorf("webrtc port range: %w", err)
+	}
+	if cfg.TCPPort != 0 {
+		l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(addr, uint16(cfg.TCPPort))))
+		if err != nil {
+			e.close()
+			return nil, fmt.Errorf("webrtc tcp port: %w", err)
+		}
+		e.tcp = l
+		s.SetICETCPMux(webrtc.NewICETCPMux(lf.NewLogger("tcpmux"), l, 64))
+		nets = append(nets, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
+	}
+	s.SetNetworkTypes(nets)
+	e.setting = s
+	return e, nil
+}
+
+func (e *engine) close() {
+	if e.udp != nil {
+		e.udp.Close()
+	}
+	if e.tcp != nil {
+		e.tcp.Close()
+	}
+}
+
+// UDPPort returns the single UDP port in use (0 if none).
+func (e *engine) udpPort() int {
+	if e.udp == nil {
+		return 0
+	}
+	return e.udp.LocalAddr().(*net.UDPAddr).Port
+}
+
+func (e *engine) tcpPort() int {
+	if e.tcp == nil {
+		return 0
+	}
+	return e.tcp.Addr().(*net.TCPAddr).Port
+}
+
+// newPC returns a peer connection. A subscriber connection (estimate set)
+// also estimates its bandwidth with GCC over TWCC feedback and hands the
+// estimator to estimate.
+func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnection, error) {
+	m := &webrtc.MediaEngine{}
+	for _, c := range codecs {
+		typ := webrtc.RTPCodecTypeVideo
+		if strings.HasPrefix(c.MimeType, "audio/") {
+			typ = webrtc.RTPCodecTypeAudio
+		}
+		if err := m.RegisterCodec(c, typ); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: audioLevelURI}, webrtc.RTPCodecTypeAudio); err != nil {
+		return nil, err
+	}
+	reg := &interceptor.Registry{}
+	if estimate != nil {
+		f, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
+			return gcc.NewSendSideBWE(gcc.SendSideBWEInitialBitrate(1_000_000), gcc.SendSideBWEMaxBitrate(e.cfg.MaxBitrate),
+				gcc.SendSideBWEPacer(gcc.NewNoOpPacer()))
+		})
+		if err != nil {
+			return nil, err
+		}
+		f.OnNewPeerConnection(func(_ string, est cc.BandwidthEstimator) { estimate(est) })
+		reg.Add(f)
+		if err := webrtc.ConfigureTWCCHeaderExtensionSender(m, reg); err != nil {
+			return nil, err
+		}
+	}
+	if err := webrtc.ConfigureNack(m, reg); err != nil {
+		return nil, err
+	}
+	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
+		return nil, err
+	}
+	if estimate == nil {
+		if err := webrtc.ConfigureSimulcastExtensionHeaders(m); err != nil {
+			return nil, err
+		}
+		if err := webrtc.ConfigureTWCCSender(m, reg); err != nil {
+			return nil, err
+		}
+	}
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.setting))
+	return api.NewPeerConnection(webrtc.Configuration{})
+}

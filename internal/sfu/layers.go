@@ -1,0 +1,188 @@
+package sfu
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/interceptor/pkg/cc"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
+)
+
+type ccEstimator = cc.BandwidthEstimator
+
+// audioReserve is what the chooser keeps of a subscriber's estimate for
+// each audio track before it gives the rest to video.
+const audioReserve = 64_000
+
+// choose picks the input a downTrack forwards: a fixed layer if the
+// subscriber chose one, else the one the estimate affords (chooseAll).
+// For a WHEP viewer's tracks it first picks the source: the pinned member's,
+// else the loudest speaker's, else the first.
+func (p *Peer) choose(d *downTrack) {
+	ins := d.candidates()
+	if len(ins) == 0 {
+		return
+	}
+	var t *broker.Track
+	if m := int(d.manual.Load()); m > 0 {
+		t = ins[0]
+		for _, x := range ins {
+			if x.Info().Layer <= m || x.Info().Layer == 0 {
+				t = x
+			}
+		}
+	} else {
+		t = ins[0]
+		if d.kind == media.Audio || len(ins) == 1 {
+			t = ins[len(ins)-1]
+		} else if c := d.target.Load(); c != nil && contains(ins, c) {
+			t = c // the estimate moves it (chooseAll)
+		} else {
+			t = ins[len(ins)-1] // start high; the estimate brings it down
+		}
+	}
+	d.setTarget(t)
+}
+
+func contains(ts []*broker.Track, t *broker.Track) bool {
+	for _, x := range ts {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// candidates are the inputs the downTrack may forward: all of them for a
+// browser's (they are one source's layers), one source's for a WHEP
+// viewer's.
+func (d *downTrack) candidates() []*broker.Track {
+	in := d.inputs.Load()
+	if in == nil {
+		return nil
+	}
+	ins := *in
+	if d.p.mode != modeWHEP || len(ins) == 0 {
+		return ins
+	}
+	want := d.p.pin
+	if want == "" && d.p.room != nil {
+		want = d.p.room.speakers.loudest()
+	}
+	pick := streamOf(ins[0])
+	for _, t := range ins {
+		if want != "" && memberOf(t) == want {
+			pick = streamOf(t)
+			break
+		}
+	}
+	var out []*broker.Track
+	for _, t := range ins {
+		if streamOf(t) == pick {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (d *downTrack) setTarget(t *broker.Track) {
+	if old := d.target.Swap(t); old != t && d.kind == media.Video && d.cur.Load() != nil {
+		t.RequestKeyframe()
+	}
+}
+
+// chooseAll shares a subscriber's bandwidth estimate among its video
+// tracks that are not fixed by hand: each gets the highest layer that fits
+// what is left, at least its lowest. A layer goes up only when it fits
+// with 20% to spare, so the choice does not flap.
+func (p *Peer) chooseAll() {
+	ep := p.est.Load()
+	routes := *p.routes.Load()
+	seen := map[*downTrack]bool{}
+	var videos []*downTrack
+	audio := 0
+	for _, d := range routes {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if d.kind == media.Audio {
+			audio++
+			if p.mode == modeWHEP {
+				p.choose(d)
+			}
+			continue
+		}
+		videos = append(videos, d)
+	}
+	if ep == nil {
+		for _, d := range videos {
+			p.choose(d)
+		}
+		return
+	}
+	budget := (*ep).GetTargetBitrate() - audio*audioReserve
+	p.s.m.estimate.Observe(float64((*ep).GetTargetBitrate()))
+	for _, d := range videos {
+		ins := d.candidates()
+		if len(ins) <= 1 || d.manual.Load() != 0 {
+			p.choose(d)
+			if len(ins) == 1 {
+				budget -= int(bitrateOf(ins[0]))
+			}
+			continue
+		}
+		cur := d.target.Load()
+		pick := ins[0]
+		for _, t := range ins {
+			need := int(bitrateOf(t))
+			if cur == nil || t.Info().Layer > cur.Info().Layer {
+				need = need * 12 / 10
+			}
+			if need <= budget {
+				pick = t
+			}
+		}
+		budget -= int(bitrateOf(pick))
+		d.setTarget(pick)
+	}
+}
+
+// rates measures the bit rate of the tracks subscribers forward, from the
+// broker's byte counters, once a tick.
+var rates sync.Map // *broker.Track -> *rate
+
+type rate struct {
+	bytes uint64
+	at    time.Time
+	bps   atomic.Uint64
+}
+
+func measure(t *broker.Track, now time.Time) {
+	_, b := t.Stats()
+	v, ok := rates.Load(t)
+	if !ok {
+		v, _ = rates.LoadOrStore(t, &rate{bytes: b, at: now})
+		return
+	}
+	r := v.(*rate)
+	if dt := now.Sub(r.at).Seconds(); dt >= 0.4 {
+		cur := float64(b-r.bytes) * 8 / dt
+		old := float64(r.bps.Load())
+		r.bps.Store(uint64(old + (cur-old)/2))
+		r.bytes, r.at = b, now
+	}
+}
+
+func forget(t *broker.Track) { rates.Delete(t) }
+
+// bitrateOf is a track's measured bit rate, bit/s.
+func bitrateOf(t *broker.Track) uint64 {
+	if v, ok := rates.Load(t); ok {
+		return v.(*rate).bps.Load()
+	}
+	return 0
+}

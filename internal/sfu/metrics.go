@@ -1,0 +1,45 @@
+package sfu
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the SFU's Prometheus collectors (Register adds them).
+type Metrics struct {
+	peers     prometheus.Gauge
+	tracks    *prometheus.GaugeVec
+	forwarded prometheus.Counter
+	dropped   *prometheus.CounterVec
+	refused   *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+	pli       *prometheus.CounterVec
+	switches  prometheus.Counter
+	estimate  prometheus.Histogram
+}
+
+func newMetrics() *Metrics {
+	return &Metrics{
+		peers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_webrtc_peers",
+			Help: "WebRTC peers (a browser, WHIP or WHEP client) now."}),
+		tracks: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "convene_webrtc_tracks",
+			Help: "Tracks WebRTC peers publish now."}, []string{"dir"}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_forwarded_packets_total",
+			Help: "RTP packets sent to WebRTC subscribers."}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_dropped_packets_total",
+			Help: "RTP packets not sent to a WebRTC subscriber, by reason."}, []string{"reason"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_refused_total",
+			Help: "Peers refused or hung up by a cap, by reason."}, []string{"reason"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_signalling_errors_total",
+			Help: "Signalling frames refused, by error code."}, []string{"code"}),
+		pli: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_keyframe_requests_total",
+			Help: "Keyframe requests: received from subscribers, sent to publishers, throttled."}, []string{"what"}),
+		switches: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_layer_switches_total",
+			Help: "Simulcast layer switches made for subscribers."}),
+		estimate: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_webrtc_bandwidth_estimate_bps",
+			Help:    "Subscribers' bandwidth estimates, sampled every tick.",
+			Buckets: prometheus.ExponentialBuckets(50_000, 2, 10)}),
+	}
+}
+
+// Register adds the collectors to r.
+func (m *Metrics) Register(r prometheus.Registerer) {
+	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.switches, m.estimate)
+}

@@ -1,0 +1,96 @@
+package sfu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Conn is a browser's signalling socket.
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, b []byte) error
+}
+
+// maxFrameRate caps what one socket may send: frames beyond it in a second
+// are refused, and a socket that keeps it up for 5 s is hung up.
+const maxFrameRate = 50
+
+// Serve runs a browser member's signalling socket until either side hangs
+// up. The caller has authenticated the member.
+func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) error {
+	p, err := s.newPeer(sessionID, memberID, modeBrowser)
+	if err != nil {
+		writeFrame(ctx, c, Frame{Type: "error", Code: "fatal", Message: err.Error()})
+		return err
+	}
+	defer p.Close()
+	p.send(Frame{Type: "welcome", Member: memberID, ICEServers: s.cfg.ICEServers})
+	if err := p.do(p.attachReceivers); err != nil {
+		writeFrame(ctx, c, Frame{Type: "error", Code: "fatal", Message: err.Error()})
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case f := <-p.out:
+				if err := writeFrame(ctx, c, f); err != nil {
+					p.Close()
+					return
+				}
+			case <-p.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	p.resync()
+	var (
+		window time.Time
+		n      int
+		over   int
+	)
+	for {
+		b, err := c.Read(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		if now := time.Now(); now.Sub(window) >= time.Second {
+			if n > maxFrameRate {
+				over++
+			} else {
+				over = 0
+			}
+			window, n = now, 0
+		}
+		n++
+		if over >= 5 {
+			s.m.refused.WithLabelValues("frame_flood").Inc()
+			p.sendError("fatal", "too many frames: over 50 a second for 5 s")
+			return errors.New("signalling flood")
+		}
+		if n > maxFrameRate {
+			p.sendError("rate_limited", "over 50 frames a second; frame ignored")
+			continue
+		}
+		p.Handle(b)
+	}
+}
+
+func writeFrame(ctx context.Context, c Conn, f Frame) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.Write(wctx, b)
+}

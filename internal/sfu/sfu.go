@@ -1,0 +1,153 @@
+package sfu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/session"
+)
+
+// Sessions is what the SFU needs of the session service.
+type Sessions interface {
+	AttachLive(ctx context.Context, sessionID, memberID string, req session.NewLiveLink, open session.LiveOpener) (session.Link, error)
+	DetachLive(sessionID, linkID string)
+	Announce(sessionID string, t event.Type, data any)
+}
+
+// Errors of the SFU.
+var (
+	ErrLimit  = errors.New("sfu: too many peer connections")
+	ErrClosed = errors.New("sfu: closed")
+)
+
+// SFU holds the node's peer connections.
+type SFU struct {
+	cfg      Config
+	eng      *engine
+	sessions Sessions
+	log      *slog.Logger
+	m        *Metrics
+
+	mu     sync.Mutex
+	rooms  map[string]*room // by session ID
+	closed bool
+	pcs    atomic.Int64 // open peer connections
+}
+
+// room is the SFU's view of one session: its peers, active speakers and
+// quality reports.
+type room struct {
+	id       string
+	peers    map[string]*Peer // by member ID
+	speakers *speakers
+	stop     context.CancelFunc
+}
+
+// New starts an SFU.
+func New(cfg Config, sessions Sessions) (*SFU, error) {
+	cfg.defaults()
+	eng, err := newEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &SFU{cfg: cfg, eng: eng, sessions: sessions, log: cfg.Logger, m: newMetrics(), rooms: map[string]*room{}}, nil
+}
+
+// Metrics returns the SFU's counters.
+func (s *SFU) Metrics() *Metrics { return s.m }
+
+// ICEServers returns the STUN and TURN servers clients are told to use.
+func (s *SFU) ICEServers() []ICEServer { return s.cfg.ICEServers }
+
+// UDPPort and TCPPort return the ports of single-port mode and ICE-TCP (0
+// when off).
+func (s *SFU) UDPPort() int { return s.eng.udpPort() }
+func (s *SFU) TCPPort() int { return s.eng.tcpPort() }
+
+// Peers returns the number of open peer connections.
+func (s *SFU) Peers() int { return int(s.pcs.Load()) }
+
+// Close hangs up every peer and releases the ports.
+func (s *SFU) Close() {
+	s.mu.Lock()
+	s.closed = true
+	var ps []*Peer
+	for _, r := range s.rooms {
+		for _, p := range r.peers {
+			ps = append(ps, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range ps {
+		p.Close()
+	}
+	s.eng.close()
+}
+
+// takePC reserves n peer connections under MaxPeers.
+func (s *SFU) takePC(n int) error {
+	if s.pcs.Add(int64(n)) > int64(s.cfg.MaxPeers) {
+		s.pcs.Add(-int64(n))
+		s.m.refused.WithLabelValues("max_peers").Inc()
+		return fmt.Errorf("%w (webrtc.max_peers %d)", ErrLimit, s.cfg.MaxPeers)
+	}
+	return nil
+}
+
+func (s *SFU) givePC(n int) { s.pcs.Add(-int64(n)) }
+
+// register adds a peer to its room, replacing (and closing) an older peer
+// of the same member: a browser that reconnects.
+func (s *SFU) register(p *Peer) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	r := s.rooms[p.session]
+	if r == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		r = &room{id: p.session, peers: map[string]*Peer{}, stop: cancel}
+		r.speakers = newSpeakers(p.session, s.sessions, s.log)
+		s.rooms[p.session] = r
+		go s.tick(ctx, r)
+	}
+	old := r.peers[p.member]
+	r.peers[p.member] = p
+	p.room = r
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+func (s *SFU) unregister(p *Peer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rooms[p.session]
+	if r == nil || r.peers[p.member] != p {
+		return
+	}
+	delete(r.peers, p.member)
+	if len(r.peers) == 0 {
+		r.stop()
+		delete(s.rooms, p.session)
+	}
+}
+
+// roomPeers returns a room's peers now.
+func (s *SFU) roomPeers(r *room) []*Peer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := make([]*Peer, 0, len(r.peers))
+	for _, p := range r.peers {
+		ps = append(ps, p)
+	}
+	return ps
+}

@@ -1,0 +1,65 @@
+// Package webui serves the Convene web app (web/, built by `make build`
+// into dist/ and embedded in the binary). Paths that name a file get it;
+// every other path gets index.html, so the app's own routes (/join/…,
+// /s/…) load it. Nothing is fetched from outside the node, and the
+// Content-Security-Policy says so to the browser.
+package webui
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+)
+
+//go:embed all:dist
+var dist embed.FS
+
+// csp allows the app's own files, media from getUserMedia and WebRTC
+// (blob:), and connections back to the node only.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+	"media-src 'self' blob: mediastream:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// Built reports whether the embedded app was built (dist has index.html).
+func Built() bool {
+	_, err := fs.Stat(dist, "dist/index.html")
+	return err == nil
+}
+
+// Handler returns the web app, or nil if the binary was built without it.
+func Handler() http.Handler {
+	if !Built() {
+		return nil
+	}
+	sub, _ := fs.Sub(dist, "dist")
+	files := http.FileServer(http.FS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		p := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+		if p != "" {
+			if st, err := fs.Stat(sub, p); err == nil && !st.IsDir() {
+				if strings.HasPrefix(p, "assets/") {
+					h.Set("Cache-Control", "public, max-age=31536000, immutable") // hashed names
+				}
+				files.ServeHTTP(w, r)
+				return
+			}
+			if path.Ext(p) != "" && !strings.HasPrefix(p, "join/") && !strings.HasPrefix(p, "s/") {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		h.Set("Cache-Control", "no-cache")
+		b, err := fs.ReadFile(sub, "index.html")
+		if err != nil {
+			http.Error(w, "the web app is not built", http.StatusNotFound)
+			return
+		}
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(b)
+	})
+}
