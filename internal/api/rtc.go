@@ -194,12 +194,10 @@ func (s *Server) endIngest(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.caller(w, r, sid, true); !ok {
 		return
 	}
-	res, ok := s.o.RTC.LookupResource(sid, r.PathValue("resource"))
-	if !ok {
+	if !s.o.RTC.Hangup(sid, r.PathValue("resource")) {
 		writeError(w, http.StatusNotFound, "not_found", "no such WHIP or WHEP resource")
 		return
 	}
-	res.Peer.Close()
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -2,10 +2,14 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/convene/convene/internal/rtctest"
+	"github.com/convene/convene/internal/testutil"
 )
 
 func dialRTC(t *testing.T, n *Node, sid, tok string, opt rtctest.Options) *rtctest.Client {
@@ -104,4 +108,110 @@ func TestWebRTCMembersHearAndSeeEachOther(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("Bob's tracks still offered to Ada: %+v", ca.Tracks())
 	}
+}
+
+func joinToken(t *testing.T, n *Node, sid, role string) string {
+	t.Helper()
+	var jt struct{ Token string }
+	if code := call(t, "POST", n.URL()+"/api/v1/sessions/"+sid+"/tokens", map[string]string{"role": role}, &jt); code != 201 {
+		t.Fatalf("token: %d", code)
+	}
+	return jt.Token
+}
+
+// TestWHIPAndWHEP: a WHIP publisher (a pion client standing in for OBS or
+// GStreamer) reaches a browser member; a WHEP viewer receives the browser
+// member's tracks; deleting the resources hangs them up and their members
+// leave.
+func TestWHIPAndWHEP(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "whip")
+	a, atok := joinMember(t, n, s.ID, "Ada")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true, Video: true})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pub, res, err := rtctest.WHIP(ctx, n.URL(), s.ID, joinToken(t, n, s.ID, "participant"), rtctest.Options{Audio: true, Video: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	mctx, mcancel := context.WithCancel(context.Background())
+	defer mcancel()
+	go pub.Media(mctx)
+	var members struct{ Members []struct{ ID, Name string } }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &members)
+	whipMember := ""
+	for _, m := range members.Members {
+		if m.Name == "WHIP" {
+			whipMember = m.ID
+		}
+	}
+	if whipMember == "" {
+		t.Fatalf("no WHIP member among %+v", members.Members)
+	}
+	waitMedia(t, ca, whipMember, "audio", "video")
+
+	view, vres, err := rtctest.WHEP(ctx, n.URL(), s.ID, joinToken(t, n, s.ID, "listener"), "member="+a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	waitMedia(t, view, "whep", "audio", "video")
+
+	for _, r := range []rtctest.Resource{res, vres} {
+		if code, err := r.Delete(ctx); err != nil || code != 200 {
+			t.Fatalf("DELETE %s: %d %v", r.URL, code, err)
+		}
+		if code, _ := r.Delete(ctx); code != 404 {
+			t.Fatalf("second DELETE %s: %d, want 404", r.URL, code)
+		}
+	}
+	if err := rtctest.WaitFor(ctx, func() bool {
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &members)
+		return len(members.Members) == 1
+	}); err != nil {
+		t.Fatalf("WHIP and WHEP members did not leave: %+v", members.Members)
+	}
+}
+
+// TestWebRTCAndPlainRTPShareASession: ffmpeg's PCMU over plain RTP reaches
+// a WebRTC member, and the member's audio reaches a plain RTP receiver.
+func TestWebRTCAndPlainRTPShareASession(t *testing.T) {
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "mixed")
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true})
+
+	rx := udpConn(t)
+	addLink(t, n, s.ID, map[string]any{"remote": rx.LocalAddr().String(), "kind": "audio", "direction": "recvonly", "rtcp_mux": true})
+	var got [][]byte
+	buf := make([]byte, 2048)
+	for len(got) < 20 {
+		rx.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := rx.Read(buf)
+		if err != nil {
+			break
+		}
+		got = append(got, append([]byte(nil), buf[:n]...))
+	}
+	if len(got) < 20 {
+		t.Fatalf("the plain RTP receiver got %d packets of the WebRTC member's audio", len(got))
+	}
+	if pt := got[0][1] & 0x7f; pt != 111 {
+		t.Fatalf("payload type %d, want the browser's Opus (111)", pt)
+	}
+
+	src := freePortPair(t)
+	ff := addLink(t, n, s.ID, map[string]any{"remote": fmt.Sprintf("127.0.0.1:%d", src), "kind": "audio", "direction": "sendonly"})
+	out := fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", ff.Local.RTPPort, src, src+1)
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=440:duration=4",
+		"-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", out)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	waitMedia(t, ca, ff.ID, "audio")
 }

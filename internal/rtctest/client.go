@@ -126,7 +126,9 @@ func (c *Client) Close() {
 	if c.Sub != nil {
 		c.Sub.Close()
 	}
-	c.ws.CloseNow()
+	if c.ws != nil {
+		c.ws.CloseNow()
+	}
 }
 
 // Send writes a raw frame (tests of bad input).
@@ -208,15 +210,32 @@ func (c *Client) answer(offer string) error {
 
 // Publish offers the client's tracks and applies the node's answer.
 func (c *Client) Publish(ctx context.Context) error {
+	sdp, sources, err := c.offer()
+	if err != nil {
+		return err
+	}
+	if err := c.sendFrame(sfu.Frame{Type: "offer", PC: "pub", SDP: sdp, Sources: sources}); err != nil {
+		return err
+	}
+	select {
+	case ans := <-c.answers:
+		return c.Pub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: ans})
+	case <-ctx.Done():
+		return fmt.Errorf("no answer to the publisher offer: %w (errors: %v)", ctx.Err(), c.Errors())
+	}
+}
+
+// offer makes the publisher connection and its offer.
+func (c *Client) offer() (string, map[string]string, error) {
 	var err error
 	if c.Pub, err = newPC(nil); err != nil {
-		return err
+		return "", nil, err
 	}
 	sources := map[string]string{}
 	if c.opt.Audio {
 		c.audio, _ = webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "audio", "pub")
 		if _, err := c.Pub.AddTransceiverFromTrack(c.audio, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
-			return err
+			return "", nil, err
 		}
 	}
 	if c.opt.Video {
@@ -228,28 +247,28 @@ func (c *Client) Publish(ctx context.Context) error {
 			}
 			tr, err := c.Pub.AddTransceiverFromTrack(c.video[0], webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
 			if err != nil {
-				return err
+				return "", nil, err
 			}
 			for _, t := range c.video[1:] {
 				if err := tr.Sender().AddEncoding(t); err != nil {
-					return err
+					return "", nil, err
 				}
 			}
 		} else {
 			t, _ := webrtc.NewTrackLocalStaticRTP(vc, "video", "pub")
 			c.video = append(c.video, t)
 			if _, err := c.Pub.AddTransceiverFromTrack(t, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
-				return err
+				return "", nil, err
 			}
 		}
 	}
 	offer, err := c.Pub.CreateOffer(nil)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	g := webrtc.GatheringCompletePromise(c.Pub)
 	if err := c.Pub.SetLocalDescription(offer); err != nil {
-		return err
+		return "", nil, err
 	}
 	<-g
 	for _, tr := range c.Pub.GetTransceivers() {
@@ -259,15 +278,7 @@ func (c *Client) Publish(ctx context.Context) error {
 			sources[tr.Mid()] = "microphone"
 		}
 	}
-	if err := c.sendFrame(sfu.Frame{Type: "offer", PC: "pub", SDP: c.Pub.LocalDescription().SDP, Sources: sources}); err != nil {
-		return err
-	}
-	select {
-	case ans := <-c.answers:
-		return c.Pub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: ans})
-	case <-ctx.Done():
-		return fmt.Errorf("no answer to the publisher offer: %w (errors: %v)", ctx.Err(), c.Errors())
-	}
+	return c.Pub.LocalDescription().SDP, sources, nil
 }
 
 // Errors returns the error frames received so far.

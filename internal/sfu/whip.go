@@ -39,6 +39,17 @@ func (s *SFU) LookupResource(sessionID, id string) (*Resource, bool) {
 	return v.(*Resource), true
 }
 
+// Hangup ends a WHIP or WHEP resource of a session; false if there is none.
+func (s *SFU) Hangup(sessionID, id string) bool {
+	r, ok := s.LookupResource(sessionID, id)
+	if !ok {
+		return false
+	}
+	resources.Delete(id)
+	r.Peer.Close()
+	return true
+}
+
 func (s *SFU) track(p *Peer, ans string) *Resource {
 	r := &Resource{ID: newResourceID(), Answer: ans, Peer: p}
 	resources.Store(r.ID, r)
