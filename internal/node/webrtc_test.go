@@ -215,3 +215,81 @@ func TestWebRTCAndPlainRTPShareASession(t *testing.T) {
 	defer cmd.Wait()
 	waitMedia(t, ca, ff.ID, "audio")
 }
+
+// TestWebRTCFloor: under an enforced audio floor a browser member's audio
+// reaches nobody until the chair grants its request.
+func TestWebRTCFloor(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "floor")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	if code := call(t, "PUT", base+"/floors/audio", map[string]any{"style": "floor_control"}, nil); code != 200 {
+		t.Fatalf("style: %d", code)
+	}
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{})
+	dialRTC(t, n, s.ID, btok, rtctest.Options{Audio: true, Video: true})
+	waitMedia(t, ca, b, "video") // video has no floor here
+	audio := func() uint64 {
+		var n uint64
+		for _, r := range ca.Received() {
+			if r.Kind == "audio" {
+				n += r.Packets.Load()
+			}
+		}
+		return n
+	}
+	time.Sleep(time.Second)
+	if got := audio(); got != 0 {
+		t.Fatalf("Ada heard %d packets of Bob's audio before he had the floor", got)
+	}
+	var req struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if code := callAs(t, btok, "POST", base+"/floors/audio/request", map[string]any{}, &req); code != 200 && code != 201 {
+		t.Fatalf("request: %d", code)
+	}
+	if req.Status == "Granted" {
+		t.Fatalf("the request was granted without the chair: %+v", req)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := audio(); got != 0 {
+		t.Fatalf("Ada heard %d packets of Bob's audio while his request waited", got)
+	}
+	if code := call(t, "POST", base+"/floors/audio/grant", map[string]any{"request_id": req.ID}, nil); code != 200 {
+		t.Fatalf("grant: %d", code)
+	}
+	waitMedia(t, ca, b, "audio")
+}
+
+// TestSimulcastFollowsTheBandwidthEstimate: a subscriber whose downlink is
+// capped below the high layer is switched to a lower one by its bandwidth
+// estimate, and back up when the cap is lifted; a manual choice holds.
+func TestSimulcastFollowsTheBandwidthEstimate(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "simulcast")
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	limit := &rtctest.Cap{}
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Receive: limit})
+	dialRTC(t, n, s.ID, btok, rtctest.Options{Video: true, Simulcast: true})
+	waitMedia(t, ca, b, "video")
+	track := b + "-camera-video"
+	layer := func(want string, within time.Duration) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		if err := rtctest.WaitFor(ctx, func() bool { return ca.Layer(track) == want }); err != nil {
+			t.Fatalf("layer %q after %v, want %q (tracks %+v)", ca.Layer(track), within, want, ca.Tracks())
+		}
+	}
+	limit.Set(250_000)
+	layer("low", 20*time.Second)
+	limit.Set(0)
+	layer("high", 60*time.Second)
+	if err := ca.SetLayer(track, "mid"); err != nil {
+		t.Fatal(err)
+	}
+	layer("mid", 10*time.Second)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
+	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/sfu"
@@ -368,6 +369,26 @@ func (c *Client) Media(ctx context.Context) {
 			}(s)
 		}
 	}
+	// pion's sender does not write the simulcast stream's MID and RID
+	// header extensions itself; a browser does, and the node needs them.
+	var midExt, ridExt uint8
+	var mid string
+	if c.opt.Simulcast && c.Pub != nil {
+		for _, tr := range c.Pub.GetTransceivers() {
+			if tr.Kind() != webrtc.RTPCodecTypeVideo {
+				continue
+			}
+			mid = tr.Mid()
+			for _, h := range tr.Sender().GetParameters().HeaderExtensions {
+				switch h.URI {
+				case sdp.SDESMidURI:
+					midExt = uint8(h.ID)
+				case sdp.SDESRTPStreamIDURI:
+					ridExt = uint8(h.ID)
+				}
+			}
+		}
+	}
 	audioT := time.NewTicker(20 * time.Millisecond)
 	videoT := time.NewTicker(33 * time.Millisecond)
 	defer audioT.Stop()
@@ -417,8 +438,13 @@ func (c *Client) Media(ctx context.Context) {
 						}
 					}
 					vseq[i]++
-					_ = t.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: vseq[i], Timestamp: uint32(now.UnixMilli() * 90),
-						Marker: left == 0}, Payload: pl})
+					pk := &rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: vseq[i], Timestamp: uint32(now.UnixMilli() * 90),
+						Marker: left == 0}, Payload: pl}
+					if midExt != 0 && ridExt != 0 {
+						_ = pk.Header.SetExtension(midExt, []byte(mid))
+						_ = pk.Header.SetExtension(ridExt, []byte(t.RID()))
+					}
+					_ = t.WriteRTP(pk)
 					first = false
 				}
 			}
