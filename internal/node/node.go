@@ -25,8 +25,8 @@ import (
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
-	"github.com/convene/convene/internal/webui"
 	"github.com/convene/convene/internal/udpmux"
+	"github.com/convene/convene/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -123,8 +123,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	handler := api.New(api.Options{
-		RTC: n.rtc,
-		UI:  webui.Handler(),
+		RTC:      n.rtc,
+		UI:       webui.Handler(),
 		Sessions: n.sessions,
 		Node: api.NodeInfo{ID: cfg.NodeID, Version: version, NATSURL: n.bus.ClientURL(), Embedded: n.bus.Embedded(),
 			RTPAddr: n.socks.RTP.LocalAddr().String(), RTCPAddr: n.socks.RTCP.LocalAddr().String()},

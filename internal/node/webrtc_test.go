@@ -3,10 +3,16 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
@@ -292,4 +298,177 @@ func TestSimulcastFollowsTheBandwidthEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	layer("mid", 10*time.Second)
+}
+
+// TestWebRTCBadInput: garbage frames, invalid SDP and a flood of offers
+// each get a clear error on that socket while the other members' media
+// keeps flowing; sockets and WHIP without a valid member token, with a
+// revoked join token or with an expired one are refused before anything is
+// allocated.
+func TestWebRTCBadInput(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "bad")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{})
+	dialRTC(t, n, s.ID, btok, rtctest.Options{Audio: true, Video: true})
+	waitMedia(t, ca, b, "audio", "video")
+
+	_, mtok := joinMember(t, n, s.ID, "Mallory")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cm, err := rtctest.Dial(ctx, n.URL(), s.ID, mtok, rtctest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	expect := func(frame, code string) {
+		t.Helper()
+		before := len(cm.Errors())
+		if err := cm.Send([]byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rtctest.WaitFor(ctx, func() bool { return len(cm.Errors()) > before }); err != nil {
+			t.Fatalf("no error frame for %.60s", frame)
+		}
+		if got := cm.Errors()[before]; got.Code != code || got.Message == "" {
+			t.Fatalf("%.60s: error %+v, want code %s", frame, got, code)
+		}
+	}
+	expect(`garbage`, "bad_frame")
+	expect(`{"type":"explode"}`, "bad_frame")
+	expect(`{"type":"offer","pc":"pub","sdp":"v=0\r\no=- broken"}`, "invalid_sdp")
+	expect(`{"type":"answer","pc":"sub","sdp":"v=0\r\n"}`, "invalid_sdp")
+	expect(`{"type":"layer","track":"nope","layer":"low"}`, "unknown_track")
+	for i := 0; i < 11; i++ {
+		_ = cm.Send([]byte(`{"type":"offer","pc":"pub","sdp":"v=0\r\nx"}`))
+	}
+	if err := rtctest.WaitFor(ctx, func() bool {
+		for _, e := range cm.Errors() {
+			if e.Code == "rate_limited" {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("a flood of offers was not limited: %+v", cm.Errors())
+	}
+
+	// The others never noticed.
+	r := map[string]uint64{}
+	for id, x := range ca.Received() {
+		r[id] = x.Packets.Load()
+	}
+	time.Sleep(500 * time.Millisecond)
+	for id, x := range ca.Received() {
+		if x.Packets.Load() <= r[id] {
+			t.Fatalf("Ada's track %s stalled while Mallory misbehaved", id)
+		}
+	}
+
+	// Credentials.
+	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/rtc"
+	dial := func(tok string) int {
+		hdr := http.Header{}
+		if tok != "" {
+			hdr.Set("Authorization", "Bearer "+tok)
+		}
+		c, resp, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: hdr})
+		if err == nil {
+			c.CloseNow()
+			return 101
+		}
+		if resp == nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	if code := dial(""); code != 401 {
+		t.Errorf("socket without a token: %d, want 401", code)
+	}
+	if code := dial("not-a-token"); code != 401 {
+		t.Errorf("socket with a bad key: %d, want 401", code)
+	}
+	join := joinToken(t, n, s.ID, "participant")
+	if code := dial(join); code != 401 {
+		t.Errorf("socket with a join token (not a member's): %d, want 401", code)
+	}
+	var jt struct{ Token, ID string }
+	call(t, "POST", base+"/tokens", map[string]any{"role": "participant"}, &jt)
+	call(t, "DELETE", base+"/tokens/"+jt.ID, nil, nil)
+	if _, _, err := rtctest.WHIP(ctx, n.URL(), s.ID, jt.Token, rtctest.Options{Audio: true}); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("WHIP with a revoked join token: %v, want 403", err)
+	}
+	var exp struct{ Token string }
+	call(t, "POST", base+"/tokens", map[string]any{"role": "participant", "expires_at": time.Now().Add(time.Second).UTC().Format(time.RFC3339)}, &exp)
+	time.Sleep(2100 * time.Millisecond)
+	if _, _, err := rtctest.WHIP(ctx, n.URL(), s.ID, exp.Token, rtctest.Options{Audio: true}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("WHIP with an expired join token: %v, want 401", err)
+	}
+	// WHIP bodies that are not offers.
+	for _, c := range []struct {
+		ct, body string
+		want     int
+	}{{"application/json", "{}", 415}, {"application/sdp", "hello", 400}, {"application/sdp", "v=0\r\nnonsense", 400}} {
+		req, _ := http.NewRequest("POST", base+"/whip", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", c.ct)
+		req.Header.Set("Authorization", "Bearer "+joinToken(t, n, s.ID, "participant"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("WHIP %s %q: %d, want %d", c.ct, c.body, resp.StatusCode, c.want)
+		}
+	}
+	if got := metricValue(t, n, `convene_webrtc_signalling_errors_total{code="bad_frame"}`); got < 2 {
+		t.Errorf("bad_frame errors counted %v, want 2 or more", got)
+	}
+}
+
+func freePort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "tcp" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	c := udpConn(t)
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// TestWebRTCSinglePortAndICETCP: in single-port mode every connection
+// uses the one UDP port; a client that can only use TCP gets its media
+// over ICE-TCP.
+func TestWebRTCSinglePortAndICETCP(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.WebRTC.UDPPort = freePort(t, "udp")
+	cfg.WebRTC.TCPPort = freePort(t, "tcp")
+	n := startNode(t, cfg)
+	s := createSession(t, n, "ports")
+	a, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true, Video: true})
+	cb := dialRTC(t, n, s.ID, btok, rtctest.Options{Audio: true, Video: true, TCP: true})
+	waitMedia(t, ca, b, "audio", "video")
+	waitMedia(t, cb, a, "audio", "video")
+	for _, pc := range []*webrtc.PeerConnection{ca.Pub, ca.Sub} {
+		pair, err := pc.SCTP().Transport().ICETransport().GetSelectedCandidatePair()
+		if err != nil || pair == nil {
+			t.Fatalf("no selected pair: %v", err)
+		}
+		if int(pair.Remote.Port) != cfg.WebRTC.UDPPort || pair.Remote.Protocol != webrtc.ICEProtocolUDP {
+			t.Errorf("UDP client's pair %s, want the single port %d", pair.Remote, cfg.WebRTC.UDPPort)
+		}
+	}
+	pair, err := cb.Pub.SCTP().Transport().ICETransport().GetSelectedCandidatePair()
+	if err != nil || pair == nil || pair.Remote.Protocol != webrtc.ICEProtocolTCP || int(pair.Remote.Port) != cfg.WebRTC.TCPPort {
+		t.Errorf("TCP client's pair %v (%v), want TCP to port %d", pair, err, cfg.WebRTC.TCPPort)
+	}
 }

@@ -34,6 +34,8 @@ type Options struct {
 	// Receive wraps the subscriber connection's interceptors (a bandwidth
 	// cap in tests); nil for none.
 	Receive interceptor.Factory
+	// TCP makes the client use ICE over TCP only.
+	TCP bool
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -79,7 +81,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{opt: opt, ws: ws, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
 		recv: map[string]*Recv{}, layers: map[string]string{}}
-	if c.Sub, err = newPC(opt.Receive); err != nil {
+	if c.Sub, err = newPC(opt.Receive, opt.TCP); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -98,7 +100,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	return c, nil
 }
 
-func newPC(recv interceptor.Factory) (*webrtc.PeerConnection, error) {
+func newPC(recv interceptor.Factory, tcp bool) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
 		return nil, err
@@ -113,6 +115,9 @@ func newPC(recv interceptor.Factory) (*webrtc.PeerConnection, error) {
 	se := webrtc.SettingEngine{}
 	se.SetIncludeLoopbackCandidate(true)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	if tcp {
+		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeTCP4})
+	}
 	se.SetInterfaceFilter(func(s string) bool { return s == "lo" })
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
 	return api.NewPeerConnection(webrtc.Configuration{})
@@ -229,7 +234,7 @@ func (c *Client) Publish(ctx context.Context) error {
 // offer makes the publisher connection and its offer.
 func (c *Client) offer() (string, map[string]string, error) {
 	var err error
-	if c.Pub, err = newPC(nil); err != nil {
+	if c.Pub, err = newPC(nil, c.opt.TCP); err != nil {
 		return "", nil, err
 	}
 	sources := map[string]string{}

@@ -70,16 +70,27 @@ func (p *Peer) publish(offer string, sources map[string]string) (string, error) 
 		p.sources[mid] = src
 	}
 	if err := p.pub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
+		p.rollback()
 		return "", fmt.Errorf("offer: %v", err)
 	}
 	if n := countRecv(p.pub); n > p.s.cfg.MaxTracks {
+		p.rollback()
 		return "", fmt.Errorf("at most %d published tracks (webrtc.max_tracks), the offer has %d", p.s.cfg.MaxTracks, n)
 	}
 	ans, err := p.pub.CreateAnswer(nil)
 	if err != nil {
+		p.rollback()
 		return "", fmt.Errorf("answer: %v", err)
 	}
 	return p.localDescription(p.pub, ans)
+}
+
+// rollback returns the publisher connection to its last stable state after
+// an offer it could not take, so the next offer starts clean.
+func (p *Peer) rollback() {
+	if p.pub.SignalingState() == webrtc.SignalingStateHaveRemoteOffer {
+		_ = p.pub.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeRollback})
+	}
 }
 
 func countRecv(pc *webrtc.PeerConnection) int {
