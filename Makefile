@@ -44,6 +44,7 @@ bench: test-deps build-bench microbench
 	@scripts/install-deps.sh bench
 	./$(BENCH) sip -out bench/results
 	./$(BENCH) relay -out bench/results
+	./$(BENCH) webrtc -out bench/results
 
 bench-quick: test-deps build-bench
 	./$(BENCH) broker -quick -out bench/results $(BENCHARGS)

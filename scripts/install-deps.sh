@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Convene needs on Debian 12: Go modules for `run`, plus the
 # real peers the tests drive (ffmpeg, iproute2, SIPp, baresip, rtpengine)
-# for `test`, the benchmark's peers (Kamailio, rtpengine) for `bench`, and
+# and Janus and Chromium for `test`, the benchmark's peers (Kamailio,
+# rtpengine, Janus) for `bench`, and
 # what the README's examples use (curl, a WebSocket client) for `examples`.
 # Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -24,8 +25,12 @@ if [ "$what" = test ]; then
   need sipp sip-tester
   need baresip baresip-core
   need rtpengine rtpengine-daemon # relaybench's own test drives it
+  need janus janus                # rtcbench's own test drives it
+  need chromium chromium          # the web app's tests click through it
+  need node nodejs
 fi
 if [ "$what" = bench ]; then
+  need janus janus
   need sipp sip-tester
   need kamailio kamailio
   need rtpengine rtpengine-daemon

@@ -7,6 +7,7 @@
 //	convene-bench sip [flags]     SIP registrar and proxy beside Kamailio, driven by SIPp
 //	convene-bench relay [flags]   RTP relay beside rtpengine and the machine probe
 //	convene-bench load [flags]    drive a running node with the seed's streams
+//	convene-bench webrtc [flags]  WebRTC subscribers beside Janus VideoRoom
 //
 // The benchmarks run the server as child processes (`convene serve`,
 // `convene relay`): the binary given by -convene, by default the `convene`
@@ -37,6 +38,7 @@ commands:
   sip       the SIP registrar and proxy beside Kamailio, driven by SIPp (make bench)
   relay     the RTP relay beside rtpengine and the machine probe (make bench)
   load      drive a running node with the seed's audio/video streams and measure
+  webrtc    WebRTC subscribers of one publisher beside Janus VideoRoom (make bench)
   version   print the version
 
 The benchmarks start the server binary given by -convene (default: the
@@ -60,6 +62,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchRelayCmd(args[1:], stdout, stderr)
 	case "load":
 		return loadCmd(args[1:], stdout, stderr)
+	case "webrtc":
+		return benchRTCCmd(args[1:], stdout, stderr)
+	case "rtc-load":
+		return rtcLoadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "convene-bench", version)
 		return 0

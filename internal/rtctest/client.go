@@ -7,6 +7,7 @@ package rtctest
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ type Options struct {
 	Receive interceptor.Factory
 	// TCP makes the client use ICE over TCP only.
 	TCP bool
+	// Interface is the one network interface the client gathers host
+	// candidates on ("" for lo).
+	Interface string
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -68,6 +72,47 @@ type Recv struct {
 	Keyframes atomic.Uint64
 	First     atomic.Int64 // unix nanos of the first packet
 	LastSeq   atomic.Uint32
+	// High is the highest sequence number seen, extended past wraps (the
+	// first packet's is 1<<16): High - first + 1 is what was expected.
+	High atomic.Int64
+	// Latency counts packets by one-way delay in milliseconds (the last
+	// bucket holds everything from LatencyBuckets-1 ms up), read from the
+	// send time Media writes into each payload.
+	Latency [LatencyBuckets]atomic.Uint32
+	mu      sync.Mutex
+}
+
+// LatencyBuckets is the size of Recv.Latency.
+const LatencyBuckets = 1000
+
+// Observe counts one received RTP packet of this track.
+func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
+	now := time.Now().UnixNano()
+	r.First.CompareAndSwap(0, now)
+	r.Packets.Add(1)
+	r.Bytes.Add(uint64(n))
+	r.LastSeq.Store(uint32(p.SequenceNumber))
+	r.mu.Lock()
+	h := r.High.Load()
+	if h == 0 {
+		r.High.Store(1<<16 | int64(p.SequenceNumber))
+	} else if d := int16(p.SequenceNumber - uint16(h)); d > 0 {
+		r.High.Store(h + int64(d))
+	}
+	r.mu.Unlock()
+	off := 0
+	if video {
+		off = 2
+		if len(p.Payload) > 1 && p.Payload[0]&0x10 != 0 && p.Payload[0]&0x07 == 0 && p.Payload[1]&0x01 == 0 {
+			r.Keyframes.Add(1)
+		}
+	}
+	if len(p.Payload) >= off+8 {
+		if sent := int64(binary.BigEndian.Uint64(p.Payload[off:])); sent > 0 && sent <= now && now-sent < int64(time.Minute) {
+			ms := min((now-sent)/int64(time.Millisecond), LatencyBuckets-1)
+			r.Latency[ms].Add(1)
+		}
+	}
 }
 
 // Dial opens a member's signalling socket: base is the node's HTTP URL.
@@ -81,7 +126,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{opt: opt, ws: ws, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
 		recv: map[string]*Recv{}, layers: map[string]string{}}
-	if c.Sub, err = newPC(opt.Receive, opt.TCP); err != nil {
+	if c.Sub, err = newPC(opt.Receive, opt); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -100,7 +145,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	return c, nil
 }
 
-func newPC(recv interceptor.Factory, tcp bool) (*webrtc.PeerConnection, error) {
+func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
 		return nil, err
@@ -115,10 +160,14 @@ func newPC(recv interceptor.Factory, tcp bool) (*webrtc.PeerConnection, error) {
 	se := webrtc.SettingEngine{}
 	se.SetIncludeLoopbackCandidate(true)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
-	if tcp {
+	if opt.TCP {
 		se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeTCP4})
 	}
-	se.SetInterfaceFilter(func(s string) bool { return s == "lo" })
+	ifname := opt.Interface
+	if ifname == "" {
+		ifname = "lo"
+	}
+	se.SetInterfaceFilter(func(s string) bool { return s == ifname })
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
 	return api.NewPeerConnection(webrtc.Configuration{})
 }
@@ -234,7 +283,7 @@ func (c *Client) Publish(ctx context.Context) error {
 // offer makes the publisher connection and its offer.
 func (c *Client) offer() (string, map[string]string, error) {
 	var err error
-	if c.Pub, err = newPC(nil, c.opt.TCP); err != nil {
+	if c.Pub, err = newPC(nil, c.opt); err != nil {
 		return "", nil, err
 	}
 	sources := map[string]string{}
@@ -339,13 +388,7 @@ func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
 		if p.Unmarshal(buf[:n]) != nil {
 			continue
 		}
-		r.First.CompareAndSwap(0, time.Now().UnixNano())
-		r.Packets.Add(1)
-		r.Bytes.Add(uint64(n))
-		r.LastSeq.Store(uint32(p.SequenceNumber))
-		if t.Kind() == webrtc.RTPCodecTypeVideo && len(p.Payload) > 1 && p.Payload[0]&0x10 != 0 && p.Payload[0]&0x07 == 0 && p.Payload[1]&0x01 == 0 {
-			r.Keyframes.Add(1)
-		}
+		r.Observe(&p, n, t.Kind() == webrtc.RTPCodecTypeVideo)
 	}
 }
 
@@ -404,7 +447,7 @@ func (c *Client) Media(ctx context.Context) {
 	if len(c.video) == 1 {
 		sizes = []int{2000}
 	}
-	payload := make([]byte, 1100)
+	payload := make([]byte, 1100) // the send time in the first bytes after the VP8 descriptor (audio: at 0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -416,6 +459,7 @@ func (c *Client) Media(ctx context.Context) {
 				continue
 			}
 			aseq++
+			binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
 			_ = c.audio.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: aseq, Timestamp: uint32(now.UnixMilli() * 48),
 				Marker: aseq == 1}, Payload: payload[:80]})
 		case now := <-videoT.C:
@@ -433,6 +477,7 @@ func (c *Client) Media(ctx context.Context) {
 					n := min(left, 1000)
 					left -= n
 					pl := payload[:n+1]
+					binary.BigEndian.PutUint64(pl[2:], uint64(time.Now().UnixNano()))
 					pl[0] = 0
 					if first {
 						pl[0] = 0x10 // S bit, partition 0

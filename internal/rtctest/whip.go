@@ -74,7 +74,7 @@ func WHEP(ctx context.Context, base, sid, token, query string) (*Client, Resourc
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{ctx: cctx, cancel: cancel, recv: map[string]*Recv{}, layers: map[string]string{}}
 	var err error
-	if c.Sub, err = newPC(nil, false); err != nil {
+	if c.Sub, err = newPC(nil, Options{}); err != nil {
 		return nil, Resource{}, err
 	}
 	c.Sub.OnTrack(c.onTrack)

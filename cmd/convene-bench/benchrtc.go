@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/convene/convene/internal/bench/loadgen"
+	"github.com/convene/convene/internal/bench/rtcbench"
+)
+
+// benchRTCCmd measures WebRTC forwarding beside Janus VideoRoom and writes
+// <out>/<date>-webrtc.md and .json.
+func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("webrtc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
+	systems := fs.String("systems", "convene,janus", "SFUs to measure: convene, janus (Debian's janus package, VideoRoom)")
+	scenarios := fs.String("scenarios", "audio,av", "audio (Opus) and av (Opus and three-layer simulcast VP8)")
+	stepList := fs.String("steps", "25,50,100,200,400,800", "subscriber counts, in order; a system stops at the first that misses the quality bar")
+	window := fs.Duration("window", 10*time.Second, "measuring window of each step")
+	budget := fs.Duration("budget", 12*time.Minute, "time for the whole run")
+	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
+	server := conveneFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bin := conveneBin("webrtc", *server, stderr)
+	if bin == "" {
+		return 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
+		return 1
+	}
+	var steps []int
+	for _, f := range strings.Split(*stepList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(stderr, "convene-bench webrtc: bad step %q\n", f)
+			return 2
+		}
+		steps = append(steps, n)
+	}
+	lock := lockBench("webrtc", *wait, stderr)
+	if lock == nil {
+		return 1
+	}
+	defer lock.Close()
+	_ = loadgen.FileLimit()
+	tmp := benchDirs("webrtc", *out, stderr)
+	if tmp == "" {
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := rtcbench.Run(ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
+		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout})
+	if err != nil {
+		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
+		return 1
+	}
+	path, err := rtcbench.Write(*out, res)
+	if err != nil {
+		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
+		return 1
+	}
+	fmt.Fprint(stdout, rtcbench.Format(res))
+	fmt.Fprintln(stdout, "report:", path)
+	return 0
+}
+
+// rtcLoadCmd is the benchmark's load process: it reads a LoadConfig as
+// JSON on stdin, subscribes, prints "window start", then the result.
+func rtcLoadCmd(args []string, stdout, stderr io.Writer) int {
+	var cfg rtcbench.LoadConfig
+	if err := json.NewDecoder(os.Stdin).Decode(&cfg); err != nil {
+		fmt.Fprintln(stderr, "convene-bench rtc-load: config on stdin:", err)
+		return 2
+	}
+	_ = loadgen.FileLimit()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := rtcbench.RunLoad(ctx, cfg, stdout, stdout); err != nil {
+		fmt.Fprintln(stderr, "convene-bench rtc-load:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,91 @@
+package rtcbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LiveKitPPSPerCore is LiveKit's published SRTP egress per vCPU, the
+// issue's target for ours.
+const LiveKitPPSPerCore = 75_000
+
+// Format renders the run as Markdown.
+func Format(res Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# WebRTC forwarding, %s\n\n", res.Date.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "One publisher, N subscribers over DTLS-SRTP on loopback, the subscribers in their own process (pion); %d CPUs; each step measured over %s. "+
+		"A step passes when every subscriber joined, loss < %.0f%% and one-way latency p95 < %d ms.\n\n", res.CPUs, res.Window, maxLoss*100, maxP95ms)
+	for _, sc := range []string{"audio", "av"} {
+		var ss []Series
+		for _, s := range res.Series {
+			if s.Scenario == sc {
+				ss = append(ss, s)
+			}
+		}
+		if len(ss) == 0 {
+			continue
+		}
+		title := map[string]string{"audio": "Audio (Opus, 50 packets/s)", "av": "Audio and simulcast video (VP8 layers ~100/300/900 kbit/s)"}[sc]
+		fmt.Fprintf(&b, "## %s\n\n", title)
+		fmt.Fprintf(&b, "| system | subscribers | joined | loss | latency p50 / p95 ms | server CPU (cores) | CPU ms/s per subscriber | SRTP packets/s per core | join p50 ms | pass |\n")
+		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, s := range ss {
+			for _, p := range s.Points {
+				fmt.Fprintf(&b, "| %s | %d | %d | %.2f%% | %.1f / %.1f | %.2f | %.2f | %.0f | %.0f | %s |\n", s.System, p.N, p.Load.Joined,
+					100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.CPU, p.CPUPerSub, p.PPSPerCore, p.Load.JoinP50, yes(p.OK))
+			}
+		}
+		b.WriteString("\n")
+		for _, s := range ss {
+			fmt.Fprintf(&b, "- %s (%s): %d subscribers at the quality bar", s.System, s.Version, s.MaxOK)
+			if s.Note != "" {
+				fmt.Fprintf(&b, " — %s", s.Note)
+			}
+			b.WriteString("\n")
+		}
+		if c, j := find(ss, "convene"), find(ss, "janus"); c != nil && j != nil && j.MaxOK > 0 {
+			fmt.Fprintf(&b, "- Convene / Janus subscribers: **%.2f×** (target 1.5×)\n", float64(c.MaxOK)/float64(j.MaxOK))
+		}
+		if c := find(ss, "convene"); c != nil {
+			best := 0.0
+			for _, p := range c.Points {
+				best = max(best, p.PPSPerCore)
+			}
+			fmt.Fprintf(&b, "- Convene SRTP egress: up to **%.0f packets/s per core** (LiveKit's published figure: %d)\n", best, LiveKitPPSPerCore)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	return b.String()
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func find(ss []Series, name string) *Series {
+	for i := range ss {
+		if ss[i].System == name {
+			return &ss[i]
+		}
+	}
+	return nil
+}
+
+// Write saves <dir>/<date>-webrtc.md and .json and returns the .md path.
+func Write(dir string, res Result) (string, error) {
+	stem := filepath.Join(dir, res.Date.Format("2006-01-02-150405")+"-webrtc")
+	j, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(stem+".json", j, 0o644); err != nil {
+		return "", err
+	}
+	return stem + ".md", os.WriteFile(stem+".md", []byte(Format(res)), 0o644)
+}

@@ -1,0 +1,381 @@
+package rtcbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/convene/convene/internal/bench/proc"
+	"github.com/convene/convene/internal/rtctest"
+)
+
+// Config is one run.
+type Config struct {
+	Convene   string   // the server binary
+	Self      string   // this benchmark binary (runs `rtc-load`)
+	Systems   []string // "convene", "janus"
+	Scenarios []string // "audio", "av" (audio and simulcast video)
+	Steps     []int    // subscriber counts
+	Window    time.Duration
+	Budget    time.Duration
+	Tmp       string
+	Log       io.Writer
+}
+
+// Point is one step: n subscribers of one publisher.
+type Point struct {
+	N    int        `json:"n"`
+	Load LoadResult `json:"load"`
+	// CPU is the server's CPU over the window, in cores.
+	CPU float64 `json:"cpu_cores"`
+	// CPUPerSub is CPU per subscriber, in milliseconds of CPU a second.
+	CPUPerSub float64 `json:"cpu_ms_per_s_per_subscriber"`
+	// PPSPerCore is the SRTP packets a second subscribers received per
+	// core of the server's CPU.
+	PPSPerCore float64 `json:"srtp_pps_per_core"`
+	OK         bool    `json:"ok"`
+}
+
+// Series is one system in one scenario.
+type Series struct {
+	System   string  `json:"system"`
+	Version  string  `json:"version"`
+	Scenario string  `json:"scenario"`
+	Points   []Point `json:"points"`
+	// MaxOK is the most subscribers served at the quality bar.
+	MaxOK int    `json:"max_ok"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Date    time.Time `json:"date"`
+	CPUs    int       `json:"cpus"`
+	Window  string    `json:"window"`
+	Series  []Series  `json:"series"`
+	Notes   []string  `json:"notes,omitempty"`
+	JoinP50 float64   `json:"convene_join_p50_ms"`
+}
+
+// Quality bar: a step counts when every subscriber joined, loss is under
+// 1% and the 95th percentile one-way latency under 100 ms.
+const (
+	maxLoss  = 0.01
+	maxP95ms = 100
+)
+
+// Run measures every scenario and system.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Window: cfg.Window.String()}
+	end := time.Now().Add(cfg.Budget)
+	for _, sc := range cfg.Scenarios {
+		for _, sys := range cfg.Systems {
+			if time.Now().After(end) {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s/%s not run: out of time budget", sys, sc))
+				continue
+			}
+			s, err := runSeries(ctx, cfg, sys, sc, end)
+			if err != nil {
+				s.Note = err.Error()
+			}
+			res.Series = append(res.Series, s)
+			if sys == "convene" && sc == "av" && len(s.Points) > 0 {
+				res.JoinP50 = s.Points[0].Load.JoinP50
+			}
+		}
+	}
+	return res, nil
+}
+
+type server interface {
+	pid() int
+	stop()
+}
+
+type pidStop struct {
+	p int
+	s func()
+}
+
+func (p pidStop) pid() int { return p.p }
+func (p pidStop) stop()    { p.s() }
+
+func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.Time) (Series, error) {
+	s := Series{System: sys, Scenario: scenario}
+	opt := rtctest.Options{Audio: true}
+	if scenario == "av" {
+		opt.Video, opt.Simulcast = true, true
+	}
+	var (
+		srv     server
+		base    LoadConfig
+		cleanup []func()
+	)
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+	mctx, mcancel := context.WithCancel(ctx)
+	cleanup = append(cleanup, mcancel)
+	switch sys {
+	case "convene":
+		n, err := startConvene(cfg)
+		if err != nil {
+			return s, err
+		}
+		srv = n
+		cleanup = append(cleanup, n.stop)
+		s.Version = n.version
+		sid, err := n.session()
+		if err != nil {
+			return s, err
+		}
+		tok, err := n.join(sid)
+		if err != nil {
+			return s, err
+		}
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		pub, err := rtctest.Dial(dctx, n.url, sid, tok, opt)
+		if err != nil {
+			return s, err
+		}
+		cleanup = append(cleanup, pub.Close)
+		if err := pub.Publish(dctx); err != nil {
+			return s, err
+		}
+		go pub.Media(mctx)
+		base = LoadConfig{System: "convene", URL: n.url, Session: sid}
+		base.Tokens = nil
+		s.Note = ""
+		stepTokens := func(k int) ([]string, error) {
+			var ts []string
+			for range k {
+				t, err := n.join(sid)
+				if err != nil {
+					return nil, err
+				}
+				ts = append(ts, t)
+			}
+			return ts, nil
+		}
+		return steps(ctx, cfg, s, srv, base, stepTokens, end)
+	case "janus":
+		j, err := StartJanus(filepath.Join(cfg.Tmp, "janus-"+scenario))
+		if err != nil {
+			return s, err
+		}
+		srv = pidStop{j.PID(), j.Stop}
+		cleanup = append(cleanup, j.Stop)
+		s.Version = j.Version
+		opt.Interface = janusIf
+		pub, offer, err := rtctest.NewPublisher(opt)
+		if err != nil {
+			return s, err
+		}
+		cleanup = append(cleanup, pub.Close)
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		feed, closeJ, err := JanusPublish(dctx, j.URL, pub, offer)
+		if err != nil {
+			return s, fmt.Errorf("janus publisher: %w (%s)", err, lastLines(j.log.String(), 3))
+		}
+		cleanup = append(cleanup, closeJ)
+		go pub.Media(mctx)
+		base = LoadConfig{System: "janus", URL: j.URL, Feed: feed}
+		return steps(ctx, cfg, s, srv, base, nil, end)
+	}
+	return s, fmt.Errorf("unknown system %q", sys)
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, " | ")
+}
+
+// steps runs the subscriber counts in turn until one misses the quality
+// bar or time runs out.
+func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfig, tokens func(int) ([]string, error), end time.Time) (Series, error) {
+	for _, n := range cfg.Steps {
+		if time.Now().Add(cfg.Window + 40*time.Second).After(end) {
+			s.Note = fmt.Sprintf("stopped before %d subscribers: out of time budget", n)
+			break
+		}
+		lc := base
+		lc.N, lc.Window = n, Duration(cfg.Window)
+		if tokens != nil {
+			ts, err := tokens(n)
+			if err != nil {
+				return s, err
+			}
+			lc.Tokens = ts
+		}
+		p, err := step(ctx, cfg, srv, lc)
+		if err != nil {
+			return s, err
+		}
+		s.Points = append(s.Points, p)
+		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p95=%.1fms cpu=%.2f cores %.0f pps/core ok=%v\n",
+			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP95, p.CPU, p.PPSPerCore, p.OK)
+		if !p.OK {
+			break
+		}
+		s.MaxOK = n
+		time.Sleep(2 * time.Second) // the last step's clients hang up
+	}
+	return s, nil
+}
+
+// step runs one load process and measures the server over its window.
+func step(ctx context.Context, cfg Config, srv server, lc LoadConfig) (Point, error) {
+	in, _ := json.Marshal(lc)
+	cmd := exec.CommandContext(ctx, cfg.Self, "rtc-load")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return Point{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return Point{}, err
+	}
+	defer proc.Stop(cmd, 5*time.Second)
+	sc := bufio.NewScanner(out)
+	var cpu0 float64
+	var t0 time.Time
+	p := Point{N: lc.N}
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "window start" {
+			_, cpu0, _ = proc.Process(srv.pid())
+			t0 = time.Now()
+			continue
+		}
+		if strings.HasPrefix(line, "{") {
+			_, cpu1, _ := proc.Process(srv.pid())
+			if err := json.Unmarshal([]byte(line), &p.Load); err != nil {
+				return p, err
+			}
+			if el := time.Since(t0).Seconds(); el > 0 && !t0.IsZero() {
+				p.CPU = (cpu1 - cpu0) / el
+			}
+			break
+		}
+	}
+	_ = cmd.Wait()
+	if t0.IsZero() {
+		return p, fmt.Errorf("the load process ended without measuring: %s", lastLines(stderr.String(), 5))
+	}
+	if p.CPU > 0 {
+		p.CPUPerSub = p.CPU * 1000 / float64(lc.N)
+		p.PPSPerCore = float64(p.Load.Received) / p.Load.Seconds / p.CPU
+	}
+	p.OK = p.Load.Joined == lc.N && p.Load.Loss < maxLoss && p.Load.LatP95 < maxP95ms && p.Load.Error == ""
+	return p, nil
+}
+
+// conveneNode is a `convene serve` child process.
+type conveneNode struct {
+	cmd     *exec.Cmd
+	url     string
+	key     string
+	version string
+	log     bytes.Buffer
+}
+
+func freeTCP() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func freeUDPPort() int {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+func startConvene(cfg Config) (*conveneNode, error) {
+	dir, err := os.MkdirTemp(cfg.Tmp, "node-")
+	if err != nil {
+		return nil, err
+	}
+	n := &conveneNode{key: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	port := freeTCP()
+	n.url = "http://127.0.0.1:" + strconv.Itoa(port)
+	n.cmd = exec.Command(cfg.Convene, "serve", "-data-dir", dir, "-http-addr", "127.0.0.1:"+strconv.Itoa(port), "-rtp-port", "0",
+		"-sip-listen", "127.0.0.1:0", "-webrtc-udp-port", strconv.Itoa(freeUDPPort()), "-auth-api-keys", n.key,
+		"-sessions-max-members", "5000", "-http-ws-max-per-session", "5000", "-log-level", "warn")
+	n.cmd.Stdout, n.cmd.Stderr = &syncWriter{w: &n.log}, &syncWriter{w: &n.log}
+	if err := n.cmd.Start(); err != nil {
+		return nil, err
+	}
+	out, _ := exec.Command(cfg.Convene, "version").Output()
+	n.version = strings.TrimSpace(string(out))
+	for i := 0; i < 100; i++ {
+		if resp, err := http.Get(n.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return n, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n.stop()
+	return nil, fmt.Errorf("convene did not start: %s", n.log.String())
+}
+
+func (n *conveneNode) pid() int { return n.cmd.Process.Pid }
+func (n *conveneNode) stop()    { proc.Stop(n.cmd, 5*time.Second) }
+
+func (n *conveneNode) api(method, path string, body any, out any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, n.url+path, bytes.NewReader(b))
+	req.Header.Set("X-API-Key", n.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		m, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, m)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (n *conveneNode) session() (string, error) {
+	var s struct{ ID string }
+	err := n.api("POST", "/api/v1/sessions", map[string]string{"name": "bench"}, &s)
+	return s.ID, err
+}
+
+func (n *conveneNode) join(sid string) (string, error) {
+	var j struct{ Token struct{ Token string } }
+	err := n.api("POST", "/api/v1/sessions/"+sid+"/members", map[string]string{"name": "sub", "role": "participant"}, &j)
+	return j.Token.Token, err
+}
