@@ -5,13 +5,18 @@ BENCH   := bin/convene-bench
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: run build build-bench test test-deps deps bench bench-quick microbench fuzz vet clean
+.PHONY: run build build-bench web test test-deps deps bench bench-quick microbench fuzz vet clean
 
 run: deps build
 	./$(BIN) serve $(ARGS)
 
-build: deps
+build: deps web
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/convene
+
+# The web app (web/, TypeScript and Preact) is built into
+# internal/webui/dist, which the binary embeds.
+web:
+	cd web && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
 
 # The benchmark tooling is its own binary; it runs bin/convene (beside it)
 # as child processes.
@@ -31,8 +36,11 @@ vet: deps
 	@scripts/import-graph.sh -check
 
 # Every test, with the race detector; fuzz seed corpora run as tests too.
-test: test-deps vet
+# Then the web app's unit tests and its end-to-end tests in Chromium
+# against the binary just built.
+test: test-deps vet build
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd web && npm test --silent && npm run e2e --silent
 
 # The seed's benchmark suite: Convene beside nats-server and the machine's
 # own UDP fan-out limit, in one run (about 25 minutes; bench-quick about 5).

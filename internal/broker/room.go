@@ -65,8 +65,9 @@ type TrackInfo struct {
 	// Source says what the track carries: "microphone", "camera",
 	// "screen", or "rtp" for a plain endpoint.
 	Source string
-	// Stream groups the layers of one simulcast source (and is the media
-	// stream a browser sees); "" means the publishing member's ID.
+	// Stream groups the tracks a receiver shows together: the layers of
+	// one simulcast source, and a member's microphone with its camera (it
+	// is the media stream a browser sees); "" means the publisher's ID.
 	Stream string
 	// Layer is 0 for a track without simulcast, else 1 (lowest) to 3.
 	Layer int
@@ -168,6 +169,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 		own = newTrack(m.ID+"/"+m.Kind.String(), m.ID, m.Kind)
 		own.gated.Store(m.Gated)
 		own.info = m.Info
+		own.owner = m.Owner
 		own.keyframe = m.Keyframe
 		for id, o := range r.members {
 			if hears(o, id, m, m.ID) {

@@ -42,9 +42,13 @@ type Track struct {
 	gateDrops atomic.Uint64
 
 	info     TrackInfo    // set at Join, then read-only
+	owner    string       // Member.Owner
 	keyframe func()       // Member.Keyframe
 	firstPT  atomic.Int32 // the first packet's payload type + 1; 0 before it
 }
+
+// Owner returns the session member whose endpoint publishes the track ("" for none).
+func (t *Track) Owner() string { return t.owner }
 
 // Info returns what the publisher said about the track.
 func (t *Track) Info() TrackInfo { return t.info }

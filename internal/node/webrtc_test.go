@@ -281,7 +281,7 @@ func TestSimulcastFollowsTheBandwidthEstimate(t *testing.T) {
 	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Receive: limit})
 	dialRTC(t, n, s.ID, btok, rtctest.Options{Video: true, Simulcast: true})
 	waitMedia(t, ca, b, "video")
-	track := b + "-camera-video"
+	track := b + "-video"
 	layer := func(want string, within time.Duration) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), within)

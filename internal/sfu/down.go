@@ -142,13 +142,7 @@ func streamOf(t *broker.Track) string {
 }
 
 // memberOf is the session member who sends a track ("" for none).
-func memberOf(t *broker.Track) string {
-	s := t.Info().Stream
-	if i := strings.LastIndexByte(s, '-'); i > 0 {
-		return s[:i]
-	}
-	return ""
-}
+func memberOf(t *broker.Track) string { return t.Owner() }
 
 // syncSub makes the subscriber connection carry the tracks the member is
 // subscribed to now, and renegotiates if that changed.

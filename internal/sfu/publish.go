@@ -173,7 +173,7 @@ func (p *Peer) onTrack(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) {
 	u.level.Store(12700)
 	codec := t.Codec()
 	info := broker.TrackInfo{Codec: codec.MimeType, ClockRate: codec.ClockRate, Channels: codec.Channels, Fmtp: codec.SDPFmtpLine,
-		Source: src, Stream: p.member + "-" + src, Layer: layer, Primary: primary}
+		Source: src, Stream: streamFor(p.member, src), Layer: layer, Primary: primary}
 	link, err := p.s.sessions.AttachLive(p.ctx, p.session, p.member, session.NewLiveLink{Type: session.LinkWebRTC, Kind: kind, Sends: true, Source: src},
 		func(room *broker.Room, at session.Place) (session.Media, error) {
 			u.link, u.room = at.LinkID, room
@@ -334,4 +334,13 @@ func (p *Peer) downTracks() []*downTrack {
 		}
 	}
 	return l
+}
+
+// streamFor is the media stream a source of a member's goes out in: the
+// microphone and the camera share the member's, a screen has its own.
+func streamFor(member, source string) string {
+	if source == "screen" {
+		return member + "-screen"
+	}
+	return member
 }

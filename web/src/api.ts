@@ -1,0 +1,72 @@
+// The REST API under /api/v1: operators send their key (X-API-Key),
+// members their token (Authorization: Bearer).
+
+export type Creds = { key?: string; token?: string };
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    public code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function api<T>(method: string, path: string, creds: Creds, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (creds.key) headers['X-API-Key'] = creds.key;
+  else if (creds.token) headers['Authorization'] = 'Bearer ' + creds.token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const resp = await fetch('/api/v1' + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await resp.text();
+  const data = text ? JSON.parse(text) : {};
+  if (!resp.ok) {
+    const e = data?.error ?? {};
+    throw new ApiError(resp.status, e.code ?? 'error', e.message ?? resp.statusText);
+  }
+  return data as T;
+}
+
+export type Session = {
+  id: string;
+  name: string;
+  state: string;
+  members: number;
+  start_at?: string;
+  end_at?: string;
+  created_at: string;
+};
+
+export type Member = { id: string; name: string; role: string; subgroup?: string };
+
+export type FloorRequest = { id: string; floor: string; member: string; status: string; position?: number };
+export type FloorToken = { id: string; holder?: string };
+export type Floor = { name: string; style: string; auto: boolean; tokens: FloorToken[]; queue: FloorRequest[] };
+
+export const floorStyles = ['none', 'floor_control', 'brainstorming', 'chalkboard', 'discussion_groups', 'activity_sensing'];
+
+export const listSessions = (c: Creds) => api<{ sessions: Session[] }>('GET', '/sessions', c).then((r) => r.sessions ?? []);
+export const getSession = (c: Creds, id: string) => api<Session>('GET', '/sessions/' + id, c);
+export const createSession = (c: Creds, name: string, startAt?: string, endAt?: string) =>
+  api<Session>('POST', '/sessions', c, { name, start_at: startAt || undefined, end_at: endAt || undefined });
+export const sessionAction = (c: Creds, id: string, action: string) =>
+  api<Session>('POST', `/sessions/${id}/state`, c, { action });
+export const issueToken = (c: Creds, id: string, role: string) =>
+  api<{ token: string; id: string }>('POST', `/sessions/${id}/tokens`, c, { role });
+export const joinSession = (joinToken: string, id: string, name: string) =>
+  api<{ member: Member; token: { token: string } }>('POST', `/sessions/${id}/members`, { token: joinToken }, { name });
+export const leaveSession = (c: Creds, id: string, member: string) =>
+  api<unknown>('DELETE', `/sessions/${id}/members/${member}`, c);
+export const listMembers = (c: Creds, id: string) =>
+  api<{ members: Member[] }>('GET', `/sessions/${id}/members`, c).then((r) => r.members ?? []);
+export const listFloors = (c: Creds, id: string) =>
+  api<{ floors: Floor[] }>('GET', `/sessions/${id}/floors`, c).then((r) => r.floors ?? []);
+export const floorAction = (c: Creds, id: string, floor: string, action: string, body: Record<string, unknown> = {}) =>
+  api<FloorRequest>('POST', `/sessions/${id}/floors/${floor}/${action}`, c, body);
+export const setFloorStyle = (c: Creds, id: string, floor: string, style: string, auto: boolean) =>
+  api<Floor>('PUT', `/sessions/${id}/floors/${floor}`, c, { style, auto });

@@ -1,0 +1,255 @@
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { floorAction, leaveSession, listFloors, listMembers, setFloorStyle, type Floor, type Member } from '../api';
+import { FloorPanel } from '../components/FloorPanel';
+import { Icon } from '../components/Icon';
+import { Tile } from '../components/Tile';
+import { EventStream, type SessionEvent } from '../events';
+import { openLocal, takeOver } from '../media';
+import { qualityLabel } from '../quality';
+import { RTC, type Quality, type Remote } from '../rtc';
+import { navigate } from '../route';
+
+declare global {
+  interface Window {
+    convene?: unknown;
+  }
+}
+
+// Room: the meeting. Media over two peer connections (rtc.ts), everything
+// else from the session's event stream.
+export function Room({ session }: { session: string }) {
+  const token = sessionStorage.getItem('convene.token.' + session) ?? '';
+  const me = sessionStorage.getItem('convene.member.' + session) ?? '';
+  const creds = { token };
+  const [members, setMembers] = useState<Member[]>([]);
+  const [floors, setFloors] = useState<Floor[]>([]);
+  const [remotes, setRemotes] = useState<Map<string, Remote>>(new Map());
+  const [muted, setMuted] = useState<Record<string, boolean>>({});
+  const [camOff, setCamOff] = useState<Record<string, boolean>>({});
+  const [speakers, setSpeakers] = useState<string[]>([]);
+  const [quality, setQuality] = useState<Record<string, Quality>>({});
+  const [local, setLocal] = useState<MediaStream>();
+  const [mic, setMic] = useState(true);
+  const [camera, setCamera] = useState(true);
+  const [screen, setScreen] = useState<MediaStream>();
+  const [online, setOnline] = useState(true);
+  const [err, setErr] = useState('');
+  const [ended, setEnded] = useState('');
+  const rtc = useRef<RTC>();
+
+  const names = useMemo(() => Object.fromEntries(members.map((m) => [m.id, m.name])), [members]);
+  const meMember = members.find((m) => m.id === me);
+  const chair = meMember?.role === 'chair';
+
+  const refreshFloors = () => listFloors(creds, session).then(setFloors, () => {});
+  const refreshMembers = () => listMembers(creds, session).then(setMembers, () => {});
+
+  useEffect(() => {
+    if (!token) return;
+    refreshMembers();
+    refreshFloors();
+    const onEvent = (ev: SessionEvent) => {
+      const d = ev.data ?? {};
+      switch (ev.type) {
+        case 'member.joined':
+        case 'member.updated':
+        case 'member.left':
+          refreshMembers();
+          if (ev.type === 'member.left' && d.id === me) setEnded('You have left the session.');
+          break;
+        case 'floor.request':
+        case 'floor.style':
+          refreshFloors();
+          break;
+        case 'media.muted':
+          (d.kind === 'audio' ? setMuted : setCamOff)((m) => ({ ...m, [d.member]: d.muted }));
+          break;
+        case 'speaker.active':
+          setSpeakers(d.members ?? []);
+          break;
+        case 'finished':
+        case 'deactivated':
+        case 'canceled':
+          setEnded('The session has ended.');
+          break;
+      }
+    };
+    const es = new EventStream(session, token, onEvent, setOnline);
+    return () => es.close();
+  }, [session, token]);
+
+  useEffect(() => {
+    if (!token) return;
+    let stop = false;
+    const r = new RTC(session, token, {
+      remotes: setRemotes,
+      quality: setQuality,
+      error: (code, msg) => setErr(`${code}: ${msg}`),
+      closed: (why) => !stop && setEnded((e) => e || 'Disconnected: ' + why),
+    });
+    rtc.current = r;
+    const handed = takeOver();
+    (async () => {
+      try {
+        const s = handed.local ?? (await openLocal(handed.choice?.audioId, handed.choice?.videoId, handed.choice?.camera ?? true));
+        if (stop) return s.getTracks().forEach((t) => t.stop());
+        setLocal(s);
+        await r.ready();
+        const a = s.getAudioTracks()[0];
+        const v = s.getVideoTracks()[0];
+        if (a) {
+          a.enabled = handed.choice?.mic ?? true;
+          setMic(a.enabled);
+          await r.publish('microphone', a);
+          if (!a.enabled) r.mute('audio', true);
+        }
+        if (v) await r.publish('camera', v);
+        else setCamera(false);
+      } catch (e: any) {
+        setErr(e.message ?? String(e));
+      }
+    })();
+    window.convene = {
+      member: me,
+      stats: () => r.stats(),
+      remotes: () => [...rtcRemotes.current.values()].map((x) => ({ member: x.member, source: x.source })),
+    };
+    return () => {
+      stop = true;
+      r.close();
+    };
+  }, [session, token]);
+
+  const rtcRemotes = useRef(remotes);
+  rtcRemotes.current = remotes;
+
+  useEffect(() => () => local?.getTracks().forEach((t) => t.stop()), [local]);
+
+  const toggleMic = () => {
+    const a = local?.getAudioTracks()[0];
+    const on = !mic;
+    if (a) a.enabled = on;
+    setMic(on);
+    setMuted((m) => ({ ...m, [me]: !on }));
+    rtc.current?.mute('audio', !on);
+  };
+  const toggleCamera = () => {
+    const v = local?.getVideoTracks()[0];
+    const on = !camera;
+    if (v) v.enabled = on;
+    setCamera(on);
+    setCamOff((m) => ({ ...m, [me]: !on }));
+    rtc.current?.mute('video', !on);
+  };
+  const toggleScreen = async () => {
+    if (screen) {
+      screen.getTracks().forEach((t) => t.stop());
+      setScreen(undefined);
+      await rtc.current?.publish('screen', null);
+      return;
+    }
+    try {
+      const s = await navigator.mediaDevices.getDisplayMedia({ video: true });
+      const t = s.getVideoTracks()[0];
+      t.onended = () => {
+        setScreen(undefined);
+        rtc.current?.publish('screen', null);
+      };
+      setScreen(s);
+      await rtc.current?.publish('screen', t);
+    } catch (e: any) {
+      setErr('Screen sharing: ' + e.message);
+    }
+  };
+  const leave = async () => {
+    rtc.current?.close();
+    await leaveSession(creds, session, me).catch(() => {});
+    sessionStorage.removeItem('convene.token.' + session);
+    navigate('/');
+  };
+  const act = (floor: string, action: string, body: Record<string, unknown> = {}) =>
+    floorAction(creds, session, floor, action, body).then(refreshFloors, (e) => setErr(e.message));
+  const style = (floor: string, s: string, auto: boolean) =>
+    setFloorStyle(creds, session, floor, s, auto).then(refreshFloors, (e) => setErr(e.message));
+
+  if (!token) {
+    return (
+      <main class="narrow">
+        <h1>Not joined</h1>
+        <p>Open the session's join link to take part.</p>
+      </main>
+    );
+  }
+  if (ended) {
+    return (
+      <main class="narrow">
+        <h1>{ended}</h1>
+        <button onClick={() => navigate('/')}>Home</button>
+      </main>
+    );
+  }
+  const tiles = [...remotes.entries()];
+  return (
+    <div class="room">
+      <main class="stage" aria-label="Participants">
+        <div class={'grid n' + Math.min(tiles.length + 1, 9)}>
+          <Tile stream={local} name={meMember?.name ?? 'You'} local muted={!mic} cameraOff={!camera} speaking={speakers.includes(me)} testid="tile-me" />
+          {screen && <Tile stream={screen} name={meMember?.name ?? 'You'} local source="screen" />}
+          {tiles.map(([id, r]) => (
+            <Tile
+              key={id}
+              stream={r.stream}
+              name={names[r.member] ?? r.member}
+              source={r.source}
+              muted={r.source !== 'screen' && muted[r.member]}
+              cameraOff={r.source !== 'screen' && camOff[r.member]}
+              speaking={speakers.includes(r.member)}
+              quality={r.source === 'screen' ? undefined : quality[r.member]?.score}
+              testid={'tile-' + r.member}
+            />
+          ))}
+        </div>
+        <nav class="controls" aria-label="Call controls">
+          <button class={mic ? '' : 'off'} onClick={toggleMic} aria-label={mic ? 'Mute microphone' : 'Unmute microphone'}>
+            <Icon name={mic ? 'mic' : 'micOff'} /> {mic ? 'Mute' : 'Unmute'}
+          </button>
+          <button class={camera ? '' : 'off'} onClick={toggleCamera} aria-label={camera ? 'Turn camera off' : 'Turn camera on'}>
+            <Icon name={camera ? 'cam' : 'camOff'} /> {camera ? 'Stop video' : 'Start video'}
+          </button>
+          <button class={screen ? 'off' : ''} onClick={toggleScreen} aria-label={screen ? 'Stop sharing the screen' : 'Share the screen'}>
+            <Icon name="screen" /> {screen ? 'Stop sharing' : 'Share screen'}
+          </button>
+          <button class="danger" onClick={leave} aria-label="Leave the session">
+            <Icon name="leave" /> Leave
+          </button>
+        </nav>
+        {!online && <p class="banner" role="status">Reconnecting to the event stream…</p>}
+        {err && (
+          <p class="error" role="alert">
+            {err} <button class="quiet" onClick={() => setErr('')} aria-label="Dismiss the error">✕</button>
+          </p>
+        )}
+      </main>
+      <aside class="side">
+        <FloorPanel floors={floors} me={me} chair={chair} names={names} act={act} style={style} />
+        <section class="panel" aria-labelledby="members-h">
+          <h2 id="members-h">Members ({members.length})</h2>
+          <ul class="members">
+            {members.map((m) => (
+              <li key={m.id} data-testid={'member-' + m.name}>
+                <span class="name">{m.name}</span> <span class="role">{m.role}</span>
+                {m.subgroup && <span class="muted"> · {m.subgroup}</span>}
+                {muted[m.id] && (
+                  <span class="badge-inline" aria-label="muted">
+                    <Icon name="micOff" />
+                  </span>
+                )}
+                <span class="muted quality"> · {m.id === me ? 'you' : qualityLabel(quality[m.id])}</span>
+              </li>
+            ))}
+          </ul>
+        </section>
+      </aside>
+    </div>
+  );
+}

@@ -1,0 +1,26 @@
+// Routes: / (home), /join/<session>#t=<join token>, /s/<session> (in the
+// meeting, with the member token kept in sessionStorage).
+
+export type Route =
+  | { page: 'home' }
+  | { page: 'join'; session: string; joinToken: string }
+  | { page: 'room'; session: string };
+
+export function parseRoute(pathname: string, hash: string): Route {
+  const parts = pathname.split('/').filter(Boolean);
+  if (parts[0] === 'join' && parts[1]) {
+    const t = new URLSearchParams(hash.replace(/^#/, '')).get('t') ?? '';
+    return { page: 'join', session: decodeURIComponent(parts[1]), joinToken: t };
+  }
+  if (parts[0] === 's' && parts[1]) return { page: 'room', session: decodeURIComponent(parts[1]) };
+  return { page: 'home' };
+}
+
+export function joinLink(origin: string, session: string, joinToken: string): string {
+  return `${origin}/join/${encodeURIComponent(session)}#t=${encodeURIComponent(joinToken)}`;
+}
+
+export function navigate(path: string) {
+  history.pushState(null, '', path);
+  dispatchEvent(new PopStateEvent('popstate'));
+}

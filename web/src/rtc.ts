@@ -1,0 +1,224 @@
+// The browser side of docs/signalling.md: a publisher connection we offer
+// on and a subscriber connection the node offers on.
+
+export type TrackDesc = { id: string; stream: string; member?: string; kind: string; source: string; layers?: number };
+export type Quality = { score: string; loss: number; rtt_ms: number; jitter_ms: number };
+export type Frame = {
+  type: string;
+  pc?: string;
+  sdp?: string;
+  member?: string;
+  ice_servers?: RTCIceServer[];
+  tracks?: TrackDesc[];
+  members?: Record<string, Quality>;
+  track?: string;
+  layer?: string;
+  code?: string;
+  message?: string;
+};
+
+export type Remote = { stream: MediaStream; member: string; source: string };
+
+export type RTCEvents = {
+  remotes(r: Map<string, Remote>): void;
+  quality(q: Record<string, Quality>): void;
+  error(code: string, message: string): void;
+  closed(reason: string): void;
+};
+
+// streamMember maps a remote stream ID ("<member>-<source>") to its member
+// and source using the node's tracks list.
+export function describeStreams(tracks: TrackDesc[]): Map<string, { member: string; source: string }> {
+  const m = new Map<string, { member: string; source: string }>();
+  for (const t of tracks) m.set(t.stream, { member: t.member ?? t.stream, source: t.source });
+  return m;
+}
+
+export class RTC {
+  private ws: WebSocket;
+  private pub?: RTCPeerConnection;
+  private sub?: RTCPeerConnection;
+  private ice: RTCIceServer[] = [];
+  private tracks: TrackDesc[] = [];
+  private streams = new Map<string, MediaStream>();
+  private senders = new Map<string, RTCRtpSender>(); // by source
+  private sources: Record<string, string> = {};
+  private negotiating = Promise.resolve();
+  private pendingAnswer?: (sdp: string) => void;
+  member = '';
+
+  constructor(session: string, token: string, private on: RTCEvents) {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    this.ws = new WebSocket(`${proto}//${location.host}/api/v1/sessions/${session}/rtc?token=${encodeURIComponent(token)}`);
+    this.ws.onmessage = (m) => this.handle(JSON.parse(m.data));
+    this.ws.onclose = (e) => on.closed(e.reason || 'the connection to the node closed');
+  }
+
+  ready(): Promise<void> {
+    if (this.member) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const t = setInterval(() => {
+        if (this.member) {
+          clearInterval(t);
+          resolve();
+        } else if (this.ws.readyState === WebSocket.CLOSED) {
+          clearInterval(t);
+          reject(new Error('the node refused the connection'));
+        }
+      }, 20);
+    });
+  }
+
+  private send(f: Record<string, unknown>) {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(f));
+  }
+
+  private async handle(f: Frame) {
+    switch (f.type) {
+      case 'welcome':
+        this.ice = f.ice_servers ?? [];
+        this.member = f.member ?? '';
+        break;
+      case 'offer':
+        await this.answerSub(f.sdp ?? '');
+        break;
+      case 'answer':
+        this.pendingAnswer?.(f.sdp ?? '');
+        break;
+      case 'tracks':
+        this.tracks = f.tracks ?? [];
+        this.emitRemotes();
+        break;
+      case 'quality':
+        this.on.quality(f.members ?? {});
+        break;
+      case 'error':
+        this.on.error(f.code ?? 'error', f.message ?? '');
+        break;
+    }
+  }
+
+  private subPC(): RTCPeerConnection {
+    if (this.sub) return this.sub;
+    const pc = new RTCPeerConnection({ iceServers: this.ice });
+    pc.ontrack = (e) => {
+      const id = e.streams[0]?.id ?? e.track.id;
+      let s = this.streams.get(id);
+      if (!s) {
+        s = new MediaStream();
+        this.streams.set(id, s);
+      }
+      s.addTrack(e.track);
+      e.track.onended = () => s!.removeTrack(e.track);
+      this.emitRemotes();
+    };
+    this.sub = pc;
+    return pc;
+  }
+
+  private async answerSub(sdp: string) {
+    const pc = this.subPC();
+    await pc.setRemoteDescription({ type: 'offer', sdp });
+    await pc.setLocalDescription(await pc.createAnswer());
+    this.send({ type: 'answer', pc: 'sub', sdp: pc.localDescription!.sdp });
+  }
+
+  private emitRemotes() {
+    const desc = describeStreams(this.tracks);
+    const out = new Map<string, Remote>();
+    for (const [id, d] of desc) {
+      const s = this.streams.get(id) ?? new MediaStream();
+      this.streams.set(id, s);
+      // Drop tracks of streams the node no longer sends.
+      out.set(id, { stream: s, member: d.member, source: d.source });
+    }
+    this.on.remotes(out);
+  }
+
+  // publish sends (or replaces, or with null stops) the track of a source.
+  async publish(source: 'microphone' | 'camera' | 'screen', track: MediaStreamTrack | null) {
+    const old = this.senders.get(source);
+    if (old && track) {
+      await old.replaceTrack(track);
+      return;
+    }
+    if (!track && !old) return;
+    const pc = this.pubPC();
+    if (track) {
+      const init: RTCRtpTransceiverInit = { direction: 'sendonly' };
+      if (source === 'camera' && track.kind === 'video') {
+        init.sendEncodings = [
+          { rid: 'l', scaleResolutionDownBy: 4, maxBitrate: 150_000 },
+          { rid: 'm', scaleResolutionDownBy: 2, maxBitrate: 500_000 },
+          { rid: 'h', maxBitrate: 1_500_000 },
+        ];
+      }
+      const tr = pc.addTransceiver(track, init);
+      this.senders.set(source, tr.sender);
+      (tr as any)._source = source;
+    } else if (old) {
+      pc.removeTrack(old);
+      this.senders.delete(source);
+    }
+    await this.negotiate();
+  }
+
+  private pubPC(): RTCPeerConnection {
+    if (this.pub) return this.pub;
+    this.pub = new RTCPeerConnection({ iceServers: this.ice });
+    return this.pub;
+  }
+
+  private negotiate(): Promise<void> {
+    this.negotiating = this.negotiating.then(async () => {
+      const pc = this.pubPC();
+      const offer = await pc.createOffer();
+      await pc.setLocalDescription(offer);
+      this.sources = {};
+      for (const t of pc.getTransceivers()) {
+        const src = (t as any)._source;
+        if (t.mid && src) this.sources[t.mid] = src;
+      }
+      const answer = new Promise<string>((r) => (this.pendingAnswer = r));
+      this.send({ type: 'offer', pc: 'pub', sdp: pc.localDescription!.sdp, sources: this.sources });
+      await pc.setRemoteDescription({ type: 'answer', sdp: await answer });
+    });
+    return this.negotiating;
+  }
+
+  mute(kind: 'audio' | 'video', muted: boolean) {
+    this.send({ type: 'mute', kind, muted });
+  }
+
+  setLayer(track: string, layer: 'low' | 'mid' | 'high' | 'auto') {
+    this.send({ type: 'layer', track, layer });
+  }
+
+  // stats reports, per remote member, decoded video frames and audio energy
+  // (for the connection panel and the tests).
+  async stats(): Promise<Record<string, { framesDecoded: number; audioEnergy: number; packetsLost: number }>> {
+    const out: Record<string, { framesDecoded: number; audioEnergy: number; packetsLost: number }> = {};
+    if (!this.sub) return out;
+    const desc = describeStreams(this.tracks);
+    for (const r of this.sub.getReceivers()) {
+      const sid = [...this.streams.entries()].find(([, s]) => s.getTracks().includes(r.track))?.[0];
+      const member = sid ? (desc.get(sid)?.member ?? sid) : '';
+      if (!member) continue;
+      const o = (out[member] ??= { framesDecoded: 0, audioEnergy: 0, packetsLost: 0 });
+      (await r.getStats()).forEach((s: any) => {
+        if (s.type !== 'inbound-rtp') return;
+        o.framesDecoded += s.framesDecoded ?? 0;
+        o.audioEnergy += s.totalAudioEnergy ?? 0;
+        o.packetsLost += s.packetsLost ?? 0;
+      });
+    }
+    return out;
+  }
+
+  close() {
+    this.send({ type: 'leave' });
+    this.pub?.close();
+    this.sub?.close();
+    this.ws.close();
+  }
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { EventCursor, reconnectDelay } from '../src/events';
+import { joinLink, parseRoute } from '../src/route';
+import { describeStreams } from '../src/rtc';
+import { qualityLabel } from '../src/quality';
+
+describe('routes', () => {
+  it('parses a join link and keeps the token out of the path', () => {
+    const link = joinLink('http://127.0.0.1:8080', 's_1', 'cv1.a+b/c');
+    const u = new URL(link);
+    expect(u.pathname).toBe('/join/s_1');
+    expect(parseRoute(u.pathname, u.hash)).toEqual({ page: 'join', session: 's_1', joinToken: 'cv1.a+b/c' });
+  });
+  it('parses the room and falls back to home', () => {
+    expect(parseRoute('/s/s_9', '')).toEqual({ page: 'room', session: 's_9' });
+    expect(parseRoute('/', '')).toEqual({ page: 'home' });
+    expect(parseRoute('/nowhere/x', '')).toEqual({ page: 'home' });
+  });
+});
+
+describe('event resume', () => {
+  it('takes each event once, in order, and resumes after the last', () => {
+    const c = new EventCursor();
+    expect(c.query()).toBe('');
+    expect(c.accept({ seq: 3 })).toBe(true);
+    expect(c.accept({ seq: 4 })).toBe(true);
+    expect(c.accept({ seq: 4 })).toBe(false); // repeated after a reconnect
+    expect(c.accept({ seq: 2 })).toBe(false);
+    expect(c.accept({})).toBe(false);
+    expect(c.query()).toBe('&after=4');
+  });
+  it('backs off, capped', () => {
+    expect(reconnectDelay(0)).toBe(500);
+    expect(reconnectDelay(1)).toBe(1000);
+    expect(reconnectDelay(20)).toBe(10_000);
+  });
+});
+
+describe('signalling', () => {
+  it('maps the node streams to members and sources', () => {
+    const m = describeStreams([
+      { id: 'm_1-camera-video', stream: 'm_1-camera', member: 'm_1', kind: 'video', source: 'camera' },
+      { id: 'l_2-audio', stream: 'l_2', kind: 'audio', source: 'rtp' },
+    ]);
+    expect(m.get('m_1-camera')).toEqual({ member: 'm_1', source: 'camera' });
+    expect(m.get('l_2')).toEqual({ member: 'l_2', source: 'rtp' });
+  });
+  it('formats quality', () => {
+    expect(qualityLabel(undefined)).toBe('no report yet');
+    expect(qualityLabel({ score: 'fair', loss: 0.031, rtt_ms: 120.4, jitter_ms: 3 })).toBe('fair, 3.1% loss, 120 ms');
+  });
+});
