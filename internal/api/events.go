@@ -88,27 +88,7 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	// Keep-alive: a client that does not answer a ping within WSPing is
 	// gone (a half-open TCP connection would otherwise hold its
 	// subscription forever).
-	go func() {
-		t := time.NewTicker(s.o.WSPing)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				pctx, pcancel := context.WithTimeout(ctx, s.o.WSPing)
-				err := c.Ping(pctx)
-				pcancel()
-				if err != nil {
-					if ctx.Err() == nil {
-						s.m.wsRefused.WithLabelValues("ping_timeout").Inc()
-					}
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	go s.keepAlive(ctx, cancel, c)
 
 	replies := make(chan []byte, 16)
 	go func() {

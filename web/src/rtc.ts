@@ -46,10 +46,17 @@ export class RTC {
   private negotiating = Promise.resolve();
   private pendingAnswer?: (sdp: string) => void;
   member = '';
+  // Join timing (performance.now()): the signalling socket opened, and
+  // the first remote video frame was decoded.
+  timing: { wsOpen?: number; firstFrame?: number } = {};
 
   constructor(session: string, token: string, private on: RTCEvents) {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     this.ws = new WebSocket(`${proto}//${location.host}/api/v1/sessions/${session}/rtc?token=${encodeURIComponent(token)}`);
+    this.ws.onopen = () => {
+      this.timing.wsOpen = performance.now();
+      this.watchFirstFrame();
+    };
     this.ws.onmessage = (m) => this.handle(JSON.parse(m.data));
     this.ws.onclose = (e) => on.closed(e.reason || 'the connection to the node closed');
   }
@@ -67,6 +74,24 @@ export class RTC {
         }
       }, 20);
     });
+  }
+
+  // watchFirstFrame notes when the first remote video frame is decoded
+  // (polling stats every 20 ms for at most 30 s).
+  private watchFirstFrame() {
+    const start = performance.now();
+    const t = setInterval(async () => {
+      if (performance.now() - start > 30_000 || this.ws.readyState === WebSocket.CLOSED) return clearInterval(t);
+      if (!this.sub) return;
+      let decoded = false;
+      (await this.sub.getStats()).forEach((s: any) => {
+        if (s.type === 'inbound-rtp' && s.kind === 'video' && s.framesDecoded > 0) decoded = true;
+      });
+      if (decoded && !this.timing.firstFrame) {
+        this.timing.firstFrame = performance.now();
+        clearInterval(t);
+      }
+    }, 20);
   }
 
   private send(f: Record<string, unknown>) {

@@ -112,6 +112,7 @@ export function Room({ session }: { session: string }) {
     window.convene = {
       member: me,
       stats: () => r.stats(),
+      timing: () => r.timing,
       remotes: () => [...rtcRemotes.current.values()].map((x) => ({ member: x.member, source: x.source })),
     };
     return () => {

@@ -1,0 +1,49 @@
+// Join time in Chromium: from the signalling WebSocket opening to the first
+// remote video frame decoded, over repeated joins of one session with a
+// publisher in it, on loopback. Writes <out>/<date>-jointime.md.
+//
+//   node bench/jointime.mjs [out dir] [joins]
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { joinThroughUI, launch, startNode, waitFor } from '../e2e/harness.mjs';
+
+const stamp = () => {
+  const iso = new Date().toISOString();
+  return iso.slice(0, 10) + '-' + iso.slice(11, 19).replace(/:/g, '');
+};
+const out = process.argv[2] ?? '../bench/results';
+const joins = Number(process.argv[3] ?? 15);
+const node = await startNode();
+const browser = await launch();
+try {
+  const s = await node.api('POST', '/sessions', { name: 'jointime' });
+  const link = async () => `${node.url}/join/${s.id}#t=${encodeURIComponent((await node.api('POST', `/sessions/${s.id}/tokens`, { role: 'participant' })).token)}`;
+  const pubCtx = await browser.newContext();
+  await joinThroughUI(pubCtx, await link(), 'Publisher');
+  const times = [];
+  for (let i = 0; i < joins; i++) {
+    const ctx = await browser.newContext();
+    const page = await joinThroughUI(ctx, await link(), 'Joiner ' + i);
+    const t = await waitFor(async () => {
+      const x = await page.evaluate(() => window.convene.timing());
+      return x.firstFrame && x.wsOpen ? x : null;
+    }, 30_000, 'the first remote frame');
+    times.push(t.firstFrame - t.wsOpen);
+    await ctx.close();
+  }
+  times.sort((a, b) => a - b);
+  const pct = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))];
+  const chromium = browser.version();
+  const md = `# Join time in Chromium, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n\n` +
+    `Chromium ${chromium} with fake devices joins a session that has one publisher (camera and microphone), ${joins} times, on loopback. ` +
+    `Measured in the page: the signalling WebSocket opening → the first remote video frame decoded (getStats polled every 20 ms).\n\n` +
+    `| joins | p50 ms | p95 ms | min ms | max ms | target p50 |\n|---:|---:|---:|---:|---:|---:|\n` +
+    `| ${joins} | ${pct(0.5).toFixed(0)} | ${pct(0.95).toFixed(0)} | ${times[0].toFixed(0)} | ${times[times.length - 1].toFixed(0)} | < 500 |\n`;
+  mkdirSync(out, { recursive: true });
+  const file = join(out, stamp() + '-jointime.md');
+  writeFileSync(file, md);
+  process.stdout.write(md + `\nreport: ${file}\n`);
+} finally {
+  await browser.close();
+  node.stop();
+}
