@@ -472,3 +472,63 @@ func TestWebRTCSinglePortAndICETCP(t *testing.T) {
 		t.Errorf("TCP client's pair %v (%v), want TCP to port %d", pair, err, cfg.WebRTC.TCPPort)
 	}
 }
+
+// TestSpeakersMutesAndICEConfig: a member whose audio carries a loud RFC
+// 6464 level becomes the active speaker on the event stream, a quiet one
+// does not; a mute frame becomes a media.muted event; the welcome frame
+// hands out the configured ICE servers, and answers name the public
+// address instead of the host's.
+func TestSpeakersMutesAndICEConfig(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.WebRTC.PublicIPs = "127.0.0.9"
+	cfg.WebRTC.ICEServers = "stun:stun.example.org:3478 turn:turn.example.org:3478"
+	cfg.WebRTC.TURNUsername, cfg.WebRTC.TURNCredential = "u", "secret"
+	n := startNode(t, cfg)
+	s := createSession(t, n, "speakers")
+	_, ltok := joinMember(t, n, s.ID, "Loud")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// With a public address in its candidates the node is not reachable
+	// here, so these clients only signal; the address is what is checked.
+	c, err := rtctest.Dial(ctx, n.URL(), s.ID, ltok, rtctest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	welcome := c.Welcome()
+	if len(welcome.ICEServers) != 2 || welcome.ICEServers[1].Username != "u" || welcome.ICEServers[1].Credential != "secret" || welcome.ICEServers[0].Username != "" {
+		t.Errorf("welcome ICE servers %+v", welcome.ICEServers)
+	}
+	pub, _, err := rtctest.WHIP(ctx, n.URL(), s.ID, joinToken(t, n, s.ID, "participant"), rtctest.Options{Audio: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	answer := pub.Pub.RemoteDescription().SDP
+	if !strings.Contains(answer, " 127.0.0.9 ") || strings.Contains(answer, " 127.0.0.1 ") {
+		t.Errorf("the answer's candidates do not name the public address only:\n%s", answer)
+	}
+	c.Close()
+	pub.Close()
+
+	// Speakers and mutes, on a node without a public address.
+	n2 := startNode(t, testConfig(t, t.TempDir()))
+	s2 := createSession(t, n2, "speakers")
+	loud, ltok := joinMember(t, n2, s2.ID, "Loud")
+	quiet, qtok := joinMember(t, n2, s2.ID, "Quiet")
+	ws := dialWS(t, n2, s2.ID, ltok)
+	cl := dialRTC(t, n2, s2.ID, ltok, rtctest.Options{Audio: true, Level: 20})
+	dialRTC(t, n2, s2.ID, qtok, rtctest.Options{Audio: true, Level: 90})
+	f := ws.next(t, func(f map[string]any) bool { return f["type"] == "speaker.active" })
+	got := f["data"].(map[string]any)["members"].([]any)
+	if len(got) != 1 || got[0] != loud {
+		t.Fatalf("active speakers %v, want only %s (not the quiet %s)", got, loud, quiet)
+	}
+	if err := cl.Send([]byte(`{"type":"mute","kind":"audio","muted":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	f = ws.next(t, func(f map[string]any) bool { return f["type"] == "media.muted" })
+	if d := f["data"].(map[string]any); d["member"] != loud || d["muted"] != true || d["kind"] != "audio" {
+		t.Fatalf("media.muted %v", d)
+	}
+}

@@ -40,6 +40,9 @@ type Options struct {
 	// Interface is the one network interface the client gathers host
 	// candidates on ("" for lo).
 	Interface string
+	// Level, when not zero, is the audio level (-dBov, 1..127) the
+	// client's audio packets carry in the RFC 6464 header extension.
+	Level int
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -55,6 +58,7 @@ type Client struct {
 
 	answers chan string
 	frames  chan sfu.Frame
+	welcome sfu.Frame
 
 	mu     sync.Mutex
 	recv   map[string]*Recv // by track ID
@@ -85,6 +89,10 @@ type Recv struct {
 // LatencyBuckets is the size of Recv.Latency.
 const LatencyBuckets = 1000
 
+// videoStampAt is where Media writes the send time into a video packet's
+// payload: after the VP8 descriptor and a keyframe's 10-byte header.
+const videoStampAt = 11
+
 // Observe counts one received RTP packet of this track.
 func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
 	now := time.Now().UnixNano()
@@ -102,7 +110,7 @@ func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
 	r.mu.Unlock()
 	off := 0
 	if video {
-		off = 2
+		off = videoStampAt
 		if len(p.Payload) > 1 && p.Payload[0]&0x10 != 0 && p.Payload[0]&0x07 == 0 && p.Payload[1]&0x01 == 0 {
 			r.Keyframes.Add(1)
 		}
@@ -138,6 +146,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 			c.Close()
 			return nil, fmt.Errorf("first frame %q, want welcome (%s %s)", f.Type, f.Code, f.Message)
 		}
+		c.welcome = f
 	case <-ctx.Done():
 		c.Close()
 		return nil, ctx.Err()
@@ -148,6 +157,9 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
+		return nil, err
+	}
+	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: sdp.AudioLevelURI}, webrtc.RTPCodecTypeAudio); err != nil {
 		return nil, err
 	}
 	reg := &interceptor.Registry{}
@@ -336,6 +348,9 @@ func (c *Client) offer() (string, map[string]string, error) {
 	return c.Pub.LocalDescription().SDP, sources, nil
 }
 
+// Welcome returns the node's first frame.
+func (c *Client) Welcome() sfu.Frame { return c.welcome }
+
 // Errors returns the error frames received so far.
 func (c *Client) Errors() []sfu.Frame {
 	c.mu.Lock()
@@ -437,6 +452,16 @@ func (c *Client) Media(ctx context.Context) {
 			}
 		}
 	}
+	var levelExt uint8
+	if c.opt.Level != 0 && c.Pub != nil {
+		for _, tr := range c.Pub.GetTransceivers() {
+			for _, h := range tr.Sender().GetParameters().HeaderExtensions {
+				if tr.Kind() == webrtc.RTPCodecTypeAudio && h.URI == sdp.AudioLevelURI {
+					levelExt = uint8(h.ID)
+				}
+			}
+		}
+	}
 	audioT := time.NewTicker(20 * time.Millisecond)
 	videoT := time.NewTicker(33 * time.Millisecond)
 	defer audioT.Stop()
@@ -460,8 +485,12 @@ func (c *Client) Media(ctx context.Context) {
 			}
 			aseq++
 			binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
-			_ = c.audio.WriteRTP(&rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: aseq, Timestamp: uint32(now.UnixMilli() * 48),
-				Marker: aseq == 1}, Payload: payload[:80]})
+			pk := &rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: aseq, Timestamp: uint32(now.UnixMilli() * 48),
+				Marker: aseq == 1}, Payload: payload[:80]}
+			if levelExt != 0 {
+				_ = pk.Header.SetExtension(levelExt, []byte{0x80 | byte(c.opt.Level&0x7f)})
+			}
+			_ = c.audio.WriteRTP(pk)
 		case now := <-videoT.C:
 			frame++
 			key := frame%30 == 1
@@ -476,17 +505,20 @@ func (c *Client) Media(ctx context.Context) {
 				for left > 0 {
 					n := min(left, 1000)
 					left -= n
-					pl := payload[:n+1]
-					binary.BigEndian.PutUint64(pl[2:], uint64(time.Now().UnixNano()))
+					pl := payload[:max(n, videoStampAt+8)+1]
+					// The VP8 payload descriptor, then on a frame's first
+					// packet the frame header (RFC 6386 §9.1): a keyframe's
+					// has the start code and a 640x360 size, as a real
+					// encoder's, so SFUs that parse it (Janus) see keyframes.
+					copy(pl[1:11], []byte{0x01, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0})
 					pl[0] = 0
 					if first {
 						pl[0] = 0x10 // S bit, partition 0
 						if key {
-							pl[1] = 0x00 // P bit 0: keyframe
-						} else {
-							pl[1] = 0x01
+							copy(pl[1:11], []byte{0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x80, 0x02, 0x68, 0x01})
 						}
 					}
+					binary.BigEndian.PutUint64(pl[videoStampAt:], uint64(time.Now().UnixNano()))
 					vseq[i]++
 					pk := &rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: vseq[i], Timestamp: uint32(now.UnixMilli() * 90),
 						Marker: left == 0}, Payload: pl}

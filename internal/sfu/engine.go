@@ -151,6 +151,11 @@ func newEngine(cfg Config) (*engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("webrtc udp port: %w", err)
 		}
+		// Every connection's packets share this socket: give it the
+		// buffers a few hundred peers' bursts need (the kernel caps them
+		// at net.core.rmem_max and wmem_max).
+		_ = c.SetReadBuffer(8 << 20)
+		_ = c.SetWriteBuffer(8 << 20)
 		e.udp = c
 		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), c))
 	} else if err := s.SetEphemeralUDPPortRange(cfg.PortMin, cfg.PortMax); err != nil {

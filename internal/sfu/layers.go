@@ -1,8 +1,6 @@
 package sfu
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pion/interceptor/pkg/cc"
@@ -131,14 +129,14 @@ func (p *Peer) chooseAll() {
 		if len(ins) <= 1 || d.manual.Load() != 0 {
 			p.choose(d)
 			if len(ins) == 1 {
-				budget -= int(bitrateOf(ins[0]))
+				budget -= int(p.room.bitrateOf(ins[0]))
 			}
 			continue
 		}
 		cur := d.target.Load()
 		pick := ins[0]
 		for _, t := range ins {
-			need := int(bitrateOf(t))
+			need := int(p.room.bitrateOf(t))
 			if cur == nil || t.Info().Layer > cur.Info().Layer {
 				need = need * 12 / 10
 			}
@@ -146,43 +144,42 @@ func (p *Peer) chooseAll() {
 				pick = t
 			}
 		}
-		budget -= int(bitrateOf(pick))
+		budget -= int(p.room.bitrateOf(pick))
 		d.setTarget(pick)
 	}
 }
 
-// rates measures the bit rate of the tracks subscribers forward, from the
-// broker's byte counters, once a tick.
-var rates sync.Map // *broker.Track -> *rate
-
+// rate is a track's measured bit rate, from the broker's byte counters,
+// kept by its room's tick goroutine (room.rates).
 type rate struct {
 	bytes uint64
 	at    time.Time
-	bps   atomic.Uint64
+	bps   uint64
 }
 
-func measure(t *broker.Track, now time.Time) {
-	_, b := t.Stats()
-	v, ok := rates.Load(t)
-	if !ok {
-		v, _ = rates.LoadOrStore(t, &rate{bytes: b, at: now})
-		return
+// measure updates the rates of the tracks a room's subscribers forward now
+// and forgets the others; tick goroutine only.
+func (r *room) measure(tracks map[*broker.Track]bool, now time.Time) {
+	next := make(map[*broker.Track]*rate, len(tracks))
+	for t := range tracks {
+		_, b := t.Stats()
+		x := r.rates[t]
+		if x == nil {
+			x = &rate{bytes: b, at: now}
+		} else if dt := now.Sub(x.at).Seconds(); dt >= 0.4 {
+			cur := float64(b-x.bytes) * 8 / dt
+			x.bps = uint64(float64(x.bps) + (cur-float64(x.bps))/2)
+			x.bytes, x.at = b, now
+		}
+		next[t] = x
 	}
-	r := v.(*rate)
-	if dt := now.Sub(r.at).Seconds(); dt >= 0.4 {
-		cur := float64(b-r.bytes) * 8 / dt
-		old := float64(r.bps.Load())
-		r.bps.Store(uint64(old + (cur-old)/2))
-		r.bytes, r.at = b, now
-	}
+	r.rates = next
 }
 
-func forget(t *broker.Track) { rates.Delete(t) }
-
-// bitrateOf is a track's measured bit rate, bit/s.
-func bitrateOf(t *broker.Track) uint64 {
-	if v, ok := rates.Load(t); ok {
-		return v.(*rate).bps.Load()
+// bitrateOf is a track's measured bit rate, bit/s; tick goroutine only.
+func (r *room) bitrateOf(t *broker.Track) uint64 {
+	if x := r.rates[t]; x != nil {
+		return x.bps
 	}
 	return 0
 }

@@ -59,8 +59,8 @@ type Peer struct {
 	upList atomic.Pointer[[]*upTrack]            // p.ups, for other goroutines
 	queue  chan outPkt
 
-	uplinkLoss atomic.Uint64 // float64 bits: the publisher's recent loss
-	muted      [2]atomic.Bool
+	muted       [2]atomic.Bool
+	qualitySent bool // the room's tick goroutine's: a full report went out
 }
 
 type mode int
@@ -187,6 +187,9 @@ func (p *Peer) send(f Frame) {
 		p.Close()
 	}
 }
+
+// sendRaw queues a frame already marshalled (one for many peers).
+func (p *Peer) sendRaw(b []byte) { p.send(Frame{raw: b}) }
 
 // Out is the frames to write to the browser's socket.
 func (p *Peer) Out() <-chan Frame { return p.out }

@@ -86,9 +86,12 @@ func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) err
 }
 
 func writeFrame(ctx context.Context, c Conn, f Frame) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
+	b := f.raw
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(f); err != nil {
+			return err
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/session"
 )
@@ -46,6 +47,8 @@ type room struct {
 	peers    map[string]*Peer // by member ID
 	speakers *speakers
 	stop     context.CancelFunc
+	rates    map[*broker.Track]*rate // the tick goroutine's
+	quality  map[string]Quality      // last reported, the tick goroutine's
 }
 
 // New starts an SFU.

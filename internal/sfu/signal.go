@@ -30,6 +30,8 @@ type Frame struct {
 	Members    map[string]Quality `json:"members,omitempty"`
 	Code       string             `json:"code,omitempty"`
 	Message    string             `json:"message,omitempty"`
+
+	raw []byte // the whole frame, marshalled once for many peers
 }
 
 // Candidate is an RTCIceCandidateInit.

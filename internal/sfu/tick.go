@@ -2,6 +2,8 @@ package sfu
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -21,28 +23,29 @@ func (s *SFU) tick(ctx context.Context, r *room) {
 			seen := map[*broker.Track]bool{}
 			for _, p := range peers {
 				for tr := range *p.routes.Load() {
-					if !seen[tr] {
-						seen[tr] = true
-						measure(tr, now)
-					}
+					seen[tr] = true
 				}
 			}
+			r.measure(seen, now)
 			for _, p := range peers {
 				p.chooseAll()
 			}
 			r.speakers.tick()
 			if n%4 == 0 {
-				s.reportQuality(peers)
+				s.reportQuality(r, peers)
 			}
 		}
 	}
 }
 
-// reportQuality sends every browser of a room the connection quality of
+// reportQuality tells the browsers of a room the connection quality of
 // each member: the loss of what it publishes, and the loss, jitter and
-// round trip of what it receives, as its browser reports them.
-func (s *SFU) reportQuality(peers []*Peer) {
-	q := map[string]Quality{}
+// round trip of what it receives, as its browser reports them. A frame
+// carries only the members whose report changed (a newly joined browser
+// gets them all), marshalled once for every browser: with N members a full
+// report to each would cost N² every period.
+func (s *SFU) reportQuality(r *room, peers []*Peer) {
+	q := make(map[string]Quality, len(peers))
 	for _, p := range peers {
 		var loss, jitter, rtt float64
 		for _, u := range p.upTracks() {
@@ -53,16 +56,46 @@ func (s *SFU) reportQuality(peers []*Peer) {
 			jitter = max(jitter, f64(&d.jitter))
 			rtt = max(rtt, f64(&d.rtt))
 		}
-		score := "good"
-		switch {
-		case loss > 0.08 || rtt > 400 || jitter > 60:
-			score = "poor"
-		case loss > 0.02 || rtt > 150 || jitter > 30:
-			score = "fair"
+		q[p.member] = Quality{Score: score(loss, rtt, jitter), Loss: round(loss, 3), RTTMs: round(rtt, 0), JitterMs: round(jitter, 0)}
+	}
+	changed := map[string]Quality{}
+	for m, x := range q {
+		if old, ok := r.quality[m]; !ok || old != x {
+			changed[m] = x
 		}
-		q[p.member] = Quality{Score: score, Loss: loss, RTTMs: rtt, JitterMs: jitter}
 	}
+	r.quality = q
+	var delta []byte
+	if len(changed) > 0 {
+		delta, _ = json.Marshal(Frame{Type: "quality", Members: changed})
+	}
+	var full []byte
 	for _, p := range peers {
-		p.send(Frame{Type: "quality", Members: q})
+		switch {
+		case !p.qualitySent:
+			if full == nil {
+				full, _ = json.Marshal(Frame{Type: "quality", Members: q})
+			}
+			p.qualitySent = true
+			p.sendRaw(full)
+		case delta != nil:
+			p.sendRaw(delta)
+		}
 	}
+}
+
+func score(loss, rtt, jitter float64) string {
+	switch {
+	case loss > 0.08 || rtt > 400 || jitter > 60:
+		return "poor"
+	case loss > 0.02 || rtt > 150 || jitter > 30:
+		return "fair"
+	}
+	return "good"
+}
+
+// round keeps d decimals, so small changes do not count as a change.
+func round(v float64, d int) float64 {
+	f := math.Pow(10, float64(d))
+	return math.Round(v*f) / f
 }

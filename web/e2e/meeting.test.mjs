@@ -71,6 +71,10 @@ test('two pages meet: each decodes the other, and a mute shows', { timeout: 90_0
   const bm = await b.evaluate(() => window.convene.member);
   await waitFor(async () => decodedFrom(await remoteStats(a), bm), 30_000, 'Ada decoding Bob');
   await waitFor(async () => decodedFrom(await remoteStats(b), am), 30_000, 'Bob decoding Ada');
+  if (process.env.SCREENSHOT) {
+    await b.getByText('· good').first().waitFor({ timeout: 10_000 });
+    await b.screenshot({ path: process.env.SCREENSHOT });
+  }
   await a.getByRole('button', { name: 'Mute microphone' }).click();
   await b.getByTestId('tile-' + am).getByTestId('muted').waitFor({ timeout: 10_000 });
   await a.getByRole('button', { name: 'Unmute microphone' }).waitFor();
@@ -82,7 +86,6 @@ test('two pages meet: each decodes the other, and a mute shows', { timeout: 90_0
   await b.keyboard.press('Enter');
   await b.getByRole('button', { name: 'Unmute microphone' }).waitFor();
   await b.screenshot({ path: join(artifacts, 'session.png') });
-  if (process.env.SCREENSHOT) await b.screenshot({ path: process.env.SCREENSHOT });
   await ctx.close();
 });
 

@@ -24,6 +24,8 @@ type LoadConfig struct {
 	Feed    int64    `json:"feed,omitempty"`   // the publisher's feed ID (janus)
 	N       int      `json:"n"`
 	Window  Duration `json:"window"`
+
+	scenario string // for profile names; not sent
 }
 
 // Duration is a time.Duration that JSON writes as a string.

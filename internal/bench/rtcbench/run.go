@@ -32,6 +32,11 @@ type Config struct {
 	Budget    time.Duration
 	Tmp       string
 	Log       io.Writer
+	// Out, when set, receives a CPU profile of Convene over each step's
+	// window (<date>-webrtc-<scenario>-<n>.pprof), to see where the time goes.
+	Out string
+	// ServeArgs are added to `convene serve` (e.g. -webrtc-udp-port 0).
+	ServeArgs []string
 }
 
 // Point is one step: n subscribers of one publisher.
@@ -45,7 +50,10 @@ type Point struct {
 	// PPSPerCore is the SRTP packets a second subscribers received per
 	// core of the server's CPU.
 	PPSPerCore float64 `json:"srtp_pps_per_core"`
-	OK         bool    `json:"ok"`
+	// MachineBusy is the share of the machine's CPUs busy over the window
+	// (server, load process and everything else).
+	MachineBusy float64 `json:"machine_busy_pct"`
+	OK          bool    `json:"ok"`
 }
 
 // Series is one system in one scenario.
@@ -79,13 +87,12 @@ const (
 // Run measures every scenario and system.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Window: cfg.Window.String()}
-	end := time.Now().Add(cfg.Budget)
+	// Each series gets an equal share of the budget, so the first one
+	// cannot starve the others.
+	share := cfg.Budget / time.Duration(max(1, len(cfg.Scenarios)*len(cfg.Systems)))
 	for _, sc := range cfg.Scenarios {
 		for _, sys := range cfg.Systems {
-			if time.Now().After(end) {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s/%s not run: out of time budget", sys, sc))
-				continue
-			}
+			end := time.Now().Add(share)
 			s, err := runSeries(ctx, cfg, sys, sc, end)
 			if err != nil {
 				s.Note = err.Error()
@@ -102,6 +109,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 type server interface {
 	pid() int
 	stop()
+}
+
+// profiler is a server that can be profiled over HTTP (Convene).
+type profiler interface {
+	profile(seconds int, path string)
 }
 
 type pidStop struct {
@@ -218,7 +230,7 @@ func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfi
 			break
 		}
 		lc := base
-		lc.N, lc.Window = n, Duration(cfg.Window)
+		lc.N, lc.Window, lc.scenario = n, Duration(cfg.Window), s.Scenario
 		if tokens != nil {
 			ts, err := tokens(n)
 			if err != nil {
@@ -231,8 +243,8 @@ func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfi
 			return s, err
 		}
 		s.Points = append(s.Points, p)
-		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p95=%.1fms cpu=%.2f cores %.0f pps/core ok=%v\n",
-			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP95, p.CPU, p.PPSPerCore, p.OK)
+		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
+			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
 		if !p.OK {
 			break
 		}
@@ -259,17 +271,26 @@ func step(ctx context.Context, cfg Config, srv server, lc LoadConfig) (Point, er
 	defer proc.Stop(cmd, 5*time.Second)
 	sc := bufio.NewScanner(out)
 	var cpu0 float64
+	var m0 proc.CPU
 	var t0 time.Time
 	p := Point{N: lc.N}
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "window start" {
+			m0, _ = proc.ReadCPU()
 			_, cpu0, _ = proc.Process(srv.pid())
 			t0 = time.Now()
+			if pr, ok := srv.(profiler); ok && cfg.Out != "" {
+				go pr.profile(int(cfg.Window.Seconds())-1, filepath.Join(cfg.Out, fmt.Sprintf("%s-webrtc-%s-%d.pprof",
+					time.Now().UTC().Format("2006-01-02-150405"), lc.scenario, lc.N)))
+			}
 			continue
 		}
 		if strings.HasPrefix(line, "{") {
 			_, cpu1, _ := proc.Process(srv.pid())
+			if m1, err := proc.ReadCPU(); err == nil {
+				p.MachineBusy, _ = m1.Since(m0)
+			}
 			if err := json.Unmarshal([]byte(line), &p.Load); err != nil {
 				return p, err
 			}
@@ -328,7 +349,8 @@ func startConvene(cfg Config) (*conveneNode, error) {
 	n.url = "http://127.0.0.1:" + strconv.Itoa(port)
 	n.cmd = exec.Command(cfg.Convene, "serve", "-data-dir", dir, "-http-addr", "127.0.0.1:"+strconv.Itoa(port), "-rtp-port", "0",
 		"-sip-listen", "127.0.0.1:0", "-webrtc-udp-port", strconv.Itoa(freeUDPPort()), "-auth-api-keys", n.key,
-		"-sessions-max-members", "5000", "-http-ws-max-per-session", "5000", "-log-level", "warn")
+		"-sessions-max-members", "5000", "-http-ws-max-per-session", "5000", "-log-level", "warn", "-http-pprof")
+	n.cmd.Args = append(n.cmd.Args, cfg.ServeArgs...)
 	n.cmd.Stdout, n.cmd.Stderr = &syncWriter{w: &n.log}, &syncWriter{w: &n.log}
 	if err := n.cmd.Start(); err != nil {
 		return nil, err
@@ -349,7 +371,19 @@ func startConvene(cfg Config) (*conveneNode, error) {
 }
 
 func (n *conveneNode) pid() int { return n.cmd.Process.Pid }
-func (n *conveneNode) stop()    { proc.Stop(n.cmd, 5*time.Second) }
+
+func (n *conveneNode) profile(seconds int, path string) {
+	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", n.url, max(1, seconds)))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if f, err := os.Create(path); err == nil {
+		io.Copy(f, resp.Body)
+		f.Close()
+	}
+}
+func (n *conveneNode) stop() { proc.Stop(n.cmd, 5*time.Second) }
 
 func (n *conveneNode) api(method, path string, body any, out any) error {
 	b, _ := json.Marshal(body)
