@@ -50,6 +50,7 @@ type Peer struct {
 	subPending bool                  // an offer on sub awaits its answer
 	subAgain   bool                  // and the subscriptions changed since
 	offers     []time.Time           // recent publisher offers (flood cap)
+	held       int                   // peer connections counted against MaxPeers
 
 	// routes maps a subscribed broker track to its downTrack; the sinks
 	// read it without a lock.
@@ -78,15 +79,14 @@ type outPkt struct {
 }
 
 func (s *SFU) newPeer(sessionID, memberID string, m mode) (*Peer, error) {
-	n := 2
-	if m != modeBrowser {
-		n = 1
-	}
+	// One connection now (a browser's subscriber one, or the WHIP or WHEP
+	// one); a browser's publisher connection counts when it is made.
+	const n = 1
 	if err := s.takePC(n); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Peer{s: s, session: sessionID, member: memberID, mode: m, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	p := &Peer{s: s, session: sessionID, member: memberID, mode: m, ctx: ctx, cancel: cancel, done: make(chan struct{}), held: n,
 		out: make(chan Frame, 64), ctl: make(chan func(), 16), kick: make(chan struct{}, 1),
 		sources: map[string]string{}, ups: map[string]*upTrack{}, downs: map[string]*downTrack{},
 		queue: make(chan outPkt, s.cfg.Queue)}
@@ -154,18 +154,12 @@ func (p *Peer) teardown() {
 			p.s.sessions.DetachLive(p.session, id)
 		}
 	}
-	n := 0
 	for _, pc := range []*webrtc.PeerConnection{p.pub, p.sub} {
 		if pc != nil {
 			_ = pc.Close()
 		}
 	}
-	if p.mode == modeBrowser {
-		n = 2
-	} else {
-		n = 1
-	}
-	p.s.givePC(n)
+	p.s.givePC(p.held)
 	p.s.unregister(p)
 	p.s.m.peers.Dec()
 	close(p.done)
@@ -221,7 +215,10 @@ func (p *Peer) Handle(raw []byte) {
 			p.send(Frame{Type: "answer", PC: "pub", SDP: ans})
 			return nil
 		})
-		if err != nil && !errors.Is(err, ErrClosed) {
+		switch {
+		case errors.Is(err, ErrLimit):
+			p.sendError("limit", err.Error())
+		case err != nil && !errors.Is(err, ErrClosed):
 			p.sendError("invalid_sdp", err.Error())
 		}
 	case "answer":

@@ -57,6 +57,12 @@ func (p *Peer) publish(offer string, sources map[string]string) (string, error) 
 		return "", errors.New("a WHEP viewer does not publish")
 	}
 	if p.pub == nil {
+		if p.mode == modeBrowser {
+			if err := p.s.takePC(1); err != nil {
+				return "", err
+			}
+			p.held++
+		}
 		pc, err := p.s.eng.newPC(nil)
 		if err != nil {
 			return "", err
