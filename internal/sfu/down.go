@@ -204,6 +204,7 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 			return nil, err
 		}
 		p.sub = pc
+		p.subPC.Store(pc)
 		p.watch(pc)
 	}
 	info := t.Info()
@@ -276,10 +277,8 @@ func (p *Peer) subAnswer(sdp string) error {
 		return fmt.Errorf("answer: %v", err)
 	}
 	p.subPending = false
-	for _, d := range p.downs {
-		if t := d.target.Load(); t != nil && d.kind == media.Video {
-			t.RequestKeyframe()
-		}
+	if p.sub.ConnectionState() == webrtc.PeerConnectionStateConnected {
+		p.requestKeyframes() // a renegotiation added tracks to a live connection
 	}
 	if p.subAgain {
 		p.subAgain = false

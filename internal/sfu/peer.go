@@ -58,6 +58,7 @@ type Peer struct {
 	est    atomic.Pointer[cc.BandwidthEstimator]
 	pubPC  atomic.Pointer[webrtc.PeerConnection] // p.pub, for other goroutines
 	upList atomic.Pointer[[]*upTrack]            // p.ups, for other goroutines
+	subPC  atomic.Pointer[webrtc.PeerConnection] // p.sub, for other goroutines
 	queue  chan outPkt
 
 	muted       [2]atomic.Bool
@@ -276,13 +277,33 @@ func (p *Peer) addCandidate(pc string, c *Candidate) error {
 }
 
 // watch hangs the peer up when a connection fails or closes.
+// When the subscriber connection is up (DTLS done, SRTP keys in place),
+// every video it carries gets a keyframe request: one asked for earlier
+// would have arrived before the browser could decrypt it.
 func (p *Peer) watch(pc *webrtc.PeerConnection) {
 	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
 		switch st {
 		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:
 			p.Close()
+		case webrtc.PeerConnectionStateConnected:
+			if pc == p.subPC.Load() {
+				p.requestKeyframes()
+			}
 		}
 	})
+}
+
+// requestKeyframes asks the publishers of every video the subscriber
+// connection forwards for a keyframe (throttled at the publisher).
+func (p *Peer) requestKeyframes() {
+	for _, d := range p.downTracks() {
+		if d.kind != media.Video {
+			continue
+		}
+		if t := d.target.Load(); t != nil {
+			t.RequestKeyframe()
+		}
+	}
 }
 
 // answerWait sets the local description and waits for ICE gathering (host

@@ -112,6 +112,7 @@ func (p *Peer) answerViewer(offer string) (string, error) {
 		return "", err
 	}
 	p.sub = pc
+	p.subPC.Store(pc)
 	p.watch(pc)
 	if err := p.attachReceivers(); err != nil {
 		return "", err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -245,8 +246,33 @@ func janusSubscribe(ctx context.Context, js *janusSession, feed int64, s *subscr
 	if err != nil {
 		return err
 	}
-	_, err = h.message(ctx, map[string]any{"request": "start"}, map[string]any{"type": "answer", "sdp": ans}, "event")
+	if _, err = h.message(ctx, map[string]any{"request": "start"}, map[string]any{"type": "answer", "sdp": ans}, "event"); err != nil {
+		return err
+	}
+	// Equal quality: the highest simulcast layer, as Convene's subscribers
+	// get when the estimate allows. Janus starts a subscriber on another
+	// layer, and numbers rid layers in the reverse of the SDP's l;m;h
+	// order: its substream 0 is our "h" (checked by the packet rate each
+	// subscriber gets, the same as Convene's).
+	if mid := videoMid(jsepSDP(ev)); mid != "" {
+		_, err = h.message(ctx, map[string]any{"request": "configure", "streams": []map[string]any{{"mid": mid, "substream": 0, "temporal": 2}}}, nil, "")
+	}
 	return err
+}
+
+// videoMid finds the mid of an SDP's video section.
+func videoMid(sdp string) string {
+	video := false
+	for _, l := range strings.Split(sdp, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "m=") {
+			video = strings.HasPrefix(l, "m=video")
+		}
+		if video && strings.HasPrefix(l, "a=mid:") {
+			return strings.TrimPrefix(l, "a=mid:")
+		}
+	}
+	return ""
 }
 
 // JanusPublish joins the VideoRoom as the publisher and returns its feed.
