@@ -71,11 +71,19 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 		pk.Release()
 		return
 	}
-	select {
-	case p.queue <- outPkt{d: d, p: pk, t: from}:
-	default:
+	if p.inflight.Add(1) > int32(p.s.cfg.Queue) {
+		p.inflight.Add(-1)
 		d.dropped.Add(1)
 		p.s.m.dropped.WithLabelValues("queue_full").Inc()
+		pk.Release()
+		return
+	}
+	select {
+	case p.worker <- outPkt{d: d, p: pk, t: from}:
+	default:
+		p.inflight.Add(-1)
+		d.dropped.Add(1)
+		p.s.m.dropped.WithLabelValues("worker_full").Inc()
 		pk.Release()
 	}
 }
@@ -299,22 +307,23 @@ func (p *Peer) setLayer(track string, layer int) error {
 	return fmt.Errorf("no remote track %q", track)
 }
 
-// writer forwards queued packets until the peer closes.
-func (p *Peer) writer() {
+// work is one writer goroutine of the SFU: it forwards the packets of the
+// subscribers sharded to it, in order per subscriber. A fixed pool (one per
+// CPU) instead of a goroutine per subscriber: a packet fanned out to
+// hundreds of subscribers wakes a few goroutines, not hundreds, and the
+// scheduler's queueing no longer stretches the latency tail.
+func (s *SFU) work(ch chan outPkt) {
 	for {
 		select {
-		case o := <-p.queue:
-			o.d.write(o.p, o.t)
-			o.p.Release()
-		case <-p.ctx.Done():
-			for {
-				select {
-				case o := <-p.queue:
-					o.p.Release()
-				default:
-					return
-				}
+		case o := <-ch:
+			p := o.d.p
+			if p.ctx.Err() == nil {
+				o.d.write(o.p, o.t)
 			}
+			p.inflight.Add(-1)
+			o.p.Release()
+		case <-s.done:
+			return
 		}
 	}
 }

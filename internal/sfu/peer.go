@@ -54,12 +54,13 @@ type Peer struct {
 
 	// routes maps a subscribed broker track to its downTrack; the sinks
 	// read it without a lock.
-	routes atomic.Pointer[map[*broker.Track]*downTrack]
-	est    atomic.Pointer[cc.BandwidthEstimator]
-	pubPC  atomic.Pointer[webrtc.PeerConnection] // p.pub, for other goroutines
-	upList atomic.Pointer[[]*upTrack]            // p.ups, for other goroutines
-	subPC  atomic.Pointer[webrtc.PeerConnection] // p.sub, for other goroutines
-	queue  chan outPkt
+	routes   atomic.Pointer[map[*broker.Track]*downTrack]
+	est      atomic.Pointer[cc.BandwidthEstimator]
+	pubPC    atomic.Pointer[webrtc.PeerConnection] // p.pub, for other goroutines
+	upList   atomic.Pointer[[]*upTrack]            // p.ups, for other goroutines
+	subPC    atomic.Pointer[webrtc.PeerConnection] // p.sub, for other goroutines
+	worker   chan outPkt                           // the SFU writer this peer's packets go through
+	inflight atomic.Int32                          // packets queued for it there (at most Config.Queue)
 
 	muted       [2]atomic.Bool
 	qualitySent bool // the room's tick goroutine's: a full report went out
@@ -90,7 +91,7 @@ func (s *SFU) newPeer(sessionID, memberID string, m mode) (*Peer, error) {
 	p := &Peer{s: s, session: sessionID, member: memberID, mode: m, ctx: ctx, cancel: cancel, done: make(chan struct{}), held: n,
 		out: make(chan Frame, 64), ctl: make(chan func(), 16), kick: make(chan struct{}, 1),
 		sources: map[string]string{}, ups: map[string]*upTrack{}, downs: map[string]*downTrack{},
-		queue: make(chan outPkt, s.cfg.Queue)}
+		worker: s.workers[int(s.nextWorker.Add(1))%len(s.workers)]}
 	p.routes.Store(&map[*broker.Track]*downTrack{})
 	if err := s.register(p); err != nil {
 		s.givePC(n)
@@ -99,7 +100,6 @@ func (s *SFU) newPeer(sessionID, memberID string, m mode) (*Peer, error) {
 	}
 	s.m.peers.Inc()
 	go p.control()
-	go p.writer()
 	return p, nil
 }
 

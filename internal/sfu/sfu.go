@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -38,6 +39,12 @@ type SFU struct {
 	rooms  map[string]*room // by session ID
 	closed bool
 	pcs    atomic.Int64 // open peer connections
+
+	// workers forward packets to subscribers (SFU.work), peers assigned
+	// round robin; done stops them.
+	workers    []chan outPkt
+	nextWorker atomic.Uint32
+	done       chan struct{}
 }
 
 // room is the SFU's view of one session: its peers, active speakers and
@@ -58,7 +65,13 @@ func New(cfg Config, sessions Sessions) (*SFU, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SFU{cfg: cfg, eng: eng, sessions: sessions, log: cfg.Logger, m: newMetrics(), rooms: map[string]*room{}}, nil
+	s := &SFU{cfg: cfg, eng: eng, sessions: sessions, log: cfg.Logger, m: newMetrics(), rooms: map[string]*room{}, done: make(chan struct{})}
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		ch := make(chan outPkt, 64*cfg.Queue)
+		s.workers = append(s.workers, ch)
+		go s.work(ch)
+	}
+	return s, nil
 }
 
 // Metrics returns the SFU's counters.
@@ -88,7 +101,9 @@ func (s *SFU) Close() {
 	s.mu.Unlock()
 	for _, p := range ps {
 		p.Close()
+		<-p.done
 	}
+	close(s.done)
 	s.eng.close()
 }
 
