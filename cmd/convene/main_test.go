@@ -45,7 +45,7 @@ func TestServeAndDrain(t *testing.T) {
 	}
 	data := t.TempDir()
 	cmd := exec.Command(bin, "serve", "-config", "../../config/convene.sample.yaml",
-		"-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-data-dir", data)
+		"-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-webrtc-udp-port", "0", "-data-dir", data)
 	cmd.Env = append(os.Environ(), "CONVENE_LOG_LEVEL=debug", "CONVENE_AUTH_API_KEYS=main-test-key")
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer

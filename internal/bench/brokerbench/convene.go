@@ -38,7 +38,7 @@ type Convene struct {
 
 // StartConvene runs `bin serve` on random ports with its data in dir.
 func StartConvene(bin, dir string, extraArgs ...string) (*Convene, error) {
-	args := append([]string{"serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-data-dir", dir,
+	args := append([]string{"serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-webrtc-enabled=false", "-data-dir", dir,
 		"-log-level", "warn", "-http-pprof"}, extraArgs...)
 	c := &Convene{cmd: exec.Command(bin, args...), key: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}

@@ -30,7 +30,7 @@ func startServer(bin, dir string) (*server, error) {
 	s := &server{key: auth.RandomHex(16), client: &http.Client{Timeout: 10 * time.Second}}
 	// Every port picked free (SIP too), so another node or benchmark on the
 	// machine does not stop this one from starting.
-	s.cmd = exec.Command(bin, "serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0",
+	s.cmd = exec.Command(bin, "serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-webrtc-enabled=false",
 		"-data-dir", dir, "-log-level", "warn")
 	s.cmd.Env = append(os.Environ(), "CONVENE_AUTH_API_KEYS="+s.key)
 	s.cmd.Stderr = &s.stderr

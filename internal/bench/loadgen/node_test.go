@@ -47,6 +47,7 @@ func TestAgainstNode(t *testing.T) {
 	cfg.DataDir, cfg.HTTP.Addr, cfg.RTP.Port, cfg.NodeID = t.TempDir(), "127.0.0.1:0", 0, "load-test"
 	cfg.Auth.APIKeys = "load-test-key"
 	cfg.SIP.Listen = "127.0.0.1:0"
+	cfg.WebRTC.Enabled = false // not measured here; its default port may be another test's
 	n, err := node.Start(context.Background(), cfg, slog.New(slog.DiscardHandler), "test")
 	if err != nil {
 		t.Fatal(err)

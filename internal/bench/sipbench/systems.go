@@ -109,7 +109,7 @@ func startConvene(ctx context.Context, bin, dir string, users []string) (*server
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "serve", "-data-dir", data, "-http-addr", "127.0.0.1:0", "-rtp-port", "0",
+	cmd := exec.Command(bin, "serve", "-data-dir", data, "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-webrtc-enabled=false",
 		"-http-pprof", "-log-level", "warn", "-sip-listen", addr, "-sip-domain", Domain,
 		"-sip-register-rate", "0", "-sip-invite-rate", "0", "-sip-request-rate", "0", "-sip-probe-interval", "0",
 		"-sip-algorithms", "MD5,SHA-256", "-sip-auth-calls=false",
