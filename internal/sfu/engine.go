@@ -11,7 +11,6 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/interceptor/pkg/cc"
 	"github.com/pion/interceptor/pkg/gcc"
-	"github.com/pion/logging"
 	"github.com/pion/webrtc/v4"
 )
 
@@ -128,8 +127,7 @@ func newEngine(cfg Config) (*engine, error) {
 	e := &engine{cfg: cfg}
 	s := webrtc.SettingEngine{}
 	s.SetLite(true)
-	lf := logging.NewDefaultLoggerFactory()
-	lf.DefaultLogLevel = logging.LogLevelError
+	lf := pionLogs{cfg.Logger}
 	s.LoggerFactory = lf
 	addr := cfg.Addr
 	if addr.IsLoopback() {
