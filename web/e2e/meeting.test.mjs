@@ -89,6 +89,22 @@ test('two pages meet: each decodes the other, and a mute shows', { timeout: 90_0
   await ctx.close();
 });
 
+test('events: a page that lost its event stream catches up on reconnect', { timeout: 60_000 }, async () => {
+  const s = await session('resume');
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const a = await joinThroughUI(ctx, await link(s.id), 'Ada');
+  await a.evaluate(() => window.convene.pauseEvents());
+  await a.getByText('Reconnecting to the event stream').waitFor({ timeout: 5_000 });
+  // While Ada's stream is down: the floor style changes and Bob joins.
+  await node.api('PUT', `/sessions/${s.id}/floors/audio`, { style: 'floor_control', auto: false });
+  const b = await joinThroughUI(ctx, await link(s.id), 'Bob');
+  await b.getByTestId('member-Bob').waitFor();
+  await a.evaluate(() => window.convene.resumeEvents());
+  await a.getByRole('button', { name: 'Request audio floor' }).waitFor({ timeout: 10_000 });
+  await a.getByTestId('member-Bob').waitFor({ timeout: 10_000 });
+  await ctx.close();
+});
+
 test('floor: audio is heard only after the chair grants the request', { timeout: 90_000 }, async () => {
   const s = await session('floor');
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });

@@ -26,6 +26,7 @@ export class EventStream {
   private ws?: WebSocket;
   private attempt = 0;
   private closed = false;
+  private paused = false;
   readonly cursor = new EventCursor();
 
   constructor(
@@ -38,7 +39,7 @@ export class EventStream {
   }
 
   private open() {
-    if (this.closed) return;
+    if (this.closed || this.paused) return;
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const url = `${proto}//${location.host}/api/v1/sessions/${this.session}/events?token=${encodeURIComponent(this.token)}${this.cursor.query()}`;
     const ws = new WebSocket(url);
@@ -65,5 +66,18 @@ export class EventStream {
   close() {
     this.closed = true;
     this.ws?.close();
+  }
+
+  // pause drops the connection as a network outage would and keeps it
+  // down until resume, which reconnects from the last event seen (tests
+  // use it through window.convene).
+  pause() {
+    this.paused = true;
+    this.ws?.close();
+  }
+
+  resume() {
+    this.paused = false;
+    this.open();
   }
 }

@@ -36,6 +36,7 @@ export function Room({ session }: { session: string }) {
   const [err, setErr] = useState('');
   const [ended, setEnded] = useState('');
   const rtc = useRef<RTC>();
+  const events = useRef<EventStream>();
 
   const names = useMemo(() => Object.fromEntries(members.map((m) => [m.id, m.name])), [members]);
   const meMember = members.find((m) => m.id === me);
@@ -75,6 +76,7 @@ export function Room({ session }: { session: string }) {
       }
     };
     const es = new EventStream(session, token, onEvent, setOnline);
+    events.current = es;
     return () => es.close();
   }, [session, token]);
 
@@ -113,6 +115,8 @@ export function Room({ session }: { session: string }) {
       member: me,
       stats: () => r.stats(),
       timing: () => r.timing,
+      pauseEvents: () => events.current?.pause(),
+      resumeEvents: () => events.current?.resume(),
       remotes: () => [...rtcRemotes.current.values()].map((x) => ({ member: x.member, source: x.source })),
     };
     return () => {
