@@ -35,7 +35,9 @@ func NewJitterBuffer(frameSamples, depth int) *JitterBuffer {
 
 // slot places a timestamp by its distance from the first one (ref), so a
 // timestamp that wraps past 2^32 keeps its place.
-func (j *JitterBuffer) slot(ts uint32) int { return int(((ts - j.ref) / j.frame) % uint32(len(j.slots))) }
+func (j *JitterBuffer) slot(ts uint32) int {
+	return int(((ts - j.ref) / j.frame) % uint32(len(j.slots)))
+}
 
 // after reports whether timestamp a is after b, across wraps.
 func after(a, b uint32) bool { return int32(a-b) > 0 }
