@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,10 +27,11 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
 	systems := fs.String("systems", "convene,janus", "SFUs to measure: convene, janus (Debian's janus package, VideoRoom)")
 	scenarios := fs.String("scenarios", "audio,av", "audio (Opus) and av (Opus and three-layer simulcast VP8)")
-	stepList := fs.String("steps", "25,50,100,200,400,800", "subscriber counts, in order; a system stops at the first that misses the quality bar")
+	stepList := fs.String("steps", "25,50,100,150,200,250,300,400,500,600,800", "subscriber counts, in order; a system stops at the first that misses the quality bar")
 	window := fs.Duration("window", 10*time.Second, "measuring window of each step")
-	budget := fs.Duration("budget", 20*time.Minute, "time for the whole run, shared equally by the series (system × scenario)")
+	budget := fs.Duration("budget", 28*time.Minute, "time for the whole run, shared equally by the series (system × scenario)")
 	serveArgs := fs.String("serve-args", "", "more flags for `convene serve`, space-separated (e.g. \"-webrtc-udp-port 0\")")
+	pin := fs.Bool("pin", runtime.NumCPU() >= 2, "give each server CPU 0 to itself and run the load process and the publisher on the other CPUs")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -70,7 +72,7 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := rtcbench.Run(ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
-		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs)})
+		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
 		return 1

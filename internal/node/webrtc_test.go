@@ -300,6 +300,31 @@ func TestSimulcastFollowsTheBandwidthEstimate(t *testing.T) {
 	layer("mid", 10*time.Second)
 }
 
+// TestNACKsAreAnsweredFromTheHistory: a subscriber that loses video
+// packets asks for them again, and the node resends them from the packets
+// it keeps per down track (not from the publisher).
+func TestNACKsAreAnsweredFromTheHistory(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "nack")
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	loss := &rtctest.Loss{Every: 20}
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Receive: loss})
+	dialRTC(t, n, s.ID, btok, rtctest.Options{Video: true})
+	waitMedia(t, ca, b, "video")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rtctest.WaitFor(ctx, func() bool { return loss.Recovered() >= 10 }); err != nil {
+		t.Fatalf("dropped %d video packets, %d came again (resent %v, missing %v)", loss.Dropped(), loss.Recovered(), metricValue(t, n, `convene_webrtc_nack_packets_total{what="resent"}`), metricValue(t, n, `convene_webrtc_nack_packets_total{what="missing"}`))
+	}
+	if d, r := loss.Dropped(), loss.Recovered(); r < d/2 {
+		t.Fatalf("dropped %d video packets, only %d came again", d, r)
+	}
+	if v := metricValue(t, n, `convene_webrtc_nack_packets_total{what="resent"}`); v < 10 {
+		t.Fatalf("resent packets metric %v, want at least 10", v)
+	}
+}
+
 // TestWebRTCBadInput: garbage frames, invalid SDP and a flood of offers
 // each get a clear error on that socket while the other members' media
 // keeps flowing; sockets and WHIP without a valid member token, with a

@@ -27,8 +27,9 @@ type downTrack struct {
 	desc   TrackDesc
 	kind   media.Kind
 	clock  uint32
-	local  *webrtc.TrackLocalStaticRTP
+	local  *localTrack
 	sender *webrtc.RTPSender
+	hist   *history // video: what was sent, to answer NACKs
 
 	inputs atomic.Pointer[[]*broker.Track] // by layer, lowest first
 	target atomic.Pointer[broker.Track]    // the input to switch to
@@ -43,6 +44,7 @@ type downTrack struct {
 	lastTS         uint32
 	lastAt         time.Time
 	pkt            rtp.Packet
+	hdr            rtp.Header
 	forwarded      atomic.Uint64
 	dropped        atomic.Uint64
 	waitedKeyframe atomic.Uint64
@@ -172,6 +174,7 @@ func (p *Peer) syncSub() {
 	for key, d := range p.downs {
 		if _, ok := want[key]; !ok && p.mode == modeBrowser {
 			_ = p.sub.RemoveTrack(d.sender)
+			d.close()
 			delete(p.downs, key)
 			changed = true
 		}
@@ -226,20 +229,40 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 		src = "rtp"
 	}
 	stream := streamOf(t)
-	d := &downTrack{p: p, key: key, kind: t.Kind(), clock: codec.ClockRate,
-		desc: TrackDesc{ID: stream + "-" + t.Kind().String(), Stream: stream, Member: memberOf(t), Kind: t.Kind().String(), Source: src}}
-	local, err := webrtc.NewTrackLocalStaticRTP(codec, d.desc.ID, stream)
+	d, err := newDown(p, p.sub, key, codec, TrackDesc{ID: stream + "-" + t.Kind().String(), Stream: stream,
+		Member: memberOf(t), Kind: t.Kind().String(), Source: src}, stream)
 	if err != nil {
 		return nil, err
 	}
-	sender, err := p.sub.AddTrack(local)
+	p.downs[key] = d
+	return d, nil
+}
+
+// newDown adds a sending track of codec to pc and starts reading its RTCP.
+func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCodecCapability, desc TrackDesc, stream string) (*downTrack, error) {
+	kind, _ := media.ParseKind(desc.Kind)
+	d := &downTrack{p: p, key: key, kind: kind, clock: codec.ClockRate, desc: desc}
+	local, err := newLocalTrack(codec, desc.ID, stream)
+	if err != nil {
+		return nil, err
+	}
+	sender, err := pc.AddTrack(local)
 	if err != nil {
 		return nil, err
 	}
 	d.local, d.sender = local, sender
-	p.downs[key] = d
+	if kind == media.Video {
+		d.hist = &history{}
+	}
 	go d.readRTCP()
 	return d, nil
+}
+
+// close releases what the track holds once it is off the connection.
+func (d *downTrack) close() {
+	if d.hist != nil {
+		d.hist.close()
+	}
 }
 
 func (p *Peer) sendTracks() {
@@ -360,15 +383,44 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
 		d.lastSeq, d.lastTS, d.lastAt = seq, ts, time.Now()
 	}
 	d.started = true
-	d.pkt.SequenceNumber, d.pkt.Timestamp = seq, ts
 	// The publisher's extensions (its IDs, its TWCC numbers) mean nothing
 	// on this connection; the interceptors add this connection's own.
-	d.pkt.Header.Extension = false
-	d.pkt.Header.Extensions = d.pkt.Header.Extensions[:0]
-	d.pkt.Header.ExtensionProfile = 0
-	if err := d.local.WriteRTP(&d.pkt); err == nil {
+	// Padding is not forwarded.
+	d.hdr = rtp.Header{Version: 2, Marker: d.pkt.Marker, SequenceNumber: seq, Timestamp: ts,
+		CSRC: d.pkt.CSRC, Extensions: d.hdr.Extensions[:0]}
+	if d.hist != nil {
+		d.hist.add(pk, d.pkt.Payload, seq, ts, d.pkt.Marker)
+	}
+	if err := d.local.write(&d.hdr, d.pkt.Payload); err == nil {
 		d.forwarded.Add(1)
 		d.p.s.m.forwarded.Inc()
+	}
+}
+
+// resend answers a NACK from the history, at most 64 packets of it.
+func (d *downTrack) resend(n *rtcp.TransportLayerNack) {
+	if d.hist == nil {
+		return
+	}
+	budget := 64
+	for _, pair := range n.Nacks {
+		pair.Range(func(seq uint16) bool {
+			if budget == 0 {
+				return false
+			}
+			budget--
+			e, ok := d.hist.get(seq)
+			if !ok {
+				d.p.s.m.nack.WithLabelValues("missing").Inc()
+				return true
+			}
+			h := rtp.Header{Version: 2, Marker: e.marker, SequenceNumber: e.seq, Timestamp: e.ts}
+			if d.local.write(&h, e.payload) == nil {
+				d.p.s.m.nack.WithLabelValues("resent").Inc()
+			}
+			e.pk.Release()
+			return true
+		})
 	}
 }
 
@@ -389,6 +441,8 @@ func (d *downTrack) readRTCP() {
 				} else if t := d.target.Load(); t != nil {
 					t.RequestKeyframe()
 				}
+			case *rtcp.TransportLayerNack:
+				d.resend(r)
 			case *rtcp.ReceiverReport:
 				for _, rr := range r.Reports {
 					d.report(rr)

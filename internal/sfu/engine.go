@@ -230,8 +230,13 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 			return nil, err
 		}
 	}
-	if err := webrtc.ConfigureNack(m, reg); err != nil {
-		return nil, err
+	// A subscriber connection answers NACKs itself (downTrack.resend, from
+	// packets shared by every subscriber); a publisher connection sends
+	// them with pion's generator.
+	if estimate == nil {
+		if err := webrtc.ConfigureNack(m, reg); err != nil {
+			return nil, err
+		}
 	}
 	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
 		return nil, err

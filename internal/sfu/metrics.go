@@ -11,6 +11,7 @@ type Metrics struct {
 	refused   *prometheus.CounterVec
 	errors    *prometheus.CounterVec
 	pli       *prometheus.CounterVec
+	nack      *prometheus.CounterVec
 	switches  prometheus.Counter
 	estimate  prometheus.Histogram
 }
@@ -31,6 +32,8 @@ func newMetrics() *Metrics {
 			Help: "Signalling frames refused, by error code."}, []string{"code"}),
 		pli: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_keyframe_requests_total",
 			Help: "Keyframe requests: received from subscribers, sent to publishers, throttled."}, []string{"what"}),
+		nack: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_nack_packets_total",
+			Help: "Packets subscribers asked for again: resent from the history, or missing from it."}, []string{"what"}),
 		switches: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_layer_switches_total",
 			Help: "Simulcast layer switches made for subscribers."}),
 		estimate: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_webrtc_bandwidth_estimate_bps",
@@ -41,5 +44,5 @@ func newMetrics() *Metrics {
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.switches, m.estimate)
+	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate)
 }

@@ -160,6 +160,9 @@ func (p *Peer) teardown() {
 			_ = pc.Close()
 		}
 	}
+	for _, d := range p.downs {
+		d.close()
+	}
 	p.s.givePC(p.held)
 	p.s.unregister(p)
 	p.s.m.peers.Dec()

@@ -139,19 +139,12 @@ func (p *Peer) answerViewer(offer string) (string, error) {
 				codec = c
 			}
 		}
-		d := &downTrack{p: p, key: kind.String(), kind: kind, clock: codec.ClockRate,
-			desc: TrackDesc{ID: "whep-" + kind.String(), Stream: "whep", Kind: kind.String(), Source: "switched"}}
-		local, err := webrtc.NewTrackLocalStaticRTP(codec, d.desc.ID, "whep")
+		d, err := newDown(p, pc, kind.String(), codec,
+			TrackDesc{ID: "whep-" + kind.String(), Stream: "whep", Kind: kind.String(), Source: "switched"}, "whep")
 		if err != nil {
 			return "", err
 		}
-		sender, err := pc.AddTrack(local)
-		if err != nil {
-			return "", err
-		}
-		d.local, d.sender = local, sender
 		p.downs[d.key] = d
-		go d.readRTCP()
 	}
 	if len(p.downs) == 0 {
 		return "", fmt.Errorf("the offer has no audio or video to receive")

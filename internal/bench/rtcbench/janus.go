@@ -60,7 +60,7 @@ func janusInterface() error {
 }
 
 // StartJanus writes a configuration into dir and starts Janus with it.
-func StartJanus(dir string) (*Janus, error) {
+func StartJanus(dir string, pin bool) (*Janus, error) {
 	bin, err := exec.LookPath("janus")
 	if err != nil {
 		return nil, fmt.Errorf("janus is not installed (apt-get install janus): %w", err)
@@ -137,6 +137,9 @@ room-` + strconv.Itoa(JanusRoom) + `: {
 	}
 	j := &Janus{URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/janus", dir: dir}
 	j.cmd = exec.Command(bin, "-F", dir, "-C", filepath.Join(dir, "janus.jcfg"), "-o")
+	if pin {
+		onServerCPU(j.cmd)
+	}
 	j.cmd.Stdout, j.cmd.Stderr = &syncWriter{w: &j.log}, &syncWriter{w: &j.log}
 	if err := j.cmd.Start(); err != nil {
 		return nil, err

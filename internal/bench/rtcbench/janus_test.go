@@ -18,7 +18,7 @@ func TestJanusRoom(t *testing.T) {
 	if _, err := exec.LookPath("janus"); err != nil {
 		t.Skip("janus is not installed (make bench installs it)")
 	}
-	j, err := StartJanus(t.TempDir())
+	j, err := StartJanus(t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

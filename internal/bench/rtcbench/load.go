@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,10 @@ type LoadConfig struct {
 	Feed    int64    `json:"feed,omitempty"`   // the publisher's feed ID (janus)
 	N       int      `json:"n"`
 	Window  Duration `json:"window"`
+	// Profile, when set, is where the load process writes a CPU profile
+	// of itself over the window (to see whether it, not the server, is
+	// the limit).
+	Profile string `json:"profile,omitempty"`
 
 	scenario string // for profile names; not sent
 }
@@ -47,11 +52,13 @@ type LoadResult struct {
 	Received uint64  `json:"received"` // packets in the window, all subscribers
 	Expected uint64  `json:"expected"`
 	Loss     float64 `json:"loss"`
-	LatP50   float64 `json:"latency_p50_ms"`
-	LatP95   float64 `json:"latency_p95_ms"`
-	LatP99   float64 `json:"latency_p99_ms"`
-	Seconds  float64 `json:"seconds"`
-	Error    string  `json:"error,omitempty"`
+	// Lossy is how many subscribers lost more than 1% on their own.
+	Lossy   int     `json:"lossy_subscribers"`
+	LatP50  float64 `json:"latency_p50_ms"`
+	LatP95  float64 `json:"latency_p95_ms"`
+	LatP99  float64 `json:"latency_p99_ms"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
 }
 
 type subscriber struct {
@@ -145,6 +152,16 @@ func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer
 	}
 	res.JoinP50, res.JoinP95 = pct(joins, 0.5), pct(joins, 0.95)
 	fmt.Fprintln(ready, "window start")
+	if cfg.Profile != "" {
+		if f, err := os.Create(cfg.Profile); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			} else {
+				f.Close()
+			}
+		}
+	}
 	before := snapshot(subs)
 	start := time.Now()
 	select {
@@ -153,6 +170,15 @@ func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer
 		return ctx.Err()
 	}
 	after := snapshot(subs)
+	for i, sub := range subs {
+		if sub == nil {
+			continue
+		}
+		b, a := before.per[i], after.per[i]
+		if exp := a[1] - b[1]; exp > 0 && a[0]-b[0] < exp && float64(exp-(a[0]-b[0]))/float64(exp) > maxLoss {
+			res.Lossy++
+		}
+	}
 	res.Seconds = time.Since(start).Seconds()
 	res.Received = after.packets - before.packets
 	res.Expected = after.expected - before.expected
@@ -178,19 +204,23 @@ func receiving(c *rtctest.Client) bool {
 
 type snap struct {
 	packets, expected uint64
+	per               [][2]uint64 // by subscriber: packets, expected
 	lat               [rtctest.LatencyBuckets]uint64
 }
 
 func snapshot(subs []*subscriber) snap {
-	var s snap
-	for _, sub := range subs {
+	s := snap{per: make([][2]uint64, len(subs))}
+	for i, sub := range subs {
 		if sub == nil {
 			continue
 		}
 		for _, r := range sub.c.Received() {
-			s.packets += r.Packets.Load()
+			n := r.Packets.Load()
+			s.packets += n
+			s.per[i][0] += n
 			if h := r.High.Load(); h != 0 {
 				s.expected += uint64(h) // differences of High count what was sent meanwhile
+				s.per[i][1] += uint64(h)
 			}
 			for i := range s.lat {
 				s.lat[i] += uint64(r.Latency[i].Load())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -34,8 +35,16 @@ func Format(res Result) string {
 		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range ss {
 			for _, p := range s.Points {
-				fmt.Fprintf(&b, "| %s | %d | %d | %.2f%% | %.1f / %.1f / %.1f | %.2f | %.2f | %.0f | %.0f%% | %.0f | %s |\n", s.System, p.N, p.Load.Joined,
-					100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, yes(p.OK))
+				n := strconv.Itoa(p.N)
+				if p.Retry {
+					n += " (again)"
+				}
+				loss := fmt.Sprintf("%.2f%%", 100*p.Load.Loss)
+				if p.Load.Lossy > 0 {
+					loss += fmt.Sprintf(" (%d over 1%%)", p.Load.Lossy)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %.1f / %.1f / %.1f | %.2f | %.2f | %.0f | %.0f%% | %.0f | %s |\n", s.System, n, p.Load.Joined,
+					loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, yes(p.OK))
 			}
 		}
 		b.WriteString("\n")
@@ -58,7 +67,11 @@ func Format(res Result) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("The subscribers' load process shares the machine with the server: where the machine is near 100% busy, latency and loss are the load process's as much as the server's.\n\n")
+	if res.Pinned {
+		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the load process and the publisher on the other CPUs, so a server's count is what one core of its own serves, not what the load process leaves it. \"server CPU\" above 1 core cannot happen; \"machine busy\" covers both.\n\n", serverCPU)
+	} else {
+		b.WriteString("The subscribers' load process shares the machine with the server: where the machine is near 100% busy, latency and loss are the load process's as much as the server's.\n\n")
+	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}

@@ -37,6 +37,9 @@ type Config struct {
 	Out string
 	// ServeArgs are added to `convene serve` (e.g. -webrtc-udp-port 0).
 	ServeArgs []string
+	// Pin gives the server CPU 0 to itself and runs the load process and
+	// the publisher on the other CPUs.
+	Pin bool
 }
 
 // Point is one step: n subscribers of one publisher.
@@ -54,6 +57,8 @@ type Point struct {
 	// (server, load process and everything else).
 	MachineBusy float64 `json:"machine_busy_pct"`
 	OK          bool    `json:"ok"`
+	// Retry: the step missed the bar once and this is its second try.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // Series is one system in one scenario.
@@ -75,6 +80,8 @@ type Result struct {
 	Series  []Series  `json:"series"`
 	Notes   []string  `json:"notes,omitempty"`
 	JoinP50 float64   `json:"convene_join_p50_ms"`
+	// Pinned: each server ran on one CPU of its own, the load on the rest.
+	Pinned bool `json:"pinned"`
 }
 
 // Quality bar: a step counts when every subscriber joined, loss is under
@@ -87,6 +94,12 @@ const (
 // Run measures every scenario and system.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Window: cfg.Window.String()}
+	if cfg.Pin {
+		if err := pinSelf(); err != nil {
+			return res, err
+		}
+		res.Pinned = true
+	}
 	// Each series gets an equal share of the budget, so the first one
 	// cannot starve the others.
 	share := cfg.Budget / time.Duration(max(1, len(cfg.Scenarios)*len(cfg.Systems)))
@@ -186,7 +199,7 @@ func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.T
 		}
 		return steps(ctx, cfg, s, srv, base, stepTokens, end)
 	case "janus":
-		j, err := StartJanus(filepath.Join(cfg.Tmp, "janus-"+scenario))
+		j, err := StartJanus(filepath.Join(cfg.Tmp, "janus-"+scenario), cfg.Pin)
 		if err != nil {
 			return s, err
 		}
@@ -231,6 +244,10 @@ func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfi
 		}
 		lc := base
 		lc.N, lc.Window, lc.scenario = n, Duration(cfg.Window), s.Scenario
+		if cfg.Out != "" {
+			lc.Profile = filepath.Join(cfg.Out, fmt.Sprintf("%s-webrtc-%s-%s-%d-load.pprof",
+				time.Now().UTC().Format("2006-01-02-150405"), s.System, s.Scenario, n))
+		}
 		if tokens != nil {
 			ts, err := tokens(n)
 			if err != nil {
@@ -239,12 +256,20 @@ func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfi
 			lc.Tokens = ts
 		}
 		p, err := step(ctx, cfg, srv, lc)
+		if err == nil && !p.OK && time.Now().Add(cfg.Window+40*time.Second).Before(end) {
+			// Once more, for every system alike: a transient (a burst of
+			// loss while the step's clients settle) is not the limit.
+			s.Points = append(s.Points, p)
+			time.Sleep(2 * time.Second)
+			p, err = step(ctx, cfg, srv, lc)
+			p.Retry = true
+		}
 		if err != nil {
 			return s, err
 		}
 		s.Points = append(s.Points, p)
-		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
-			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
+		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms lossy=%d cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
+			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.Load.Lossy, p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
 		if !p.OK {
 			break
 		}
@@ -351,6 +376,9 @@ func startConvene(cfg Config) (*conveneNode, error) {
 		"-sip-listen", "127.0.0.1:0", "-webrtc-udp-port", strconv.Itoa(freeUDPPort()), "-auth-api-keys", n.key,
 		"-sessions-max-members", "5000", "-http-ws-max-per-session", "5000", "-log-level", "warn", "-http-pprof")
 	n.cmd.Args = append(n.cmd.Args, cfg.ServeArgs...)
+	if cfg.Pin {
+		onServerCPU(n.cmd)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = &syncWriter{w: &n.log}, &syncWriter{w: &n.log}
 	if err := n.cmd.Start(); err != nil {
 		return nil, err

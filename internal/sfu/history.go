@@ -1,0 +1,134 @@
+package sfu
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/rtp"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/convene/convene/internal/media"
+)
+
+// historySize is how many packets a video down track keeps to answer
+// NACKs: about 5 s of a 900 kbit/s layer. A power of two.
+const historySize = 512
+
+// history is a video down track's recently sent packets, kept to answer
+// the subscriber's NACKs. It holds a reference to the packet the broker
+// delivered, shared with every other subscriber of the publisher, and the
+// header fields this subscriber's copy carried; a subscriber costs an
+// entry per packet, not a copy of it.
+type history struct {
+	mu     sync.Mutex
+	closed bool
+	ring   [historySize]sentPacket
+}
+
+type sentPacket struct {
+	pk      *media.Packet
+	payload []byte // within pk
+	seq     uint16
+	ts      uint32
+	marker  bool
+}
+
+// add keeps pk (taking a reference) as sent with seq, ts and marker.
+func (h *history) add(pk *media.Packet, payload []byte, seq uint16, ts uint32, marker bool) {
+	pk.Retain(1)
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		pk.Release()
+		return
+	}
+	e := &h.ring[seq%historySize]
+	old := e.pk
+	*e = sentPacket{pk: pk, payload: payload, seq: seq, ts: ts, marker: marker}
+	h.mu.Unlock()
+	if old != nil {
+		old.Release()
+	}
+}
+
+// get returns the packet sent as seq with a reference the caller releases.
+func (h *history) get(seq uint16) (sentPacket, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.ring[seq%historySize]
+	if e.pk == nil || e.seq != seq {
+		return sentPacket{}, false
+	}
+	e.pk.Retain(1)
+	return e, true
+}
+
+// close drops every reference; later adds are refused.
+func (h *history) close() {
+	h.mu.Lock()
+	h.closed = true
+	var held []*media.Packet
+	for i := range h.ring {
+		if h.ring[i].pk != nil {
+			held = append(held, h.ring[i].pk)
+			h.ring[i] = sentPacket{}
+		}
+	}
+	h.mu.Unlock()
+	for _, pk := range held {
+		pk.Release()
+	}
+}
+
+// localTrack is a sending track whose writes go straight to the binding's
+// write stream: the writer sets the header itself, so nothing copies the
+// packet on the way (pion's TrackLocalStaticRTP copies it into a pooled
+// packet). It embeds TrackLocalStaticRTP for the codec negotiation.
+type localTrack struct {
+	*webrtc.TrackLocalStaticRTP
+	bound atomic.Pointer[binding]
+}
+
+type binding struct {
+	ssrc uint32
+	pt   uint8
+	w    webrtc.TrackLocalWriter
+}
+
+func newLocalTrack(c webrtc.RTPCodecCapability, id, stream string) (*localTrack, error) {
+	t, err := webrtc.NewTrackLocalStaticRTP(c, id, stream)
+	if err != nil {
+		return nil, err
+	}
+	return &localTrack{TrackLocalStaticRTP: t}, nil
+}
+
+// Bind notes the connection's SSRC, payload type and write stream.
+func (t *localTrack) Bind(c webrtc.TrackLocalContext) (webrtc.RTPCodecParameters, error) {
+	codec, err := t.TrackLocalStaticRTP.Bind(c)
+	if err == nil {
+		t.bound.Store(&binding{ssrc: uint32(c.SSRC()), pt: uint8(codec.PayloadType), w: c.WriteStream()})
+	}
+	return codec, err
+}
+
+// Unbind forgets the binding.
+func (t *localTrack) Unbind(c webrtc.TrackLocalContext) error {
+	t.bound.Store(nil)
+	return t.TrackLocalStaticRTP.Unbind(c)
+}
+
+// write sends one packet with header h (its SSRC and payload type set
+// here) through the connection's interceptors and SRTP.
+func (t *localTrack) write(h *rtp.Header, payload []byte) error {
+	b := t.bound.Load()
+	if b == nil {
+		return errUnbound
+	}
+	h.SSRC, h.PayloadType = b.ssrc, b.pt
+	_, err := b.w.WriteRTP(h, payload)
+	return err
+}
+
+var errUnbound = errors.New("sfu: track not bound to a connection")
