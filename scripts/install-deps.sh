@@ -17,11 +17,16 @@ go mod download
 
 apt_pkgs=()
 need() { command -v "$1" >/dev/null 2>&1 || apt_pkgs+=("$2"); }
+# The mixer's Opus goes through cgo to libopus (gopkg.in/hraban/opus.v2,
+# which also links libopusfile): every build needs them.
+need cc gcc
+need pkg-config pkg-config
+pkg-config --exists opus 2>/dev/null || apt_pkgs+=(libopus-dev)
+pkg-config --exists opusfile 2>/dev/null || apt_pkgs+=(libopusfile-dev)
 if [ "$what" = test ]; then
   need ffmpeg ffmpeg
   need ip iproute2
   need nats-server nats-server
-  need cc gcc
   need sipp sip-tester
   need baresip baresip-core
   need rtpengine rtpengine-daemon # relaybench's own test drives it

@@ -44,6 +44,8 @@ func serviceStatus(err error) (int, string) {
 		return http.StatusTooManyRequests, "limit_reached"
 	case errors.Is(err, session.ErrForbidden):
 		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, session.ErrUnavailable):
+		return http.StatusServiceUnavailable, "unavailable"
 	}
 	return http.StatusInternalServerError, "internal"
 }

@@ -102,3 +102,6 @@ func (j *JitterBuffer) Pop(dst []int16) (concealed bool) {
 	j.next += j.frame
 	return concealed
 }
+
+// Depth is the frames the buffer holds back.
+func (j *JitterBuffer) Depth() int { return j.depth }

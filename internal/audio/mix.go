@@ -23,12 +23,13 @@ func MixMinus(out [][]int16, own [][]int16, speakers [][]int16, sum []int32) {
 			if mine != nil {
 				v -= int32(mine[i])
 			}
-			dst[i] = sat16(v)
+			dst[i] = Sat16(v)
 		}
 	}
 }
 
-func sat16(v int32) int16 {
+// Sat16 clips a sum of samples to 16 bits.
+func Sat16(v int32) int16 {
 	switch {
 	case v > math.MaxInt16:
 		return math.MaxInt16

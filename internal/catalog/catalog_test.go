@@ -315,7 +315,7 @@ func TestForeignKeyRefusal(t *testing.T) {
 	}
 	// The constraint itself must be enforced by the database, not only by
 	// AddLink's pre-check.
-	_, err = s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'',0)`)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'','',0)`)
 	if err == nil || !isFKViolation(err) {
 		t.Errorf("raw insert with dangling session_id: err = %v, want FK violation", err)
 	}

@@ -53,6 +53,7 @@ type Config struct {
 	// Sessions caps what the session service holds.
 	Sessions SessionsConfig `yaml:"sessions"`
 	Links    LinksConfig    `yaml:"links"`
+	Mixer    MixerConfig    `yaml:"mixer"`
 	Log      LogConfig      `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
@@ -203,6 +204,17 @@ type SessionsConfig struct {
 	MaxMembers int `yaml:"max_members"`
 }
 
+// MixerConfig configures the audio mixers (package mixer).
+type MixerConfig struct {
+	// Speakers is how many of the loudest inputs a mix carries.
+	Speakers int `yaml:"speakers"`
+	// Depth is the jitter buffer's depth in 20 ms frames.
+	Depth int `yaml:"depth"`
+	// Max caps the mixers the node runs at once (one per session subgroup
+	// with mixed endpoints); a new one beyond it is refused with 503.
+	Max int `yaml:"max"`
+}
+
 // AuthConfig configures access to the API (package auth).
 type AuthConfig struct {
 	// APIKeys are the operator keys, comma-separated. Empty: the node makes
@@ -297,6 +309,7 @@ func Default() Config {
 	return Config{
 		DataDir:  "./data",
 		Sessions: SessionsConfig{Max: 1000, MaxMembers: 1000},
+		Mixer:    MixerConfig{Speakers: 6, Depth: 3, Max: 200},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -461,6 +474,15 @@ func (c Config) Validate() error {
 	}
 	if c.SIP.InviteRate < 0 {
 		bad("sip.invite_rate", c.SIP.InviteRate, "must not be negative")
+	}
+	if c.Mixer.Speakers < 1 || c.Mixer.Speakers > 32 {
+		bad("mixer.speakers", c.Mixer.Speakers, "want 1 to 32")
+	}
+	if c.Mixer.Depth < 1 || c.Mixer.Depth > 25 {
+		bad("mixer.depth", c.Mixer.Depth, "want 1 to 25 frames of 20 ms")
+	}
+	if c.Mixer.Max < 1 {
+		bad("mixer.max", c.Mixer.Max, "want at least 1")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

@@ -31,6 +31,7 @@ const (
 	FloorStyle   // a floor's style or chalkboard phase changed
 	MediaMuted   // a member muted or unmuted its microphone or camera
 	SpeakerActive
+	MixerSpeakers // a mixer's active speakers (the loudest K it mixes) changed
 	numTypes
 )
 
@@ -51,6 +52,7 @@ var names = [numTypes]string{
 	FloorStyle:      "floor.style",
 	MediaMuted:      "media.muted",
 	SpeakerActive:   "speaker.active",
+	MixerSpeakers:   "mixer.speakers",
 }
 
 // Valid reports whether t is one of the events above.

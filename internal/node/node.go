@@ -17,7 +17,9 @@ import (
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/relay"
 	"github.com/convene/convene/internal/relay/ng"
 	"github.com/convene/convene/internal/rtplink"
@@ -41,6 +43,7 @@ type Node struct {
 	bus      *bus.Bus
 	socks    rtplink.Sockets
 	sessions *session.Service
+	mixers   *mixer.Service
 	events   *events.Hub
 	apiKey   string // the API key, when the node made it (printed at start)
 	relay    *relay.Relay
@@ -102,7 +105,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, err
 	}
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks,
+	mixMetrics := mixer.NewMetrics()
+	n.mixers = mixer.NewService(mixer.Options{Speakers: cfg.Mixer.Speakers, Depth: cfg.Mixer.Depth, Max: cfg.Mixer.Max,
+		Metrics: mixMetrics, Logger: log,
+		OnSpeakers: func(sessionID, group string, members []string) {
+			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
+		}})
+	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks, Mixers: n.mixers,
 		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std()}})
@@ -113,6 +122,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newMediaCollector(n.sessions, n.socks))
+	mixMetrics.Register(reg)
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
@@ -236,6 +246,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.http != nil {
 		n.http.Close()
+	}
+	if n.mixers != nil {
+		n.mixers.Close()
 	}
 	if n.sip != nil {
 		errs = append(errs, n.sip.Close())

@@ -41,6 +41,9 @@ type Config struct {
 	// Owner is the session member the endpoint belongs to ("" for none):
 	// it never receives media that member sends on another link.
 	Owner string
+	// Mixed: the endpoint hears a mixer's output (delivered to the link by
+	// the mixer), not the room's tracks.
+	Mixed bool
 }
 
 // Sockets are the node's shared media sockets.
@@ -116,7 +119,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	// Join before registering: once registered, the socket's read goroutine
 	// may hand the link a datagram at any time, and l.track must be set by
 	// then (Register's lock orders the write before that read).
-	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives(),
+	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives() && !cfg.Mixed,
 		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner}
 	if m.Receives {
 		m.Sink = l

@@ -9,9 +9,11 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/codec"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/floor"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/multicast"
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/udpmux"
@@ -57,8 +59,16 @@ func rtpRecord(req NewRTPLink) (catalog.Link, error) {
 	if dir == "" {
 		dir = string(media.SendRecv)
 	}
+	if req.Mix != "" {
+		if req.Kind != "audio" {
+			return catalog.Link{}, fmt.Errorf("%w: only an audio link hears a mix", ErrInvalid)
+		}
+		if _, err := codec.Parse(req.Mix); err != nil {
+			return catalog.Link{}, fmt.Errorf("%w: mix: %v", ErrInvalid, err)
+		}
+	}
 	return catalog.Link{ID: newID("l_"), Type: LinkRTP, Kind: req.Kind, Direction: dir, Remote: req.Remote,
-		RemoteRTCP: req.RemoteRTCP, RTCPMux: req.RTCPMux}, nil
+		RemoteRTCP: req.RemoteRTCP, RTCPMux: req.RTCPMux, Mix: req.Mix}, nil
 }
 
 func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
@@ -121,8 +131,18 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 	if err != nil {
 		return nil, err
 	}
+	var spec codec.Spec
+	mixed := rec.Mix != "" && dir.Receives()
+	if mixed {
+		if spec, err = codec.Parse(rec.Mix); err != nil {
+			return nil, fmt.Errorf("%w: mix: %v", ErrInvalid, err)
+		}
+		if s.o.Mixers == nil {
+			return nil, fmt.Errorf("%w: this node mixes no audio", ErrUnavailable)
+		}
+	}
 	cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue,
-		Group: at.group, Gated: at.gated, Owner: at.member}
+		Group: at.group, Gated: at.gated, Owner: at.member, Mixed: mixed}
 	if rec.RemoteRTCP != "" {
 		if cfg.RemoteRTCP, err = parseAddr("remote_rtcp", rec.RemoteRTCP); err != nil {
 			return nil, err
@@ -138,7 +158,17 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return rtpMedia{l: l, socks: s.o.Sockets, member: at.member}, nil
+	m := rtpMedia{l: l, socks: s.o.Sockets, member: at.member}
+	if !mixed {
+		return m, nil
+	}
+	mm := &mixedMedia{rtpMedia: m, svc: s.o.Mixers, session: rec.SessionID, room: room,
+		out: &mixer.Output{ID: rec.ID, Owner: at.member, Codec: spec, Sink: l}}
+	if err := mm.SetGroup(at.group); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return mm, nil
 }
 
 func openMulticast(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Media, error) {

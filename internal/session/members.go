@@ -280,6 +280,11 @@ func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, 
 		for id, l := range ls.links {
 			if l.member == memberID {
 				ls.room.SetGroup(id, group)
+				if g, ok := l.media.(regrouper); ok {
+					if err := g.SetGroup(group); err != nil {
+						s.log.Warn("mixed link did not follow its member", "session", sessionID, "link", id, "err", err)
+					}
+				}
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/rtplink"
 )
 
@@ -33,6 +34,8 @@ type Options struct {
 	// MaxSessions caps the sessions not over (scheduled or live) and
 	// MaxMembers the members of one session; 0 means no cap.
 	MaxSessions, MaxMembers int
+	// Mixers mix audio for the links that ask for a mix; nil refuses them.
+	Mixers *mixer.Service
 	// Links is the policy for links members create, and the caps.
 	Links  LinkPolicy
 	Logger *slog.Logger

@@ -32,6 +32,9 @@ var (
 	ErrLimit = errors.New("limit reached")
 	// ErrForbidden: a join token that is revoked, used up or unknown.
 	ErrForbidden = errors.New("forbidden")
+	// ErrUnavailable: the node cannot take on the work now (its mixing
+	// capacity is used up).
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Session is a session as the API shows it.
@@ -111,6 +114,11 @@ type NewRTPLink struct {
 	// Member ties the link to a session member: it carries the member's
 	// role (a listener's link only receives), subgroup and floor.
 	Member string `json:"member,omitempty"`
+	// Mix, when set, makes the endpoint hear the session's audio mix (its
+	// subgroup's, without its member's own voice) in this codec instead
+	// of every member's stream: "PCMU", "PCMA", "opus/48000/2:111",
+	// "L16/16000:96". Audio links only.
+	Mix string `json:"mix,omitempty"`
 	// Policed is set by the API when a member, not the operator, creates
 	// the link: the destination policy, the caps and consent apply.
 	Policed bool `json:"-"`

@@ -1,0 +1,176 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/convene/convene/internal/audio"
+)
+
+// Spec is one codec of an RTP stream.
+type Spec struct {
+	Name string // "PCMU", "PCMA", "L16", "opus" (as SDP spells them)
+	Rate int    // RTP clock rate in Hz
+	PT   uint8  // RTP payload type
+}
+
+// The codecs with a static payload type (RFC 3551) and the usual Opus one.
+var (
+	PCMU = Spec{Name: "PCMU", Rate: 8000, PT: 0}
+	PCMA = Spec{Name: "PCMA", Rate: 8000, PT: 8}
+	Opus = Spec{Name: "opus", Rate: 48000, PT: 111}
+)
+
+// ErrUnknown is a codec, rate or payload type the node cannot decode.
+var ErrUnknown = errors.New("codec: unknown codec")
+
+// String is the rtpmap form with the payload type: "opus/48000/2 (111)".
+func (s Spec) String() string {
+	name := s.Name + "/" + strconv.Itoa(s.Rate)
+	if strings.EqualFold(s.Name, "opus") {
+		name += "/2"
+	}
+	return fmt.Sprintf("%s (%d)", name, s.PT)
+}
+
+// Parse reads a codec as an rtpmap names it, "PCMU", "PCMA/8000",
+// "opus/48000/2" or "L16/16000", with an optional payload type after a
+// colon ("opus/48000/2:96"). Without one, a static codec gets its own
+// (0, 8), Opus 111 and L16 96.
+func Parse(s string) (Spec, error) {
+	spec, pt, hasPT := strings.Cut(strings.TrimSpace(s), ":")
+	parts := strings.Split(spec, "/")
+	var c Spec
+	switch strings.ToUpper(parts[0]) {
+	case "PCMU":
+		c = PCMU
+	case "PCMA":
+		c = PCMA
+	case "OPUS":
+		c = Opus
+	case "L16":
+		c = Spec{Name: "L16", Rate: 16000, PT: 96}
+	default:
+		return Spec{}, fmt.Errorf("%w %q: use PCMU, PCMA, opus/48000/2 or L16/<rate>", ErrUnknown, parts[0])
+	}
+	if len(parts) > 1 {
+		r, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return Spec{}, fmt.Errorf("%w: rate %q", ErrUnknown, parts[1])
+		}
+		if r != c.Rate && c.Name != "L16" {
+			return Spec{}, fmt.Errorf("%w: %s runs at %d Hz, not %d", ErrUnknown, c.Name, c.Rate, r)
+		}
+		c.Rate = r
+	}
+	if c.Name == "L16" && c.Rate != 8000 && c.Rate != 16000 && c.Rate != 48000 {
+		return Spec{}, fmt.Errorf("%w: L16 at 8000, 16000 or 48000 Hz, not %d", ErrUnknown, c.Rate)
+	}
+	if len(parts) > 2 && parts[2] != "1" && parts[2] != "2" {
+		return Spec{}, fmt.Errorf("%w: %q channels", ErrUnknown, parts[2])
+	}
+	if hasPT {
+		n, err := strconv.Atoi(pt)
+		if err != nil || n < 0 || n > 127 {
+			return Spec{}, fmt.Errorf("%w: payload type %q is not 0..127", ErrUnknown, pt)
+		}
+		c.PT = uint8(n)
+	}
+	return c, nil
+}
+
+// FrameSamples is the samples in a 20 ms frame at the codec's rate.
+func (s Spec) FrameSamples() int { return s.Rate / 50 }
+
+// Decoder turns one stream's payloads into PCM at the codec's rate.
+type Decoder interface {
+	// Decode writes the samples of payload into pcm and returns how many.
+	Decode(payload []byte, pcm []int16) (int, error)
+}
+
+// Encoder turns PCM at the codec's rate into payloads.
+type Encoder interface {
+	// Encode writes the payload of one frame into out and returns its length.
+	Encode(pcm []int16, out []byte) (int, error)
+}
+
+// NewDecoder returns a decoder for s.
+func NewDecoder(s Spec) (Decoder, error) {
+	switch s.Name {
+	case "PCMU":
+		return g711{mu: true}, nil
+	case "PCMA":
+		return g711{}, nil
+	case "L16":
+		return l16{}, nil
+	case "opus":
+		return newOpusDecoder()
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknown, s.Name)
+}
+
+// NewEncoder returns an encoder for s.
+func NewEncoder(s Spec) (Encoder, error) {
+	switch s.Name {
+	case "PCMU":
+		return g711{mu: true}, nil
+	case "PCMA":
+		return g711{}, nil
+	case "L16":
+		return l16{}, nil
+	case "opus":
+		return newOpusEncoder()
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknown, s.Name)
+}
+
+type g711 struct{ mu bool }
+
+func (g g711) Decode(p []byte, pcm []int16) (int, error) {
+	if len(p) > len(pcm) {
+		return 0, fmt.Errorf("codec: %d G.711 samples, room for %d", len(p), len(pcm))
+	}
+	if g.mu {
+		return audio.DecodeMulaw(pcm, p), nil
+	}
+	return audio.DecodeAlaw(pcm, p), nil
+}
+
+func (g g711) Encode(pcm []int16, out []byte) (int, error) {
+	if len(out) < len(pcm) {
+		return 0, errors.New("codec: output too small")
+	}
+	if g.mu {
+		return audio.EncodeMulaw(out, pcm), nil
+	}
+	return audio.EncodeAlaw(out, pcm), nil
+}
+
+type l16 struct{}
+
+func (l16) Decode(p []byte, pcm []int16) (int, error) {
+	if len(p)%2 != 0 {
+		return 0, fmt.Errorf("codec: L16 payload of %d bytes is not whole samples", len(p))
+	}
+	n := len(p) / 2
+	if n > len(pcm) {
+		return 0, fmt.Errorf("codec: %d L16 samples, room for %d", n, len(pcm))
+	}
+	for i := range n {
+		pcm[i] = int16(binary.BigEndian.Uint16(p[2*i:]))
+	}
+	return n, nil
+}
+
+func (l16) Encode(pcm []int16, out []byte) (int, error) {
+	if len(out) < 2*len(pcm) {
+		return 0, errors.New("codec: output too small")
+	}
+	for i, s := range pcm {
+		binary.BigEndian.PutUint16(out[2*i:], uint16(s))
+	}
+	return 2 * len(pcm), nil
+}
