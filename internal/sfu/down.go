@@ -81,7 +81,7 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 		return
 	}
 	select {
-	case p.worker <- outPkt{d: d, p: pk, t: from}:
+	case p.worker <- outPkt{d: d, p: pk, t: from, at: time.Now()}:
 	default:
 		p.inflight.Add(-1)
 		d.dropped.Add(1)
@@ -342,6 +342,7 @@ func (s *SFU) work(ch chan outPkt) {
 			p := o.d.p
 			if p.ctx.Err() == nil {
 				o.d.write(o.p, o.t)
+				s.m.delay.Observe(time.Since(o.at).Seconds())
 			}
 			p.inflight.Add(-1)
 			o.p.Release()

@@ -11,6 +11,8 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/interceptor/pkg/cc"
 	"github.com/pion/interceptor/pkg/gcc"
+	"github.com/pion/interceptor/pkg/twcc"
+	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 )
 
@@ -225,10 +227,18 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 			return nil, err
 		}
 		f.OnNewPeerConnection(func(_ string, est cc.BandwidthEstimator) { estimate(est) })
-		reg.Add(f)
-		if err := webrtc.ConfigureTWCCHeaderExtensionSender(m, reg); err != nil {
+		reg.Add(videoOnly{f})
+		// Transport-wide sequence numbers on video only: the estimate
+		// exists to pick simulcast layers, and audio packets would cost
+		// a history entry and feedback each for nothing to choose.
+		if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: sdp.TransportCCURI}, webrtc.RTPCodecTypeVideo); err != nil {
 			return nil, err
 		}
+		hx, err := twcc.NewHeaderExtensionInterceptor()
+		if err != nil {
+			return nil, err
+		}
+		reg.Add(hx)
 	}
 	// A subscriber connection answers NACKs itself (downTrack.resend, from
 	// packets shared by every subscriber); a publisher connection sends
@@ -251,4 +261,35 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.setting))
 	return api.NewPeerConnection(webrtc.Configuration{})
+}
+
+// videoOnly makes an interceptor factory's interceptors (the bandwidth
+// estimator) leave audio streams alone.
+type videoOnly struct{ f interceptor.Factory }
+
+func (v videoOnly) NewInterceptor(id string) (interceptor.Interceptor, error) {
+	i, err := v.f.NewInterceptor(id)
+	if err != nil {
+		return nil, err
+	}
+	return videoStreams{i}, nil
+}
+
+type videoStreams struct{ interceptor.Interceptor }
+
+func isAudio(info *interceptor.StreamInfo) bool {
+	return strings.HasPrefix(strings.ToLower(info.MimeType), "audio/")
+}
+
+func (v videoStreams) BindLocalStream(info *interceptor.StreamInfo, w interceptor.RTPWriter) interceptor.RTPWriter {
+	if isAudio(info) {
+		return w
+	}
+	return v.Interceptor.BindLocalStream(info, w)
+}
+
+func (v videoStreams) UnbindLocalStream(info *interceptor.StreamInfo) {
+	if !isAudio(info) {
+		v.Interceptor.UnbindLocalStream(info)
+	}
 }

@@ -14,6 +14,7 @@ type Metrics struct {
 	nack      *prometheus.CounterVec
 	switches  prometheus.Counter
 	estimate  prometheus.Histogram
+	delay     prometheus.Histogram
 }
 
 func newMetrics() *Metrics {
@@ -39,10 +40,13 @@ func newMetrics() *Metrics {
 		estimate: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_webrtc_bandwidth_estimate_bps",
 			Help:    "Subscribers' bandwidth estimates, sampled every tick.",
 			Buckets: prometheus.ExponentialBuckets(50_000, 2, 10)}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_webrtc_forward_delay_seconds",
+			Help:    "Time from a packet's arrival at a subscriber's queue to its send (the node's own share of latency).",
+			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}}),
 	}
 }
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate)
+	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay)
 }

@@ -75,9 +75,10 @@ const (
 )
 
 type outPkt struct {
-	d *downTrack
-	p *media.Packet
-	t *broker.Track
+	d  *downTrack
+	p  *media.Packet
+	t  *broker.Track
+	at time.Time // queued
 }
 
 func (s *SFU) newPeer(sessionID, memberID string, m mode) (*Peer, error) {

@@ -31,8 +31,8 @@ func Format(res Result) string {
 		}
 		title := map[string]string{"audio": "Audio (Opus, 50 packets/s)", "av": "Audio and simulcast video (VP8 layers ~100/300/900 kbit/s)"}[sc]
 		fmt.Fprintf(&b, "## %s\n\n", title)
-		fmt.Fprintf(&b, "| system | subscribers | joined | loss | latency p50 / p95 / p99 ms | server CPU (cores) | CPU ms/s per subscriber | SRTP packets/s per core | machine busy | join p50 ms | pass |\n")
-		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		fmt.Fprintf(&b, "| system | subscribers | joined | loss | latency p50 / p95 / p99 ms | node's own delay p95 ms | server CPU (cores) | CPU ms/s per subscriber | SRTP packets/s per core | machine busy | join p50 ms | pass |\n")
+		fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range ss {
 			for _, p := range s.Points {
 				n := strconv.Itoa(p.N)
@@ -43,8 +43,12 @@ func Format(res Result) string {
 				if p.Load.Lossy > 0 {
 					loss += fmt.Sprintf(" (%d over 1%%)", p.Load.Lossy)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %.1f / %.1f / %.1f | %.2f | %.2f | %.0f | %.0f%% | %.0f | %s |\n", s.System, n, p.Load.Joined,
-					loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, yes(p.OK))
+				own := "–"
+				if p.NodeDelayP95 > 0 {
+					own = fmt.Sprintf("≤ %g", p.NodeDelayP95)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %.1f / %.1f / %.1f | %s | %.2f | %.2f | %.0f | %.0f%% | %.0f | %s |\n", s.System, n, p.Load.Joined,
+					loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, own, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, yes(p.OK))
 			}
 		}
 		b.WriteString("\n")
@@ -67,6 +71,7 @@ func Format(res Result) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\"node's own delay\" is Convene's convene_webrtc_forward_delay_seconds over the window (a packet queued for a subscriber until sent), as the upper bound of its histogram bucket: latency beyond it is spent outside the node (the kernel, the load process).\n\n")
 	if res.Pinned {
 		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the load process and the publisher on the other CPUs, so a server's count is what one core of its own serves, not what the load process leaves it. \"server CPU\" above 1 core cannot happen; \"machine busy\" covers both.\n\n", serverCPU)
 	} else {

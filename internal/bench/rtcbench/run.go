@@ -57,6 +57,9 @@ type Point struct {
 	// (server, load process and everything else).
 	MachineBusy float64 `json:"machine_busy_pct"`
 	OK          bool    `json:"ok"`
+	// NodeDelayP95 is the 95th percentile of the server's own forwarding
+	// delay (queue to send) over the window, ms; Convene only.
+	NodeDelayP95 float64 `json:"node_delay_p95_ms,omitempty"`
 	// Retry: the step missed the bar once and this is its second try.
 	Retry bool `json:"retry,omitempty"`
 }
@@ -268,8 +271,8 @@ func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfi
 			return s, err
 		}
 		s.Points = append(s.Points, p)
-		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms lossy=%d cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
-			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.Load.Lossy, p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
+		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms lossy=%d node-p95=%.1fms cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
+			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.Load.Lossy, p.NodeDelayP95, p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
 		if !p.OK {
 			break
 		}
@@ -298,12 +301,17 @@ func step(ctx context.Context, cfg Config, srv server, lc LoadConfig) (Point, er
 	var cpu0 float64
 	var m0 proc.CPU
 	var t0 time.Time
+	var d0 map[float64]float64
+	dl, hasDelay := srv.(delayer)
 	p := Point{N: lc.N}
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "window start" {
 			m0, _ = proc.ReadCPU()
 			_, cpu0, _ = proc.Process(srv.pid())
+			if hasDelay {
+				d0 = dl.delayBuckets()
+			}
 			t0 = time.Now()
 			if pr, ok := srv.(profiler); ok && cfg.Out != "" {
 				go pr.profile(int(cfg.Window.Seconds())-1, filepath.Join(cfg.Out, fmt.Sprintf("%s-webrtc-%s-%d.pprof",
@@ -313,6 +321,9 @@ func step(ctx context.Context, cfg Config, srv server, lc LoadConfig) (Point, er
 		}
 		if strings.HasPrefix(line, "{") {
 			_, cpu1, _ := proc.Process(srv.pid())
+			if hasDelay && d0 != nil {
+				p.NodeDelayP95 = delayPct(d0, dl.delayBuckets(), 0.95)
+			}
 			if m1, err := proc.ReadCPU(); err == nil {
 				p.MachineBusy, _ = m1.Since(m0)
 			}
