@@ -38,7 +38,7 @@ func SIPRealm(cfg config.SIPConfig) string {
 
 // startSIP opens the SIP account service and the registrar/proxy, whose
 // calls' media goes through rl.
-func startSIP(ctx context.Context, cfg config.SIPConfig, cat *catalog.Store, rl *relay.Relay,
+func startSIP(ctx context.Context, cfg config.SIPConfig, cat *catalog.Store, rl *relay.Relay, confs sip.Conferences,
 	reg prometheus.Registerer, log *slog.Logger) (*sipusers.Service, *sip.Server, error) {
 	realm := SIPRealm(cfg)
 	users, err := sipusers.New(sipusers.Options{Catalog: cat, Realm: realm, MinPassword: cfg.MinPasswordLength})
@@ -57,7 +57,7 @@ func startSIP(ctx context.Context, cfg config.SIPConfig, cat *catalog.Store, rl 
 		AuthCalls: cfg.AuthCalls, RegisterRate: float64(cfg.RegisterRate), InviteRate: float64(cfg.InviteRate),
 		RequestRate: float64(cfg.RequestRate), MaxContacts: cfg.MaxContacts, TCPIdle: cfg.TCPIdleTimeout.Std(),
 		TCPMaxConns: cfg.TCPMaxConns, TCPMaxConnsPerIP: cfg.TCPMaxConnsPerIP,
-		Users: users, Catalog: cat, Logger: log, Registry: reg}
+		Users: users, Catalog: cat, Logger: log, Registry: reg, Conferences: confs}
 	if rl != nil {
 		o.Media = rl
 	}

@@ -1,124 +1,39 @@
 package sip
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/convene/convene/internal/testutil"
 )
 
-// baresipUA is a headless baresip (the real SIP phone) with one account,
-// a 440 Hz sine as its microphone and its decoded audio dumped to WAV
-// files by the sndfile module.
-type baresipUA struct {
-	dir string
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	out bytes.Buffer
-}
+// baresipUA is a phone of these tests: testutil's baresip, registered
+// here with a 440 Hz tone.
+type baresipUA struct{ *testutil.Baresip }
 
-func (b *baresipUA) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.Write(p)
-}
-
-func (b *baresipUA) output() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.String()
-}
-
-// startBaresip runs baresip for user, registering with the server at
-// proxy; extra are commands run at start (-e).
 func startBaresip(t *testing.T, ctx context.Context, user, proxy string, quitAfter time.Duration, extra ...string) *baresipUA {
 	t.Helper()
-	bin := testutil.NeedBinary(t, "baresip")
-	dir := t.TempDir()
-	// baresip also binds TLS on the SIP port + 1.
-	sipPort := 20000 + 2*rand.IntN(4000)
-	rtpBase := 30200 + 2*rand.IntN(4000)
-	cfg := fmt.Sprintf(`poll_method epoll
-sip_listen 127.0.0.1:%d
-audio_source ausine,440
-ausrc_srate 48000
-ausrc_channels 2
-audio_player aubridge,nowhere
-audio_alert aubridge,nowhere
-module_path /usr/lib/baresip/modules
-module g711.so
-module ausine.so
-module aubridge.so
-module sndfile.so
-module_app account.so
-module_app menu.so
-snd_path %s
-rtp_ports %d-%d
-net_interface 127.0.0.1
-`, sipPort, dir, rtpBase, rtpBase+20)
-	acc := fmt.Sprintf(`<sip:%s@convene.test>;auth_pass=%s;outbound="sip:%s";regint=600;answermode=auto;audio_codecs=PCMU`+"\n",
-		user, testPassword, proxy)
-	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "accounts"), []byte(acc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"-f", dir, "-t", strconv.Itoa(int(quitAfter / time.Second))}
-	for _, e := range extra {
-		args = append(args, "-e", e)
-	}
-	b := &baresipUA{dir: dir}
-	b.cmd = exec.CommandContext(ctx, bin, args...)
-	b.cmd.Stdout, b.cmd.Stderr = b, b
-	b.cmd.WaitDelay = 2 * time.Second
-	if err := b.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if b.cmd.ProcessState == nil {
-			b.cmd.Process.Kill()
-			b.cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("baresip %s output:\n%s", user, b.output())
-		}
-	})
-	return b
+	return &baresipUA{testutil.StartBaresip(t, ctx, testutil.BaresipConfig{User: user, Password: testPassword,
+		Domain: "convene.test", Proxy: proxy, QuitAfter: quitAfter, Commands: extra})}
 }
 
-// decodedAudio returns, for every WAV file sndfile wrote for decoded
-// (received) audio, the number of samples that are not silence.
+func (b *baresipUA) output() string { return b.Output() }
+
+// decodedAudio returns, for every WAV file of received audio, the number
+// of samples that are not silence.
 func (b *baresipUA) decodedAudio(t *testing.T) map[string]int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(b.dir, "*dec*.wav"))
 	out := map[string]int{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil || len(data) <= 44 {
-			out[filepath.Base(f)] = 0
-			continue
-		}
+	for _, w := range b.Decoded(t) {
 		loud := 0
-		pcm := data[44:]
-		for i := 0; i+1 < len(pcm); i += 2 {
-			v := int16(binary.LittleEndian.Uint16(pcm[i:]))
+		for _, v := range w.PCM {
 			if v > 1000 || v < -1000 {
 				loud++
 			}
 		}
-		out[filepath.Base(f)] = loud
+		out[w.Name] = loud
 	}
 	return out
 }
@@ -142,10 +57,10 @@ func TestBaresipCall(t *testing.T) {
 	testutil.WaitFor(t, 15*time.Second, "the call to be answered", func() bool {
 		return counter(t, e.reg, "convene_sip_calls_total", map[string]string{"result": "answered"}) == 1
 	})
-	alice.cmd.Wait()
+	alice.Cmd.Wait()
 	testutil.WaitFor(t, 10*time.Second, "the call to end", func() bool { return rl.Calls() == 0 })
-	bob.cmd.Process.Kill()
-	bob.cmd.Wait()
+	bob.Cmd.Process.Kill()
+	bob.Cmd.Wait()
 
 	for name, b := range map[string]*baresipUA{"alice": alice, "bob": bob} {
 		got := b.decodedAudio(t)

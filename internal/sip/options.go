@@ -122,9 +122,11 @@ type Options struct {
 	Users   Users
 	Catalog *catalog.Store
 	// Media, if set, relays the media of proxied calls.
-	Media    Media
-	Logger   *slog.Logger
-	Registry prometheus.Registerer
+	Media Media
+	// Conferences, if set, lets phones dial into sessions.
+	Conferences Conferences
+	Logger      *slog.Logger
+	Registry    prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

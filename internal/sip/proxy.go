@@ -131,7 +131,9 @@ func (s *Server) onInvite(req *sip.Request, tx sip.ServerTransaction) {
 		return
 	}
 	if hasToTag(req) {
-		s.inDialog(req, tx)
+		if !s.confInDialog(req, tx) {
+			s.inDialog(req, tx)
+		}
 		return
 	}
 	s.popRoute(req)
@@ -155,8 +157,9 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusTooManyHops, "Too Many Hops", nil))
 		return
 	}
+	conference := invite && s.o.Conferences != nil && s.o.Conferences.IsConference(s.ctx, req.Recipient.User)
 	authUser := ""
-	if invite && s.o.AuthCalls {
+	if invite && (s.o.AuthCalls || conference) {
 		a := s.authenticate(s.ctx, req, "Proxy-Authorization")
 		if a.badURI {
 			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (digest uri is not the Request-URI)", nil))
@@ -173,6 +176,10 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 		}
 		req.RemoveHeader("Proxy-Authorization")
 		authUser = a.user
+	}
+	if conference {
+		s.joinConference(req, tx, req.Recipient.User, authUser)
+		return
 	}
 	user := req.Recipient.User
 	_, found, err := s.o.Users.Lookup(s.ctx, user)
@@ -277,7 +284,9 @@ func (s *Server) onAck(req *sip.Request, tx sip.ServerTransaction) {
 // OPTIONS to the server is answered, the rest goes to the user.
 func (s *Server) onOther(req *sip.Request, tx sip.ServerTransaction) {
 	if hasToTag(req) {
-		s.inDialog(req, tx)
+		if !s.confInDialog(req, tx) {
+			s.inDialog(req, tx)
+		}
 		return
 	}
 	s.popRoute(req)

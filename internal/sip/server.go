@@ -29,6 +29,7 @@ type Server struct {
 	algorithms []string
 	digest     *digest.Checker
 	loc        *location
+	conf       confCalls // calls answered into sessions
 	regLimit   *limiter
 	invLimit   *limiter
 	calls      *callTable

@@ -1,0 +1,58 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/sip"
+)
+
+// conferences lets SIP phones dial into sessions: an INVITE to
+// sip:<session id>@<domain> from an authenticated account joins the
+// session as a participant whose phone hears the mix (package mixer) and
+// speaks into the room through a policed plain RTP link.
+type conferences struct {
+	sessions *session.Service
+}
+
+// IsConference reports whether user is the ID of an active session.
+func (c conferences) IsConference(ctx context.Context, user string) bool {
+	if !strings.HasPrefix(user, "s_") {
+		return false
+	}
+	s, err := c.sessions.Get(ctx, user)
+	return err == nil && s.State == session.StateActivated
+}
+
+// Join adds the caller as a participant with a mixed audio link.
+func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string) (netip.AddrPort, func(), error) {
+	m, err := c.sessions.Join(ctx, sessionID, display+" (phone)", "participant")
+	if err != nil {
+		return netip.AddrPort{}, nil, confErr(err)
+	}
+	leave := func() { _ = c.sessions.Leave(context.Background(), sessionID, m.ID) }
+	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: remote.String(), Kind: "audio",
+		Member: m.ID, Mix: codec, Policed: true})
+	if err != nil {
+		leave()
+		return netip.AddrPort{}, nil, confErr(err)
+	}
+	addr, err := netip.ParseAddr(l.Local.Addr)
+	if err != nil {
+		leave()
+		return netip.AddrPort{}, nil, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
+	}
+	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), leave, nil
+}
+
+// confErr tells SIP which refusals are for now (503) and which are not.
+func confErr(err error) error {
+	if errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrLimit) || errors.Is(err, session.ErrDraining) {
+		return fmt.Errorf("%w: %v", sip.ErrConferenceFull, err)
+	}
+	return err
+}

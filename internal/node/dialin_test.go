@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/audio"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// TestPhonesDialIntoASession: two real phones (baresip, a 440 Hz and a
+// 1 kHz tone as their microphones) dial sip:<session>@node with their
+// accounts. Each becomes a member, hears the other's tone and not its own;
+// a mixed plain RTP listener hears both; hanging up (BYE) leaves.
+func TestPhonesDialIntoASession(t *testing.T) {
+	testutil.NeedBinary(t, "baresip")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.SIP.Algorithms = "MD5" // baresip 1.0 knows only MD5
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const pass = "long-enough-pass-123"
+	for _, u := range []string{"alice", "bobby"} {
+		if _, err := n.sipUsers.Add(ctx, u, pass); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := createSession(t, n, "dial-in")
+	ear := udpConn(t)
+	addLink(t, n, s.ID, map[string]any{"remote": ear.LocalAddr().String(), "remote_rtcp": udpConn(t).LocalAddr().String(),
+		"kind": "audio", "direction": "recvonly", "mix": "PCMU"})
+	dial := "/dial sip:" + s.ID + "@" + n.SIPAddr()
+	phones := map[string]*testutil.Baresip{}
+	for user, tone := range map[string]int{"alice": 440, "bobby": 1000} {
+		phones[user] = testutil.StartBaresip(t, ctx, testutil.BaresipConfig{User: user, Password: pass, Domain: "convene.test",
+			Proxy: n.SIPAddr(), Tone: tone, QuitAfter: 9 * time.Second, Commands: []string{dial}})
+	}
+	testutil.WaitFor(t, 15*time.Second, "both phones in the session", func() bool {
+		return metricValue(t, n, `convene_sip_calls_total{result="conference"}`) == 2
+	})
+	var got struct{ Members []map[string]any }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &got)
+	if len(got.Members) != 2 {
+		t.Fatalf("members %v, want the two phones", got.Members)
+	}
+	heard := heardPCMU(ear, 4*time.Second)
+	for _, f := range []float64{440, 1000} {
+		if sh := audio.ToneShare(heard[len(heard)/4:], f, 8000); sh < 0.2 {
+			t.Errorf("the listener: %v Hz holds %.2f of what it hears", f, sh)
+		}
+	}
+	for _, p := range phones {
+		_ = p.Cmd.Wait() // baresip quits after 9 s and hangs up first
+	}
+	testutil.WaitFor(t, 10*time.Second, "the phones to leave", func() bool {
+		var ms struct{ Members []map[string]any }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &ms)
+		return len(ms.Members) == 0
+	})
+	for user, want := range map[string][2]float64{"alice": {1000, 440}, "bobby": {440, 1000}} {
+		var pcm []int16
+		rate := 8000
+		for _, w := range phones[user].Decoded(t) {
+			if len(w.PCM) > len(pcm) {
+				pcm, rate = w.PCM, w.Rate
+			}
+		}
+		if len(pcm) < rate*2 {
+			t.Fatalf("%s decoded %d samples at %d Hz", user, len(pcm), rate)
+		}
+		pcm = pcm[rate:] // past the first second
+		t.Logf("%s heard %.1f s: %v Hz %.2f, %v Hz %.2f", user, float64(len(pcm))/float64(rate),
+			want[0], audio.ToneShare(pcm, want[0], rate), want[1], audio.ToneShare(pcm, want[1], rate))
+		if sh := audio.ToneShare(pcm, want[0], rate); sh < 0.2 {
+			t.Errorf("%s: the other phone's %v Hz holds %.2f of what it hears", user, want[0], sh)
+		}
+		if sh := audio.ToneShare(pcm, want[1], rate); sh > 0.05 {
+			t.Errorf("%s: its own %v Hz holds %.2f of what it hears", user, want[1], sh)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/emiago/sipgo/sip"
+	"github.com/pion/sdp/v3"
+)
+
+// Conferences lets phones dial into sessions (INVITE sip:<session>@domain):
+// the server authenticates the caller, answers the SDP offer as the
+// session's user agent, and hands the media to the session.
+type Conferences interface {
+	// IsConference reports whether user names a session a phone may join.
+	IsConference(ctx context.Context, user string) bool
+	// Join makes the caller (the SIP account user, shown as display) a
+	// member of session, hearing and speaking through a mixed audio link
+	// to remote in codec ("PCMU", "opus/48000/2:111"). It returns the
+	// node's media address and a function that hangs the member up.
+	Join(ctx context.Context, session, user, display string, remote netip.AddrPort, codec string) (local netip.AddrPort, leave func(), err error)
+}
+
+// ErrConferenceFull is what a Conferences returns when the session or the
+// node cannot take another caller now (503).
+var ErrConferenceFull = errors.New("sip: the conference cannot take another caller now")
+
+// confCalls are the calls answered into sessions, by Call-ID.
+type confCalls struct {
+	mu    sync.Mutex
+	calls map[string]func()
+}
+
+func (c *confCalls) add(callID string, leave func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[string]func(){}
+	}
+	c.calls[callID] = leave
+}
+
+func (c *confCalls) take(callID string) (func(), bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.calls[callID]
+	delete(c.calls, callID)
+	return f, ok
+}
+
+func (c *confCalls) has(callID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.calls[callID]
+	return ok
+}
+
+// offer is what the node takes from a phone's SDP offer.
+type offer struct {
+	remote netip.AddrPort
+	codec  string // for the session link ("PCMU", "opus/48000/2:111")
+	pt     uint8
+	rtpmap string // the answer's a=rtpmap value
+	tePT   int    // telephone-event payload type, -1 for none
+}
+
+// parseOffer picks the first audio codec of the offer the node mixes
+// (PCMU, PCMA, Opus) and the phone's media address.
+func parseOffer(body []byte) (offer, error) {
+	var d sdp.SessionDescription
+	if err := d.Unmarshal(body); err != nil {
+		return offer{}, fmt.Errorf("sdp: %w", err)
+	}
+	for _, m := range d.MediaDescriptions {
+		if m.MediaName.Media != "audio" || m.MediaName.Port.Value == 0 {
+			continue
+		}
+		conn := d.ConnectionInformation
+		if m.ConnectionInformation != nil {
+			conn = m.ConnectionInformation
+		}
+		if conn == nil || conn.Address == nil {
+			return offer{}, errors.New("sdp: no connection address")
+		}
+		addr, err := netip.ParseAddr(conn.Address.Address)
+		if err != nil || addr.IsUnspecified() {
+			return offer{}, fmt.Errorf("sdp: connection address %q", conn.Address.Address)
+		}
+		port := m.MediaName.Port.Value
+		if port <= 0 || port > 65535 {
+			return offer{}, fmt.Errorf("sdp: port %d", port)
+		}
+		maps := map[int]string{}
+		for _, a := range m.Attributes {
+			if a.Key != "rtpmap" {
+				continue
+			}
+			pt, name, ok := strings.Cut(a.Value, " ")
+			if n, err := strconv.Atoi(pt); ok && err == nil {
+				maps[n] = name
+			}
+		}
+		o := offer{remote: netip.AddrPortFrom(addr, uint16(port)), tePT: -1}
+		for pt, name := range maps {
+			if strings.HasPrefix(strings.ToLower(name), "telephone-event/8000") {
+				o.tePT = pt
+			}
+		}
+		for _, f := range m.MediaName.Formats {
+			pt, err := strconv.Atoi(f)
+			if err != nil || pt < 0 || pt > 127 {
+				continue
+			}
+			name := maps[pt]
+			switch {
+			case pt == 0 || strings.EqualFold(name, "PCMU/8000"):
+				o.codec, o.rtpmap = "PCMU:"+f, "PCMU/8000"
+			case pt == 8 || strings.EqualFold(name, "PCMA/8000"):
+				o.codec, o.rtpmap = "PCMA:"+f, "PCMA/8000"
+			case strings.HasPrefix(strings.ToLower(name), "opus/48000"):
+				o.codec, o.rtpmap = "opus/48000/2:"+f, "opus/48000/2"
+			default:
+				continue
+			}
+			o.pt = uint8(pt)
+			return o, nil
+		}
+		return offer{}, errors.New("sdp: no audio codec the node mixes (PCMU, PCMA, opus)")
+	}
+	return offer{}, errors.New("sdp: no audio stream")
+}
+
+// answerSDP is the node's answer to o, with its media at local.
+func answerSDP(o offer, local netip.AddrPort, id uint64) []byte {
+	fmts := strconv.Itoa(int(o.pt))
+	if o.tePT >= 0 {
+		fmts += " " + strconv.Itoa(o.tePT)
+	}
+	ip := "IP4"
+	if local.Addr().Is6() {
+		ip = "IP6"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "v=0\r\no=convene %d 1 IN %s %s\r\ns=convene\r\nc=IN %s %s\r\nt=0 0\r\n", id, ip, local.Addr(), ip, local.Addr())
+	fmt.Fprintf(&b, "m=audio %d RTP/AVP %s\r\na=rtpmap:%d %s\r\n", local.Port(), fmts, o.pt, o.rtpmap)
+	if o.tePT >= 0 {
+		fmt.Fprintf(&b, "a=rtpmap:%d telephone-event/8000\r\na=fmtp:%d 0-16\r\n", o.tePT, o.tePT)
+	}
+	b.WriteString("a=ptime:20\r\na=sendrecv\r\n")
+	return []byte(b.String())
+}
+
+// joinConference answers an authenticated INVITE to a session.
+func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, session, user string) {
+	o, err := parseOffer(req.Body())
+	if err != nil {
+		s.m.calls.WithLabelValues("conference_refused").Inc()
+		res := sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil)
+		res.AppendHeader(sip.NewHeader("Warning", fmt.Sprintf("399 convene %q", err.Error())))
+		s.respond(tx, res)
+		return
+	}
+	display := user
+	if f := req.From(); f != nil && f.DisplayName != "" {
+		display = f.DisplayName
+	}
+	local, leave, err := s.o.Conferences.Join(s.ctx, session, user, display, o.remote, o.codec)
+	if err != nil {
+		s.m.calls.WithLabelValues("conference_refused").Inc()
+		code, reason := sip.StatusServiceUnavailable, "Service Unavailable"
+		if !errors.Is(err, ErrConferenceFull) {
+			code, reason = sip.StatusForbidden, "Forbidden"
+		}
+		res := sip.NewResponseFromRequest(req, code, reason, nil)
+		res.AppendHeader(sip.NewHeader("Warning", fmt.Sprintf("399 convene %q", err.Error())))
+		s.respond(tx, res)
+		return
+	}
+	s.conf.add(string(*req.CallID()), leave)
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, uint64(s.o.Now().UnixNano())))
+	if to := res.To(); to != nil && !to.Params.Has("tag") {
+		to.Params.Add("tag", sip.GenerateTagN(16))
+	}
+	res.AppendHeader(sip.NewHeader("Contact", fmt.Sprintf("<sip:%s@%s>", session, hostPort(s.o.Advertise, s.port))))
+	res.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+	res.AppendHeader(sip.NewHeader("Allow", "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"))
+	s.m.calls.WithLabelValues("conference").Inc()
+	s.respond(tx, res)
+}
+
+// confInDialog answers a request inside a conference call: BYE hangs the
+// member up; a re-INVITE or INFO is accepted as is.
+func (s *Server) confInDialog(req *sip.Request, tx sip.ServerTransaction) bool {
+	callID := string(*req.CallID())
+	if !s.conf.has(callID) {
+		return false
+	}
+	switch req.Method {
+	case sip.BYE:
+		if leave, ok := s.conf.take(callID); ok {
+			leave()
+		}
+		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
+	case sip.ACK:
+	case sip.INVITE:
+		// A re-INVITE: the call goes on as negotiated.
+		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
+	default:
+		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
+	}
+	return true
+}

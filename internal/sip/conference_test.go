@@ -1,0 +1,126 @@
+package sip
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// confRecorder is the session side of dial-in for these tests (the node's
+// real one, with sessions and mixers, is tested in package node with
+// baresip): it records who joined and who left.
+type confRecorder struct {
+	mu     sync.Mutex
+	joined []string // "user codec remote"
+	left   int
+}
+
+func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
+
+func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote netip.AddrPort, codec string) (netip.AddrPort, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.joined = append(c.joined, user+" "+codec+" "+remote.String())
+	return netip.MustParseAddrPort("127.0.0.1:40000"), func() {
+		c.mu.Lock()
+		c.left++
+		c.mu.Unlock()
+	}, nil
+}
+
+func (c *confRecorder) state() ([]string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.joined...), c.left
+}
+
+// TestDialIntoSession: an INVITE to a session is challenged even with
+// auth_calls off and joins nothing before it authenticates; a bad offer
+// gets 488 and joins nothing; a good one is answered with the node's media
+// address and the phone's codec; BYE leaves.
+func TestDialIntoSession(t *testing.T) {
+	conf := &confRecorder{}
+	e := newTestEnv(t, func(o *Options) { o.Conferences = conf; o.AuthCalls = false }, "alice")
+	a := newPhone(t, "alice", e.srv.Addr())
+	uri := "sip:s_live@convene.test"
+	a.invite(uri, "conf1", "z9hG4bKc1", "")
+	r := a.await(false)
+	chs := challenges(r, "Proxy-Authenticate")
+	if r.StatusCode != 407 || len(chs) == 0 {
+		t.Fatalf("INVITE to a session without credentials: %d, want 407", r.StatusCode)
+	}
+	if j, _ := conf.state(); len(j) != 0 {
+		t.Fatalf("joined before authenticating: %v", j)
+	}
+	// A bad offer: 488, nothing joined.
+	auth := authorization("Proxy-Authorization", chs[0].algorithm, "alice", testPassword, chs[0], "INVITE", uri, 1)
+	bad := "v=0\r\nm=video 9 RTP/AVP 96\r\n"
+	a.send("INVITE " + uri + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKc2;rport\r\n" +
+		"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=caller1\r\nTo: <" + uri + ">\r\n" +
+		"Call-ID: conf2\r\nCSeq: 1 INVITE\r\nContact: <sip:alice@" + a.addr() + ">\r\n" + auth +
+		"Content-Type: application/sdp\r\nContent-Length: " + strconv.Itoa(len(bad)) + "\r\n\r\n" + bad)
+	if r := a.await(false); r.StatusCode != 488 {
+		t.Fatalf("INVITE with a video-only offer: %d, want 488", r.StatusCode)
+	}
+	if j, _ := conf.state(); len(j) != 0 {
+		t.Fatalf("joined on a bad offer: %v", j)
+	}
+	a.invite(uri, "conf3", "z9hG4bKc3", authorization("Proxy-Authorization", chs[0].algorithm, "alice", testPassword, chs[0], "INVITE", uri, 2))
+	ok := a.await(false)
+	if ok.StatusCode != 200 {
+		t.Fatalf("authenticated INVITE to a session: %d, want 200", ok.StatusCode)
+	}
+	body := string(ok.Body())
+	if !strings.Contains(body, "c=IN IP4 127.0.0.1") || !strings.Contains(body, "m=audio 40000 RTP/AVP 0") {
+		t.Fatalf("answer does not offer the node's media in PCMU:\n%s", body)
+	}
+	if j, _ := conf.state(); len(j) != 1 || j[0] != "alice PCMU:0 127.0.0.1:49170" {
+		t.Fatalf("joined %v", j)
+	}
+	toTag, _ := ok.To().Params.Get("tag")
+	if toTag == "" || ok.Contact() == nil {
+		t.Fatalf("2xx without a To tag or Contact:\n%s", ok)
+	}
+	a.send("BYE " + ok.Contact().Address.String() + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKc4;rport\r\n" +
+		"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=caller1\r\nTo: " + ok.To().Value() + "\r\n" +
+		"Call-ID: conf3\r\nCSeq: 2 BYE\r\nContent-Length: 0\r\n\r\n")
+	if r := a.await(false); r.StatusCode != 200 {
+		t.Fatalf("BYE: %d", r.StatusCode)
+	}
+	if _, left := conf.state(); left != 1 {
+		t.Fatalf("left %d times after BYE, want 1", left)
+	}
+}
+
+func TestParseOffer(t *testing.T) {
+	o, err := parseOffer([]byte("v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n" +
+		"m=audio 4000 RTP/AVP 96 8 101\r\na=rtpmap:96 opus/48000/2\r\na=rtpmap:101 telephone-event/8000\r\n"))
+	if err != nil || o.codec != "opus/48000/2:96" || o.tePT != 101 || o.remote.String() != "192.0.2.1:4000" {
+		t.Fatalf("offer %+v, %v", o, err)
+	}
+	for _, bad := range []string{"", "v=0\r\n", "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nc=IN IP4 0.0.0.0\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n",
+		"v=0\r\no=- 1 1 IN IP4 1.2.3.4\r\ns=-\r\nc=IN IP4 1.2.3.4\r\nt=0 0\r\nm=audio 4000 RTP/AVP 18\r\n"} {
+		if _, err := parseOffer([]byte(bad)); err == nil {
+			t.Errorf("offer %q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseOffer: no SDP crashes the offer parser; what it accepts has an
+// address, a port and a codec.
+func FuzzParseOffer(f *testing.F) {
+	f.Add([]byte("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 49170 RTP/AVP 0 101\r\na=rtpmap:101 telephone-event/8000\r\n"))
+	f.Add([]byte("v=0\r\nm=audio 1 RTP/AVP 96\r\nc=IN IP6 ::1\r\na=rtpmap:96 opus/48000/2\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := parseOffer(b)
+		if err == nil && (!o.remote.IsValid() || o.remote.Port() == 0 || o.codec == "") {
+			t.Fatalf("accepted %+v", o)
+		}
+		if err == nil {
+			_ = answerSDP(o, netip.MustParseAddrPort("127.0.0.1:4000"), 1)
+		}
+	})
+}
