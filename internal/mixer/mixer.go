@@ -138,6 +138,7 @@ func (m *Mixer) addInput(t *broker.Track) (*input, dropReason) {
 	if err != nil {
 		return nil, dropUnknownCodec
 	}
+
 	next := make(map[*broker.Track]*input, len(cur)+1)
 	for k, v := range cur {
 		next[k] = v

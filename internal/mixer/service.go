@@ -24,8 +24,9 @@ type Options struct {
 	// sorted) whenever they change; it runs on the mixer's goroutine and
 	// must not block.
 	OnSpeakers func(session, group string, speakers []string)
-	Metrics    *Metrics
-	Logger     *slog.Logger
+
+	Metrics *Metrics
+	Logger  *slog.Logger
 }
 
 // Service holds the node's mixers, one per session subgroup with outputs.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/convene/convene/internal/session"
@@ -29,14 +30,18 @@ func (c conferences) IsConference(ctx context.Context, user string) bool {
 }
 
 // Join adds the caller as a participant with a mixed audio link.
-func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string) (netip.AddrPort, func(), error) {
+func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (netip.AddrPort, func(), error) {
 	m, err := c.sessions.Join(ctx, sessionID, display+" (phone)", "participant")
 	if err != nil {
 		return netip.AddrPort{}, nil, confErr(err)
 	}
 	leave := func() { _ = c.sessions.Leave(context.Background(), sessionID, m.ID) }
+	mix := codec
+	if telephoneEvent >= 96 && telephoneEvent <= 127 {
+		mix += ";telephone-event=" + strconv.Itoa(telephoneEvent)
+	}
 	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: remote.String(), Kind: "audio",
-		Member: m.ID, Mix: codec, Policed: true})
+		Member: m.ID, Mix: mix, Policed: true})
 	if err != nil {
 		leave()
 		return netip.AddrPort{}, nil, confErr(err)

@@ -1,7 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +85,61 @@ func TestPhonesDialIntoASession(t *testing.T) {
 			t.Errorf("%s: its own %v Hz holds %.2f of what it hears", user, want[1], sh)
 		}
 	}
+}
+
+// TestPhoneTakesTheFloorWithDTMF: a SIPp phone dials into a session under
+// floor control, speaks, and presses *1 (RFC 4733, SIPp's recorded
+// events): it then holds the audio floor. Hanging up gives it back.
+func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
+	sipp := testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const pass = "long-enough-pass-123"
+	if _, err := n.sipUsers.Add(ctx, "carol", pass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "floor by phone")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	if code := call(t, "PUT", base+"/floors/audio", map[string]any{"style": "floor_control", "auto": true}, nil); code != 200 {
+		t.Fatalf("style: %d", code)
+	}
+	scenario, _ := filepath.Abs(filepath.Join("testdata", "dialin_dtmf.xml"))
+	cmd := exec.CommandContext(ctx, sipp, "-sf", scenario, "-s", s.ID, "-set", "domain", "convene.test",
+		"-au", "carol", "-ap", pass, "-auth_uri", s.ID+"@convene.test", "-nostdin", "-i", "127.0.0.1", "-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
+		"-m", "1", "-timeout", "30s", "-timeout_error", n.SIPAddr())
+	cmd.Dir = t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	holder := func() string {
+		var st struct {
+			Tokens []struct {
+				Holder string `json:"holder"`
+			} `json:"tokens"`
+		}
+		call(t, "GET", base+"/floors/audio", nil, &st)
+		for _, tok := range st.Tokens {
+			if tok.Holder != "" {
+				return tok.Holder
+			}
+		}
+		return ""
+	}
+	testutil.WaitFor(t, 15*time.Second, "the phone to hold the audio floor after *1", func() bool { return holder() != "" })
+	var m struct {
+		Name string `json:"name"`
+	}
+	call(t, "GET", base+"/members/"+holder(), nil, &m)
+	if !strings.HasPrefix(m.Name, "carol") {
+		t.Fatalf("the floor holder is %q, want the phone", m.Name)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sipp: %v\n%s", err, out.String())
+	}
+	testutil.WaitFor(t, 5*time.Second, "the floor to be free after the phone hung up", func() bool { return holder() == "" })
 }

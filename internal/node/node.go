@@ -44,6 +44,7 @@ type Node struct {
 	socks    rtplink.Sockets
 	sessions *session.Service
 	mixers   *mixer.Service
+	dtmf     *dtmf
 	events   *events.Hub
 	apiKey   string // the API key, when the node made it (printed at start)
 	relay    *relay.Relay
@@ -112,9 +113,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: n.events, Sockets: n.socks, Mixers: n.mixers,
-		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
+		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
+		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std()}})
+	n.dtmf = newDTMF(n.sessions, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}

@@ -44,6 +44,12 @@ type Config struct {
 	// Mixed: the endpoint hears a mixer's output (delivered to the link by
 	// the mixer), not the room's tracks.
 	Mixed bool
+	// TelephoneEvent is the RFC 4733 payload type the endpoint sends
+	// digits with (0: none). Its events go to OnDigit, taken before the
+	// floor gate (a phone asks for the floor with them), and are not
+	// forwarded.
+	TelephoneEvent uint8
+	OnDigit        func(digit byte)
 }
 
 // Sockets are the node's shared media sockets.
@@ -66,6 +72,9 @@ type Link struct {
 	socks Sockets
 	room  *broker.Room
 	track *broker.Track
+
+	digitsMu sync.Mutex
+	digits   media.DigitDetector
 
 	dest, rtcpDest *udpmux.Dest
 	rtcpSock       *udpmux.Socket
@@ -109,6 +118,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 		}
 	}
 	l := &Link{cfg: cfg, socks: socks, room: room}
+	l.digits.PT = cfg.TelephoneEvent
 	l.dest = udpmux.NewDest(cfg.Remote, cfg.Queue)
 	l.rtcpDest = udpmux.NewDest(cfg.RemoteRTCP, cfg.Queue)
 	l.rtcpSock = socks.RTCP
@@ -213,6 +223,18 @@ func (l *Link) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
 		l.hear()
 		l.packetsIn.Add(1)
 		l.bytesIn.Add(uint64(p.Len()))
+		if l.cfg.TelephoneEvent != 0 {
+			l.digitsMu.Lock()
+			isEv, d, ok := l.digits.Event(p.Bytes())
+			l.digitsMu.Unlock()
+			if isEv {
+				if ok && l.cfg.OnDigit != nil {
+					l.cfg.OnDigit(d)
+				}
+				p.Release()
+				return
+			}
+		}
 		l.track.Publish(p)
 	case media.ClassRTCP:
 		l.hear()

@@ -63,8 +63,8 @@ func rtpRecord(req NewRTPLink) (catalog.Link, error) {
 		if req.Kind != "audio" {
 			return catalog.Link{}, fmt.Errorf("%w: only an audio link hears a mix", ErrInvalid)
 		}
-		if _, err := codec.Parse(req.Mix); err != nil {
-			return catalog.Link{}, fmt.Errorf("%w: mix: %v", ErrInvalid, err)
+		if _, _, err := parseMix(req.Mix); err != nil {
+			return catalog.Link{}, err
 		}
 	}
 	return catalog.Link{ID: newID("l_"), Type: LinkRTP, Kind: req.Kind, Direction: dir, Remote: req.Remote,
@@ -132,10 +132,11 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		return nil, err
 	}
 	var spec codec.Spec
+	var te uint8
 	mixed := rec.Mix != "" && dir.Receives()
 	if mixed {
-		if spec, err = codec.Parse(rec.Mix); err != nil {
-			return nil, fmt.Errorf("%w: mix: %v", ErrInvalid, err)
+		if spec, te, err = parseMix(rec.Mix); err != nil {
+			return nil, err
 		}
 		if s.o.Mixers == nil {
 			return nil, fmt.Errorf("%w: this node mixes no audio", ErrUnavailable)
@@ -143,6 +144,11 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 	}
 	cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue,
 		Group: at.group, Gated: at.gated, Owner: at.member, Mixed: mixed}
+	if te != 0 && at.member != "" && s.o.OnDigit != nil {
+		sid, member := rec.SessionID, at.member
+		cfg.TelephoneEvent = te
+		cfg.OnDigit = func(d byte) { s.o.OnDigit(sid, member, d) }
+	}
 	if rec.RemoteRTCP != "" {
 		if cfg.RemoteRTCP, err = parseAddr("remote_rtcp", rec.RemoteRTCP); err != nil {
 			return nil, err

@@ -3,9 +3,12 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/codec"
 	"github.com/convene/convene/internal/mixer"
 )
 
@@ -61,3 +64,24 @@ func (m *mixedMedia) Close() {
 // regrouper is a link whose media follows its member to another subgroup
 // by more than the room's own SetGroup (a mixed link changes mixers).
 type regrouper interface{ SetGroup(group string) error }
+
+// parseMix reads a link's mix: a codec ("PCMU", "opus/48000/2:111"),
+// optionally with the RFC 4733 payload type the endpoint sends digits
+// with: "PCMU;telephone-event=101".
+func parseMix(s string) (codec.Spec, uint8, error) {
+	name, params, _ := strings.Cut(s, ";")
+	spec, err := codec.Parse(name)
+	if err != nil {
+		return codec.Spec{}, 0, fmt.Errorf("%w: mix: %v", ErrInvalid, err)
+	}
+	var te uint8
+	if params != "" {
+		v, ok := strings.CutPrefix(params, "telephone-event=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 96 || n > 127 || n == int(spec.PT) {
+			return codec.Spec{}, 0, fmt.Errorf("%w: mix: %q: want telephone-event=<96..127> after the codec", ErrInvalid, params)
+		}
+		te = uint8(n)
+	}
+	return spec, te, nil
+}

@@ -34,6 +34,10 @@ type Options struct {
 	// MaxSessions caps the sessions not over (scheduled or live) and
 	// MaxMembers the members of one session; 0 means no cap.
 	MaxSessions, MaxMembers int
+	// OnDigit, if set, hears the digits (RFC 4733) a member's mixed link
+	// sends, when its mix names a telephone-event type; it runs on the
+	// media goroutine and must not block.
+	OnDigit func(session, member string, digit byte)
 	// Mixers mix audio for the links that ask for a mix; nil refuses them.
 	Mixers *mixer.Service
 	// Links is the policy for links members create, and the caps.

@@ -21,9 +21,11 @@ type Conferences interface {
 	IsConference(ctx context.Context, user string) bool
 	// Join makes the caller (the SIP account user, shown as display) a
 	// member of session, hearing and speaking through a mixed audio link
-	// to remote in codec ("PCMU", "opus/48000/2:111"). It returns the
-	// node's media address and a function that hangs the member up.
-	Join(ctx context.Context, session, user, display string, remote netip.AddrPort, codec string) (local netip.AddrPort, leave func(), err error)
+	// to remote in codec ("PCMU", "opus/48000/2:111"), sending digits as
+	// RFC 4733 events of payload type telephoneEvent (-1 for none). It
+	// returns the node's media address and a function that hangs the
+	// member up.
+	Join(ctx context.Context, session, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (local netip.AddrPort, leave func(), err error)
 }
 
 // ErrConferenceFull is what a Conferences returns when the session or the
@@ -169,7 +171,7 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	if f := req.From(); f != nil && f.DisplayName != "" {
 		display = f.DisplayName
 	}
-	local, leave, err := s.o.Conferences.Join(s.ctx, session, user, display, o.remote, o.codec)
+	local, leave, err := s.o.Conferences.Join(s.ctx, session, user, display, o.remote, o.codec, o.tePT)
 	if err != nil {
 		s.m.calls.WithLabelValues("conference_refused").Inc()
 		code, reason := sip.StatusServiceUnavailable, "Service Unavailable"

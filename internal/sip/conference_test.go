@@ -20,7 +20,7 @@ type confRecorder struct {
 
 func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
 
-func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote netip.AddrPort, codec string) (netip.AddrPort, func(), error) {
+func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote netip.AddrPort, codec string, _ int) (netip.AddrPort, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.joined = append(c.joined, user+" "+codec+" "+remote.String())

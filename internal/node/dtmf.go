@@ -1,0 +1,70 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/convene/convene/internal/session"
+)
+
+// dtmf turns the digits phones send (RFC 4733, through their mixer) into
+// session actions: *1 requests the audio floor, or releases it when the
+// member holds it.
+type dtmf struct {
+	sessions *session.Service
+	log      *slog.Logger
+	mu       sync.Mutex
+	star     map[string]time.Time // session/member → when it pressed *
+	last     map[string]time.Time // session/member → its last action
+}
+
+func newDTMF(s *session.Service, log *slog.Logger) *dtmf {
+	return &dtmf{sessions: s, log: log, star: map[string]time.Time{}, last: map[string]time.Time{}}
+}
+
+// digit takes one digit; it never blocks (actions run on a goroutine of
+// their own, at most one per member per half second).
+func (d *dtmf) digit(sessionID, member string, dg byte) {
+	key := sessionID + "/" + member
+	now := time.Now()
+	d.mu.Lock()
+	at, starred := d.star[key]
+	delete(d.star, key)
+	if dg == '*' {
+		d.star[key] = now
+	}
+	act := dg != '*' && starred && now.Sub(at) < 3*time.Second && now.Sub(d.last[key]) > 500*time.Millisecond
+	if act {
+		d.last[key] = now
+	}
+	d.mu.Unlock()
+	if !act {
+		return
+	}
+	switch dg {
+	case '1':
+		go d.toggleFloor(sessionID, member)
+	}
+}
+
+func (d *dtmf) toggleFloor(sessionID, member string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := d.sessions.Floors(ctx, sessionID)
+	if err != nil {
+		return
+	}
+	if c.Holds(member, "audio") {
+		_, err = c.Release(member, "audio")
+	} else {
+		_, err = c.Request(member, "audio")
+	}
+	if err == nil {
+		err = d.sessions.FloorsSaved(ctx, sessionID)
+	}
+	if err != nil {
+		d.log.Info("dtmf *1", "session", sessionID, "member", member, "err", err)
+	}
+}
