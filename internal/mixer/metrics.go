@@ -15,6 +15,7 @@ type Metrics struct {
 	late      prometheus.Histogram
 	work      prometheus.Histogram
 	lateTicks prometheus.Counter
+	beeps     prometheus.Counter
 }
 
 // NewMetrics makes the collectors.
@@ -36,12 +37,14 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 12)}),
 		lateTicks: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_mixer_missed_ticks_total",
 			Help: "20 ms frames a mixer could not produce in time."}),
+		beeps: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_mixer_floor_tones_total",
+			Help: "Short tones played to members' mixed endpoints because they were granted the floor."}),
 	}
 }
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.mixers, m.refused, m.frames, m.dropped, m.late, m.work, m.lateTicks)
+	r.MustRegister(m.mixers, m.refused, m.frames, m.dropped, m.late, m.work, m.lateTicks, m.beeps)
 }
 
 func (m *Metrics) drop(r dropReason) {

@@ -2,6 +2,7 @@ package mixer
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -48,6 +49,9 @@ type Output struct {
 	Sink  broker.Sink // takes the mix's RTP packets (a reference each)
 
 	own coder // the mixer's goroutine's own: this output's mix-minus
+	// beep is how many more frames carry the floor-granted tone (under mu).
+	beep      int
+	beepPhase float64
 }
 
 // coder encodes a mix for one codec, resampling it from the mixing rate.
@@ -348,7 +352,7 @@ func (m *Mixer) send() {
 				own = append(own, sp)
 			}
 		}
-		if len(own) > 0 {
+		if len(own) > 0 || o.beep > 0 {
 			key.owner = o.ID
 		}
 		pk := m.packets[key]
@@ -366,14 +370,23 @@ func (m *Mixer) send() {
 
 // encode makes the packet of o's mix: the full mix, or without own.
 func (m *Mixer) encode(o *Output, own []*input) *media.Packet {
+	beeping := o.beep > 0
+	step := 2 * math.Pi * beepHz / float64(m.rate)
 	for i, v := range m.sum {
 		for _, sp := range own {
 			v -= int32(sp.frame[i])
 		}
+		if beeping {
+			v += int32(beepAmp * math.Sin(o.beepPhase))
+			o.beepPhase += step
+		}
 		m.mixed[i] = audio.Sat16(v)
 	}
+	if beeping {
+		o.beep--
+	}
 	c := &o.own
-	if len(own) == 0 {
+	if len(own) == 0 && !beeping {
 		if c = m.shared[o.Codec]; c == nil {
 			c = &coder{}
 			m.shared[o.Codec] = c
@@ -416,4 +429,25 @@ func (m *Mixer) encode(o *Output, own []*input) *media.Packet {
 	pk.Kind = media.Audio
 	m.o.Metrics.frames.Inc()
 	return pk
+}
+
+// The floor-granted tone: 200 ms of 1 kHz at -18 dBFS.
+const (
+	beepHz     = 1000
+	beepAmp    = 4000
+	beepFrames = 10
+)
+
+// beep makes member's outputs hear the floor-granted tone.
+func (m *Mixer) beep(member string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, o := range m.outs {
+		if o.Owner == member && member != "" {
+			o.beep, o.beepPhase = beepFrames, 0
+			n++
+		}
+	}
+	return n
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/convene/convene/internal/media"
 )
 
-// sender publishes a PCMU tone into a room as a member's track.
+// sender publishes a tone into a room as a member's track, in PCMU or,
+// with an encoder, in pt.
 type sender struct {
 	t     *broker.Track
 	freq  float64
@@ -24,26 +25,40 @@ type sender struct {
 	phase float64
 	seq   uint16
 	ts    uint32
+	enc   codec.Encoder // nil: PCMU
+	pt    uint8
 }
 
-func (s *sender) send() {
-	pcm := make([]int16, 160)
+// packet is the next 20 ms of the tone as an RTP packet.
+func (s *sender) packet() *media.Packet {
+	rate := 8000
+	if s.enc != nil {
+		rate = 48000
+	}
+	pcm := make([]int16, rate/50)
 	for i := range pcm {
 		pcm[i] = int16(s.amp * math.Sin(s.phase))
-		s.phase += 2 * math.Pi * s.freq / 8000
+		s.phase += 2 * math.Pi * s.freq / float64(rate)
 	}
 	pk := media.NewPacket()
 	b := pk.Buffer()
-	b[0], b[1] = 0x80, 0
+	b[0], b[1] = 0x80, s.pt
 	binary.BigEndian.PutUint16(b[2:], s.seq)
 	binary.BigEndian.PutUint32(b[4:], s.ts)
 	binary.BigEndian.PutUint32(b[8:], 1234)
-	n := audio.EncodeMulaw(b[12:], pcm)
+	var n int
+	if s.enc != nil {
+		n, _ = s.enc.Encode(pcm, b[12:])
+	} else {
+		n = audio.EncodeMulaw(b[12:], pcm)
+	}
 	pk.SetLen(12 + n)
 	s.seq++
-	s.ts += 160
-	s.t.Publish(pk)
+	s.ts += uint32(len(pcm))
+	return pk
 }
+
+func (s *sender) send() { s.t.Publish(s.packet()) }
 
 // ear collects what one output hears, decoded.
 type ear struct {
@@ -260,5 +275,36 @@ func TestFramer(t *testing.T) {
 		if s != 1<<31+uint32(160*i) {
 			t.Fatalf("frame %d at %d", i, s)
 		}
+	}
+}
+
+// TestBeep: a member granted the floor hears a short 1 kHz tone on its
+// mixed endpoint; the others do not.
+func TestBeep(t *testing.T) {
+	svc := NewService(Options{})
+	defer svc.Close()
+	r := broker.NewRoom("s")
+	a := &sender{t: join(t, r, "la", "A"), freq: 440, amp: 3000}
+	ears := map[string]*ear{"B": {}, "C": {}}
+	for owner, e := range ears {
+		d, err := svc.Attach("s", "", r, &Output{ID: "out-" + owner, Owner: owner, Codec: codec.PCMU, Sink: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d()
+	}
+	for i := range 50 {
+		if i == 20 {
+			svc.Beep("s", "B")
+		}
+		a.send()
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, c := ears["B"].heard(), ears["C"].heard()
+	if sh := audio.ToneShare(b, 1000, 8000); sh < 0.05 {
+		t.Errorf("B, granted the floor, hears 1 kHz at %.3f of its audio", sh)
+	}
+	if sh := audio.ToneShare(c, 1000, 8000); sh > 0.005 {
+		t.Errorf("C hears B's tone (%.3f)", sh)
 	}
 }

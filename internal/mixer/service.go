@@ -115,3 +115,21 @@ func (s *Service) Close() {
 		s.o.Metrics.mixers.Dec()
 	}
 }
+
+// Beep makes a member of a session hear a short tone (the floor was
+// granted to it) on every mixed endpoint it has.
+func (s *Service) Beep(session, member string) {
+	s.mu.Lock()
+	var ms []*Mixer
+	for k, m := range s.mixers {
+		if k.session == session {
+			ms = append(ms, m)
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range ms {
+		if m.beep(member) > 0 {
+			s.o.Metrics.beeps.Inc()
+		}
+	}
+}

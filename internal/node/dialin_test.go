@@ -89,7 +89,8 @@ func TestPhonesDialIntoASession(t *testing.T) {
 
 // TestPhoneTakesTheFloorWithDTMF: a SIPp phone dials into a session under
 // floor control, speaks, and presses *1 (RFC 4733, SIPp's recorded
-// events): it then holds the audio floor. Hanging up gives it back.
+// events): it then holds the audio floor and is played the floor tone.
+// Hanging up gives the floor back.
 func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	sipp := testutil.NeedBinary(t, "sipp")
 	cfg := testConfig(t, t.TempDir())
@@ -137,6 +138,9 @@ func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	call(t, "GET", base+"/members/"+holder(), nil, &m)
 	if !strings.HasPrefix(m.Name, "carol") {
 		t.Fatalf("the floor holder is %q, want the phone", m.Name)
+	}
+	if v := metricValue(t, n, "convene_mixer_floor_tones_total"); v != 1 {
+		t.Errorf("floor tones played: %v, want 1 (the phone hears that it may speak)", v)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("sipp: %v\n%s", err, out.String())

@@ -6,10 +6,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/floor"
+	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/session"
 )
 
-// dtmf turns the digits phones send (RFC 4733, through their mixer) into
+// dtmf turns the digits phones send (RFC 4733, read on their links) into
 // session actions: *1 requests the audio floor, or releases it when the
 // member holds it.
 type dtmf struct {
@@ -67,4 +70,19 @@ func (d *dtmf) toggleFloor(sessionID, member string) {
 	if err != nil {
 		d.log.Info("dtmf *1", "session", sessionID, "member", member, "err", err)
 	}
+}
+
+// floorTones passes the session's events on and plays the floor-granted
+// tone to a member whose audio floor request is granted (a phone hears
+// that it may speak).
+type floorTones struct {
+	session.Publisher
+	mixers *mixer.Service
+}
+
+func (f floorTones) SessionEvent(sessionID string, typ event.Type, data any) error {
+	if r, ok := data.(floor.Request); ok && typ == event.FloorRequest && r.Status == floor.Granted && r.Floor == "audio" {
+		f.mixers.Beep(sessionID, r.Member)
+	}
+	return f.Publisher.SessionEvent(sessionID, typ, data)
 }
