@@ -18,6 +18,7 @@ import (
 // speaks into the room through a policed plain RTP link.
 type conferences struct {
 	sessions *session.Service
+	dtmf     *dtmf
 }
 
 // IsConference reports whether user is the ID of an active session.
@@ -30,10 +31,11 @@ func (c conferences) IsConference(ctx context.Context, user string) bool {
 }
 
 // Join adds the caller as a participant with a mixed audio link.
-func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (netip.AddrPort, func(), error) {
+func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (netip.AddrPort, sip.ConferenceCall, error) {
+	var none sip.ConferenceCall
 	m, err := c.sessions.Join(ctx, sessionID, display+" (phone)", "participant")
 	if err != nil {
-		return netip.AddrPort{}, nil, confErr(err)
+		return netip.AddrPort{}, none, confErr(err)
 	}
 	leave := func() { _ = c.sessions.Leave(context.Background(), sessionID, m.ID) }
 	mix := codec
@@ -44,14 +46,15 @@ func (c conferences) Join(ctx context.Context, sessionID, user, display string, 
 		Member: m.ID, Mix: mix, Policed: true})
 	if err != nil {
 		leave()
-		return netip.AddrPort{}, nil, confErr(err)
+		return netip.AddrPort{}, none, confErr(err)
 	}
 	addr, err := netip.ParseAddr(l.Local.Addr)
 	if err != nil {
 		leave()
-		return netip.AddrPort{}, nil, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
+		return netip.AddrPort{}, none, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
 	}
-	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), leave, nil
+	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
+	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
 }
 
 // confErr tells SIP which refusals are for now (503) and which are not.

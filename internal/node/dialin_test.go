@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/audio"
+	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 )
 
 // TestPhonesDialIntoASession: two real phones (baresip, a 440 Hz and a
 // 1 kHz tone as their microphones) dial sip:<session>@node with their
 // accounts. Each becomes a member, hears the other's tone and not its own;
-// a mixed plain RTP listener hears both; hanging up (BYE) leaves.
+// a browser member (pion, Opus) receives both phones and the phones hear
+// its tone in their PCMU mix; a mixed plain RTP listener hears all three;
+// hanging up (BYE) leaves.
 func TestPhonesDialIntoASession(t *testing.T) {
 	testutil.NeedBinary(t, "baresip")
 	cfg := testConfig(t, t.TempDir())
@@ -45,14 +48,27 @@ func TestPhonesDialIntoASession(t *testing.T) {
 	testutil.WaitFor(t, 15*time.Second, "both phones in the session", func() bool {
 		return metricValue(t, n, `convene_sip_calls_total{result="conference"}`) == 2
 	})
-	var got struct{ Members []map[string]any }
+	var got struct{ Members []struct{ ID, Name string } }
 	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &got)
 	if len(got.Members) != 2 {
 		t.Fatalf("members %v, want the two phones", got.Members)
 	}
-	heard := heardPCMU(ear, 4*time.Second)
-	for _, f := range []float64{440, 1000} {
-		if sh := audio.ToneShare(heard[len(heard)/4:], f, 8000); sh < 0.2 {
+	// A browser member (pion, real Opus of a 1.5 kHz tone) joins: it
+	// receives both phones, and the phones hear it in their mix.
+	_, wtok := joinMember(t, n, s.ID, "Web")
+	web := dialRTC(t, n, s.ID, wtok, rtctest.Options{Audio: true, Tone: 1500})
+	testutil.WaitFor(t, 10*time.Second, "the browser to receive both phones", func() bool {
+		streams := 0
+		for _, r := range web.Received() {
+			if r.Kind == "audio" && r.Packets.Load() >= 20 {
+				streams++
+			}
+		}
+		return streams == 2
+	})
+	heard := heardPCMU(ear, 3*time.Second)
+	for _, f := range []float64{440, 1000, 1500} {
+		if sh := audio.ToneShare(heard[len(heard)/4:], f, 8000); sh < 0.05 { // present; an absent tone is under 0.01
 			t.Errorf("the listener: %v Hz holds %.2f of what it hears", f, sh)
 		}
 	}
@@ -62,7 +78,7 @@ func TestPhonesDialIntoASession(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the phones to leave", func() bool {
 		var ms struct{ Members []map[string]any }
 		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &ms)
-		return len(ms.Members) == 0
+		return len(ms.Members) == 1 // the browser stays
 	})
 	for user, want := range map[string][2]float64{"alice": {1000, 440}, "bobby": {440, 1000}} {
 		var pcm []int16
@@ -84,13 +100,16 @@ func TestPhonesDialIntoASession(t *testing.T) {
 		if sh := audio.ToneShare(pcm, want[1], rate); sh > 0.05 {
 			t.Errorf("%s: its own %v Hz holds %.2f of what it hears", user, want[1], sh)
 		}
+		if sh := audio.ToneShare(pcm, 1500, rate); sh < 0.05 {
+			t.Errorf("%s: the browser's 1.5 kHz (Opus, transcoded into its PCMU mix) holds %.2f of what it hears", user, sh)
+		}
 	}
 }
 
 // TestPhoneTakesTheFloorWithDTMF: a SIPp phone dials into a session under
 // floor control, speaks, and presses *1 (RFC 4733, SIPp's recorded
-// events): it then holds the audio floor and is played the floor tone.
-// Hanging up gives the floor back.
+// events): it then holds the audio floor and is played the floor tone;
+// *6 then mutes it. Hanging up gives the floor back.
 func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	sipp := testutil.NeedBinary(t, "sipp")
 	cfg := testConfig(t, t.TempDir())
@@ -142,6 +161,17 @@ func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	if v := metricValue(t, n, "convene_mixer_floor_tones_total"); v != 1 {
 		t.Errorf("floor tones played: %v, want 1 (the phone hears that it may speak)", v)
 	}
+	// *6 mutes the phone: its track is gated although it holds the floor.
+	testutil.WaitFor(t, 15*time.Second, "the phone's track to be muted after *6", func() bool {
+		var sess struct {
+			Tracks []struct {
+				Gated bool   `json:"gated"`
+				Link  string `json:"link"`
+			} `json:"tracks"`
+		}
+		call(t, "GET", base, nil, &sess)
+		return len(sess.Tracks) == 1 && sess.Tracks[0].Gated && holder() != ""
+	})
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("sipp: %v\n%s", err, out.String())
 	}

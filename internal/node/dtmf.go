@@ -14,7 +14,7 @@ import (
 
 // dtmf turns the digits phones send (RFC 4733, read on their links) into
 // session actions: *1 requests the audio floor, or releases it when the
-// member holds it.
+// member holds it; *6 mutes or unmutes the member's audio.
 type dtmf struct {
 	sessions *session.Service
 	log      *slog.Logger
@@ -49,6 +49,20 @@ func (d *dtmf) digit(sessionID, member string, dg byte) {
 	switch dg {
 	case '1':
 		go d.toggleFloor(sessionID, member)
+	case '6':
+		go d.toggleMute(sessionID, member)
+	}
+}
+
+func (d *dtmf) toggleMute(sessionID, member string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	muted, err := d.sessions.Muted(ctx, sessionID, member, "audio")
+	if err == nil {
+		err = d.sessions.SetMuted(ctx, sessionID, member, "audio", !muted)
+	}
+	if err != nil {
+		d.log.Info("dtmf *6", "session", sessionID, "member", member, "err", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/convene/convene/internal/codec"
 	"github.com/convene/convene/internal/sfu"
 )
 
@@ -43,6 +45,10 @@ type Options struct {
 	// Level, when not zero, is the audio level (-dBov, 1..127) the
 	// client's audio packets carry in the RFC 6464 header extension.
 	Level int
+	// Tone, when not zero, makes the audio real Opus: a sine of this
+	// frequency (Hz), as a browser's microphone would send, instead of
+	// packets that carry their send time (no latency is measured then).
+	Tone float64
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -490,6 +496,12 @@ func (c *Client) Media(ctx context.Context) {
 		sizes = []int{2000}
 	}
 	payload := make([]byte, 1100) // the send time in the first bytes after the VP8 descriptor (audio: at 0)
+	var tone codec.Encoder
+	var phase float64
+	pcm := make([]int16, 960)
+	if c.opt.Tone > 0 {
+		tone, _ = codec.NewEncoder(codec.Opus)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -504,6 +516,17 @@ func (c *Client) Media(ctx context.Context) {
 			binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
 			pk := &rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: aseq, Timestamp: uint32(now.UnixMilli() * 48),
 				Marker: aseq == 1}, Payload: payload[:80]}
+			if tone != nil {
+				for i := range pcm {
+					pcm[i] = int16(8000 * math.Sin(phase))
+					phase += 2 * math.Pi * c.opt.Tone / 48000
+				}
+				n, err := tone.Encode(pcm, payload)
+				if err != nil {
+					continue
+				}
+				pk.Payload, pk.Timestamp = payload[:n], uint32(aseq)*960
+			}
 			if levelExt != 0 {
 				_ = pk.Header.SetExtension(levelExt, []byte{0x80 | byte(c.opt.Level&0x7f)})
 			}

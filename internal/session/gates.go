@@ -15,6 +15,7 @@ type gates struct {
 	mu       sync.Mutex
 	enforced [2]bool            // by media.Kind
 	holders  [2]map[string]bool // by media.Kind
+	muted    [2]map[string]bool // by media.Kind: members who muted themselves
 	tracks   map[string]gatedTrack
 }
 
@@ -25,11 +26,38 @@ type gatedTrack struct {
 }
 
 func newGates() *gates {
-	return &gates{holders: [2]map[string]bool{{}, {}}, tracks: map[string]gatedTrack{}}
+	return &gates{holders: [2]map[string]bool{{}, {}}, muted: [2]map[string]bool{{}, {}}, tracks: map[string]gatedTrack{}}
 }
 
 func (g *gates) closed(t gatedTrack) bool {
-	return g.enforced[t.kind] && !g.holders[t.kind][t.member]
+	return g.muted[t.kind][t.member] || g.enforced[t.kind] && !g.holders[t.kind][t.member]
+}
+
+// mute closes (or, unmuting, lets the floor decide) the gates of a
+// member's tracks of kind, and reports whether that changed anything.
+func (g *gates) mute(member string, k media.Kind, on bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.muted[k][member] == on {
+		return false
+	}
+	if on {
+		g.muted[k][member] = true
+	} else {
+		delete(g.muted[k], member)
+	}
+	for _, t := range g.tracks {
+		if t.kind == k && t.member == member {
+			t.track.SetGated(g.closed(t))
+		}
+	}
+	return true
+}
+
+func (g *gates) isMuted(member string, k media.Kind) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.muted[k][member]
 }
 
 // set is the floor controller's Gate callback.

@@ -9,6 +9,7 @@ import (
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/floor"
+	"github.com/convene/convene/internal/media"
 )
 
 // control is what a session that is not over has besides its media: its
@@ -137,12 +138,9 @@ func (s *Service) Join(ctx context.Context, sessionID, name, role string) (Membe
 func (s *Service) Leave(ctx context.Context, sessionID, memberID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.control(ctx, sessionID)
+	c, err := s.memberControl(ctx, sessionID, memberID)
 	if err != nil {
 		return err
-	}
-	if _, ok := c.members[memberID]; !ok {
-		return fmt.Errorf("%w: session %s has no member %s", ErrNotFound, sessionID, memberID)
 	}
 	if ls := s.live[sessionID]; ls != nil {
 		for id, l := range ls.links {
@@ -381,5 +379,53 @@ func (s *Service) loadControl(ctx context.Context, id string) (*control, error) 
 		c.floors.AddMember(m.ID, m.Role, m.Subgroup)
 	}
 	s.restoreFloors(id, c, saved)
+	return c, nil
+}
+
+// SetMuted mutes (or unmutes) a member's tracks of kind on every plain
+// link it has, whatever the floor says, and announces it (media.muted). A
+// browser mutes its own tracks; this is for endpoints that cannot, such as
+// a phone pressing *6.
+func (s *Service) SetMuted(ctx context.Context, sessionID, memberID, kind string, muted bool) error {
+	k, ok := media.ParseKind(kind)
+	if !ok {
+		return fmt.Errorf("%w: kind must be audio or video, not %q", ErrInvalid, kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.memberControl(ctx, sessionID, memberID)
+	if err != nil {
+		return err
+	}
+	if c.gates.mute(memberID, k, muted) {
+		s.publish(sessionID, event.MediaMuted, map[string]any{"member": memberID, "kind": kind, "muted": muted})
+	}
+	return nil
+}
+
+// Muted reports whether a member muted its tracks of kind (SetMuted).
+func (s *Service) Muted(ctx context.Context, sessionID, memberID, kind string) (bool, error) {
+	k, ok := media.ParseKind(kind)
+	if !ok {
+		return false, fmt.Errorf("%w: kind must be audio or video, not %q", ErrInvalid, kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return false, err
+	}
+	return c.gates.isMuted(memberID, k), nil
+}
+
+// memberControl is the control of a session that has memberID; mu is held.
+func (s *Service) memberControl(ctx context.Context, sessionID, memberID string) (*control, error) {
+	c, err := s.control(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := c.members[memberID]; !ok {
+		return nil, fmt.Errorf("%w: session %s has no member %s", ErrNotFound, sessionID, memberID)
+	}
 	return c, nil
 }

@@ -122,3 +122,45 @@ func TestMembersRolesSubgroupsAndGates(t *testing.T) {
 		}
 	}
 }
+
+// TestSetMuted: a member's own mute closes its tracks' gates whatever the
+// floor says, is announced, and unmuting hands the gate back to the floor.
+func TestSetMuted(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := newService(t, filepath.Join(t.TempDir(), "c.db"))
+	s, _ := svc.Create(ctx, "m")
+	chair, _ := svc.Join(ctx, s.ID, "c", floor.RoleChair)
+	alice, _ := svc.Join(ctx, s.ID, "a", floor.RoleParticipant)
+	la, err := svc.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47052", Kind: "audio", Member: alice.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr *broker.Track
+	for _, x := range svc.roomOf(s.ID).Tracks() {
+		if x.Publisher() == la.ID {
+			tr = x
+		}
+	}
+	if err := svc.SetMuted(ctx, s.ID, alice.ID, "audio", true); err != nil || !tr.Gated() {
+		t.Fatalf("muted: gated %v, %v", tr.Gated(), err)
+	}
+	if m, _ := svc.Muted(ctx, s.ID, alice.ID, "audio"); !m {
+		t.Fatal("Muted says no")
+	}
+	if err := svc.SetMuted(ctx, s.ID, alice.ID, "audio", false); err != nil || tr.Gated() {
+		t.Fatalf("unmuted without floor control: gated %v, %v", tr.Gated(), err)
+	}
+	// Under floor control without the floor, unmuting leaves it gated.
+	fl, _ := svc.Floors(ctx, s.ID)
+	if _, err := fl.SetStyle(chair.ID, "audio", floor.Settings{Style: floor.StyleFloorControl}); err != nil {
+		t.Fatal(err)
+	}
+	_ = svc.SetMuted(ctx, s.ID, alice.ID, "audio", true)
+	_ = svc.SetMuted(ctx, s.ID, alice.ID, "audio", false)
+	if !tr.Gated() {
+		t.Fatal("unmuting opened a gate the floor keeps closed")
+	}
+	if err := svc.SetMuted(ctx, s.ID, "m_nope", "audio", true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown member: %v", err)
+	}
+}

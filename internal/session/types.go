@@ -62,8 +62,8 @@ type Track struct {
 	Subscribers int    `json:"subscribers"`
 	Packets     uint64 `json:"packets"`
 	Bytes       uint64 `json:"bytes"`
-	// Gated is set while floor control stops the publisher; FloorDropped
-	// counts the packets it dropped.
+	// Gated is set while floor control (or the member's own mute, for a
+	// phone) stops the publisher; FloorDropped counts the packets it dropped.
 	Gated        bool   `json:"gated"`
 	FloorDropped uint64 `json:"floor_dropped"`
 }

@@ -23,9 +23,16 @@ type Conferences interface {
 	// member of session, hearing and speaking through a mixed audio link
 	// to remote in codec ("PCMU", "opus/48000/2:111"), sending digits as
 	// RFC 4733 events of payload type telephoneEvent (-1 for none). It
-	// returns the node's media address and a function that hangs the
-	// member up.
-	Join(ctx context.Context, session, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (local netip.AddrPort, leave func(), err error)
+	// returns the node's media address and the call's member.
+	Join(ctx context.Context, session, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (local netip.AddrPort, call ConferenceCall, err error)
+}
+
+// ConferenceCall is a phone's membership of a session.
+type ConferenceCall struct {
+	// Leave hangs the member up.
+	Leave func()
+	// Digit takes a digit the phone sent in a SIP INFO; nil ignores them.
+	Digit func(digit byte)
 }
 
 // ErrConferenceFull is what a Conferences returns when the session or the
@@ -35,19 +42,19 @@ var ErrConferenceFull = errors.New("sip: the conference cannot take another call
 // confCalls are the calls answered into sessions, by Call-ID.
 type confCalls struct {
 	mu    sync.Mutex
-	calls map[string]func()
+	calls map[string]ConferenceCall
 }
 
-func (c *confCalls) add(callID string, leave func()) {
+func (c *confCalls) add(callID string, call ConferenceCall) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.calls == nil {
-		c.calls = map[string]func(){}
+		c.calls = map[string]ConferenceCall{}
 	}
-	c.calls[callID] = leave
+	c.calls[callID] = call
 }
 
-func (c *confCalls) take(callID string) (func(), bool) {
+func (c *confCalls) take(callID string) (ConferenceCall, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.calls[callID]
@@ -55,11 +62,11 @@ func (c *confCalls) take(callID string) (func(), bool) {
 	return f, ok
 }
 
-func (c *confCalls) has(callID string) bool {
+func (c *confCalls) get(callID string) (ConferenceCall, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.calls[callID]
-	return ok
+	f, ok := c.calls[callID]
+	return f, ok
 }
 
 // offer is what the node takes from a phone's SDP offer.
@@ -171,7 +178,7 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	if f := req.From(); f != nil && f.DisplayName != "" {
 		display = f.DisplayName
 	}
-	local, leave, err := s.o.Conferences.Join(s.ctx, session, user, display, o.remote, o.codec, o.tePT)
+	local, call, err := s.o.Conferences.Join(s.ctx, session, user, display, o.remote, o.codec, o.tePT)
 	if err != nil {
 		s.m.calls.WithLabelValues("conference_refused").Inc()
 		code, reason := sip.StatusServiceUnavailable, "Service Unavailable"
@@ -183,7 +190,7 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 		s.respond(tx, res)
 		return
 	}
-	s.conf.add(string(*req.CallID()), leave)
+	s.conf.add(string(*req.CallID()), call)
 	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, uint64(s.o.Now().UnixNano())))
 	if to := res.To(); to != nil && !to.Params.Has("tag") {
 		to.Params.Add("tag", sip.GenerateTagN(16))
@@ -196,24 +203,56 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 }
 
 // confInDialog answers a request inside a conference call: BYE hangs the
-// member up; a re-INVITE or INFO is accepted as is.
+// member up; INFO may carry a digit (application/dtmf-relay or
+// application/dtmf); a re-INVITE is refused, the call going on as it was.
 func (s *Server) confInDialog(req *sip.Request, tx sip.ServerTransaction) bool {
 	callID := string(*req.CallID())
-	if !s.conf.has(callID) {
+	call, ok := s.conf.get(callID)
+	if !ok {
 		return false
 	}
 	switch req.Method {
 	case sip.BYE:
-		if leave, ok := s.conf.take(callID); ok {
-			leave()
+		if call, ok := s.conf.take(callID); ok && call.Leave != nil {
+			call.Leave()
 		}
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	case sip.ACK:
 	case sip.INVITE:
-		// A re-INVITE: the call goes on as negotiated.
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusNotAcceptableHere, "Not Acceptable Here", nil))
+	case sip.INFO:
+		ct := ""
+		if h := req.ContentType(); h != nil {
+			ct = strings.ToLower(h.Value())
+		}
+		if d, ok := infoDigit(ct, req.Body()); ok && call.Digit != nil {
+			call.Digit(d)
+		}
+		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	default:
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	}
 	return true
+}
+
+// infoDigit reads the digit of a SIP INFO body: "Signal=5" lines
+// (application/dtmf-relay) or a bare digit (application/dtmf).
+func infoDigit(contentType string, body []byte) (byte, bool) {
+	v := strings.TrimSpace(string(body))
+	switch {
+	case strings.HasPrefix(contentType, "application/dtmf-relay"):
+		v = ""
+		for _, l := range strings.Split(string(body), "\n") {
+			if k, val, ok := strings.Cut(l, "="); ok && strings.EqualFold(strings.TrimSpace(k), "signal") {
+				v = strings.TrimSpace(val)
+			}
+		}
+	case strings.HasPrefix(contentType, "application/dtmf"):
+	default:
+		return 0, false
+	}
+	if len(v) != 1 || !strings.Contains("0123456789*#ABCDabcd", v) {
+		return 0, false
+	}
+	return strings.ToUpper(v)[0], true
 }

@@ -16,18 +16,26 @@ type confRecorder struct {
 	mu     sync.Mutex
 	joined []string // "user codec remote"
 	left   int
+	digits []byte
 }
 
 func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
 
-func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote netip.AddrPort, codec string, _ int) (netip.AddrPort, func(), error) {
+func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote netip.AddrPort, codec string, _ int) (netip.AddrPort, ConferenceCall, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.joined = append(c.joined, user+" "+codec+" "+remote.String())
-	return netip.MustParseAddrPort("127.0.0.1:40000"), func() {
-		c.mu.Lock()
-		c.left++
-		c.mu.Unlock()
+	return netip.MustParseAddrPort("127.0.0.1:40000"), ConferenceCall{
+		Leave: func() {
+			c.mu.Lock()
+			c.left++
+			c.mu.Unlock()
+		},
+		Digit: func(d byte) {
+			c.mu.Lock()
+			c.digits = append(c.digits, d)
+			c.mu.Unlock()
+		},
 	}, nil
 }
 
@@ -84,6 +92,20 @@ func TestDialIntoSession(t *testing.T) {
 	if toTag == "" || ok.Contact() == nil {
 		t.Fatalf("2xx without a To tag or Contact:\n%s", ok)
 	}
+	for i, body := range []string{"Signal=*\r\nDuration=160\r\n", "Signal=1\r\nDuration=160\r\n"} {
+		a.send("INFO " + ok.Contact().Address.String() + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKi" + strconv.Itoa(i) + ";rport\r\n" +
+			"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=caller1\r\nTo: " + ok.To().Value() + "\r\n" +
+			"Call-ID: conf3\r\nCSeq: " + strconv.Itoa(10+i) + " INFO\r\nContent-Type: application/dtmf-relay\r\n" +
+			"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+		if r := a.await(false); r.StatusCode != 200 {
+			t.Fatalf("INFO: %d", r.StatusCode)
+		}
+	}
+	conf.mu.Lock()
+	if string(conf.digits) != "*1" {
+		t.Errorf("INFO digits %q, want \"*1\"", conf.digits)
+	}
+	conf.mu.Unlock()
 	a.send("BYE " + ok.Contact().Address.String() + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKc4;rport\r\n" +
 		"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=caller1\r\nTo: " + ok.To().Value() + "\r\n" +
 		"Call-ID: conf3\r\nCSeq: 2 BYE\r\nContent-Length: 0\r\n\r\n")
@@ -123,4 +145,24 @@ func FuzzParseOffer(f *testing.F) {
 			_ = answerSDP(o, netip.MustParseAddrPort("127.0.0.1:4000"), 1)
 		}
 	})
+}
+
+func TestInfoDigit(t *testing.T) {
+	for _, c := range []struct {
+		ct, body string
+		want     byte
+		ok       bool
+	}{
+		{"application/dtmf-relay", "Signal=5\r\nDuration=100\r\n", '5', true},
+		{"application/dtmf-relay", "signal= #\n", '#', true},
+		{"application/dtmf", "*", '*', true},
+		{"application/dtmf-relay", "Signal=55", 0, false},
+		{"text/plain", "5", 0, false},
+		{"application/dtmf", "", 0, false},
+	} {
+		d, ok := infoDigit(c.ct, []byte(c.body))
+		if d != c.want || ok != c.ok {
+			t.Errorf("infoDigit(%q, %q) = %q, %v", c.ct, c.body, d, ok)
+		}
+	}
 }
