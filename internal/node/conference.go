@@ -21,6 +21,9 @@ type conferences struct {
 	dtmf     *dtmf
 }
 
+// phoneSuffix marks the name of a member who dialled in.
+const phoneSuffix = " (phone)"
+
 // IsConference reports whether user is the ID of an active session.
 func (c conferences) IsConference(ctx context.Context, user string) bool {
 	if !strings.HasPrefix(user, "s_") {
@@ -33,7 +36,7 @@ func (c conferences) IsConference(ctx context.Context, user string) bool {
 // Join adds the caller as a participant with a mixed audio link.
 func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (netip.AddrPort, sip.ConferenceCall, error) {
 	var none sip.ConferenceCall
-	m, err := c.sessions.Join(ctx, sessionID, display+" (phone)", "participant")
+	m, err := c.sessions.Join(ctx, sessionID, display+phoneSuffix, "participant")
 	if err != nil {
 		return netip.AddrPort{}, none, confErr(err)
 	}
@@ -63,4 +66,18 @@ func confErr(err error) error {
 		return fmt.Errorf("%w: %v", sip.ErrConferenceFull, err)
 	}
 	return err
+}
+
+// Participants is the session's roster for phones subscribed to its
+// conference events (RFC 4575).
+func (c conferences) Participants(ctx context.Context, sessionID string) ([]sip.Participant, error) {
+	ms, err := c.sessions.Members(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sip.Participant, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, sip.Participant{ID: m.ID, Name: m.Name, Phone: strings.HasSuffix(m.Name, phoneSuffix)})
+	}
+	return out, nil
 }

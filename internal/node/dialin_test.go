@@ -111,31 +111,13 @@ func TestPhonesDialIntoASession(t *testing.T) {
 // events): it then holds the audio floor and is played the floor tone;
 // *6 then mutes it. Hanging up gives the floor back.
 func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
-	sipp := testutil.NeedBinary(t, "sipp")
-	cfg := testConfig(t, t.TempDir())
-	cfg.SIP.Domain = "convene.test"
-	n := startNode(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	const pass = "long-enough-pass-123"
-	if _, err := n.sipUsers.Add(ctx, "carol", pass); err != nil {
-		t.Fatal(err)
-	}
+	n, ctx := newSIPpNode(t)
 	s := createSession(t, n, "floor by phone")
 	base := n.URL() + "/api/v1/sessions/" + s.ID
 	if code := call(t, "PUT", base+"/floors/audio", map[string]any{"style": "floor_control", "auto": true}, nil); code != 200 {
 		t.Fatalf("style: %d", code)
 	}
-	scenario, _ := filepath.Abs(filepath.Join("testdata", "dialin_dtmf.xml"))
-	cmd := exec.CommandContext(ctx, sipp, "-sf", scenario, "-s", s.ID, "-set", "domain", "convene.test",
-		"-au", "carol", "-ap", pass, "-auth_uri", s.ID+"@convene.test", "-nostdin", "-i", "127.0.0.1", "-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
-		"-m", "1", "-timeout", "30s", "-timeout_error", n.SIPAddr())
-	cmd.Dir = t.TempDir()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	phone := startSIPp(t, ctx, n, "dialin_dtmf.xml", s.ID)
 	holder := func() string {
 		var st struct {
 			Tokens []struct {
@@ -172,8 +154,69 @@ func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 		call(t, "GET", base, nil, &sess)
 		return len(sess.Tracks) == 1 && sess.Tracks[0].Gated && holder() != ""
 	})
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("sipp: %v\n%s", err, out.String())
-	}
+	phone.wait(t)
 	testutil.WaitFor(t, 5*time.Second, "the floor to be free after the phone hung up", func() bool { return holder() == "" })
+}
+
+// TestPhoneSubscribesToTheRoster: a SIPp phone subscribes to a session's
+// conference events (RFC 4575) with its account; its first NOTIFY names
+// the member there, the next the member who joined, and unsubscribing
+// ends with a terminated NOTIFY (the scenario fails otherwise).
+func TestPhoneSubscribesToTheRoster(t *testing.T) {
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "roster")
+	joinMember(t, n, s.ID, "Ada")
+	phone := startSIPp(t, ctx, n, "conf_events.xml", s.ID)
+	time.Sleep(1500 * time.Millisecond) // the first NOTIFY goes out
+	joinMember(t, n, s.ID, "Grace")
+	phone.wait(t)
+}
+
+// sippPhone is a node with the SIP account carol, and a SIPp phone of it
+// ready to run a scenario of testdata against a session.
+type sippPhone struct {
+	n   *Node
+	ctx context.Context
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+const carolPass = "long-enough-pass-123"
+
+func newSIPpNode(t *testing.T) (*Node, context.Context) {
+	t.Helper()
+	testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	return n, ctx
+}
+
+// startSIPp runs scenario (testdata) as carol against session.
+func startSIPp(t *testing.T, ctx context.Context, n *Node, scenario, session string) *sippPhone {
+	t.Helper()
+	sf, _ := filepath.Abs(filepath.Join("testdata", scenario))
+	p := &sippPhone{n: n, ctx: ctx}
+	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), "-sf", sf, "-s", session, "-set", "domain", "convene.test",
+		"-au", "carol", "-ap", carolPass, "-auth_uri", session+"@convene.test", "-nostdin", "-i", "127.0.0.1",
+		"-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
+		"-m", "1", "-timeout", "30s", "-timeout_error", n.SIPAddr())
+	p.cmd.Dir = t.TempDir()
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *sippPhone) wait(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("sipp: %v\n%s", err, p.out.String())
+	}
 }

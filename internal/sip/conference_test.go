@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/emiago/sipgo/sip"
 )
 
 // confRecorder is the session side of dial-in for these tests (the node's
@@ -17,6 +20,7 @@ type confRecorder struct {
 	joined []string // "user codec remote"
 	left   int
 	digits []byte
+	roster []Participant
 }
 
 func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
@@ -37,6 +41,18 @@ func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote n
 			c.mu.Unlock()
 		},
 	}, nil
+}
+
+func (c *confRecorder) Participants(context.Context, string) ([]Participant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Participant(nil), c.roster...), nil
+}
+
+func (c *confRecorder) setRoster(ps ...Participant) {
+	c.mu.Lock()
+	c.roster = ps
+	c.mu.Unlock()
 }
 
 func (c *confRecorder) state() ([]string, int) {
@@ -164,5 +180,70 @@ func TestInfoDigit(t *testing.T) {
 		if d != c.want || ok != c.ok {
 			t.Errorf("infoDigit(%q, %q) = %q, %v", c.ct, c.body, d, ok)
 		}
+	}
+}
+
+// TestConferenceEvents: a phone subscribes to a session's conference
+// events (RFC 4575) with its account; it gets the roster at once, again
+// when it changes, and a final NOTIFY when it unsubscribes.
+func TestConferenceEvents(t *testing.T) {
+	conf := &confRecorder{}
+	conf.setRoster(Participant{ID: "m_1", Name: "Ada & co", Phone: false})
+	e := newTestEnv(t, func(o *Options) { o.Conferences = conf }, "alice")
+	a := newPhone(t, "alice", e.srv.Addr())
+	a.onRequest(func(req *sip.Request) []string { return []string{reply(req, 200, "OK", "x")} })
+	uri := "sip:s_live@convene.test"
+	subscribe := func(branch string, cseq int, extra string) {
+		a.send("SUBSCRIBE " + uri + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=" + branch + ";rport\r\n" +
+			"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=sub1\r\nTo: <" + uri + ">" + "\r\n" +
+			"Call-ID: sub-1\r\nCSeq: " + strconv.Itoa(cseq) + " SUBSCRIBE\r\nContact: <sip:alice@" + a.addr() + ">\r\n" +
+			"Event: conference\r\nExpires: 600\r\n" + extra + "Content-Length: 0\r\n\r\n")
+	}
+	subscribe("z9hG4bKs1", 1, "")
+	r := a.await(false)
+	chs := challenges(r, "Proxy-Authenticate")
+	if r.StatusCode != 407 || len(chs) == 0 {
+		t.Fatalf("SUBSCRIBE without credentials: %d, want 407", r.StatusCode)
+	}
+	subscribe("z9hG4bKs2", 2, authorization("Proxy-Authorization", chs[0].algorithm, "alice", testPassword, chs[0], "SUBSCRIBE", uri, 1))
+	ok := a.await(false)
+	if ok.StatusCode != 200 {
+		t.Fatalf("SUBSCRIBE: %d", ok.StatusCode)
+	}
+	notifies := func(n int) []*sip.Request {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if ns := a.requestsOf("NOTIFY"); len(ns) >= n {
+				return ns
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%d NOTIFYs, want %d", len(a.requestsOf("NOTIFY")), n)
+		return nil
+	}
+	first := notifies(1)[0]
+	body := string(first.Body())
+	if !strings.Contains(body, `xmlns="urn:ietf:params:xml:ns:conference-info"`) || !strings.Contains(body, "Ada &amp; co") ||
+		!strings.Contains(body, `version="1"`) || first.GetHeader("Event").Value() != "conference" {
+		t.Fatalf("first NOTIFY:\n%s", first)
+	}
+	conf.setRoster(Participant{ID: "m_1", Name: "Ada & co"}, Participant{ID: "m_2", Name: "alice (phone)", Phone: true})
+	second := notifies(2)[1]
+	if b := string(second.Body()); !strings.Contains(b, "alice (phone)") || !strings.Contains(b, `version="2"`) ||
+		!strings.Contains(b, "<user-count>2</user-count>") {
+		t.Fatalf("NOTIFY after the roster changed:\n%s", b)
+	}
+	toTag, _ := ok.To().Params.Get("tag")
+	a.send("SUBSCRIBE " + uri + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKs3;rport\r\n" +
+		"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=sub1\r\nTo: <" + uri + ">;tag=" + toTag + "\r\n" +
+		"Call-ID: sub-1\r\nCSeq: 3 SUBSCRIBE\r\nContact: <sip:alice@" + a.addr() + ">\r\n" +
+		"Event: conference\r\nExpires: 0\r\nContent-Length: 0\r\n\r\n")
+	if r := a.await(false); r.StatusCode != 200 {
+		t.Fatalf("unsubscribe: %d", r.StatusCode)
+	}
+	last := notifies(3)[2]
+	if st := last.GetHeader("Subscription-State"); st == nil || !strings.HasPrefix(st.Value(), "terminated") {
+		t.Fatalf("final NOTIFY's state: %v", st)
 	}
 }

@@ -157,9 +157,10 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusTooManyHops, "Too Many Hops", nil))
 		return
 	}
-	conference := invite && s.o.Conferences != nil && s.o.Conferences.IsConference(s.ctx, req.Recipient.User)
+	subscribe := req.Method == sip.SUBSCRIBE
+	conference := (invite || subscribe) && s.o.Conferences != nil && s.o.Conferences.IsConference(s.ctx, req.Recipient.User)
 	authUser := ""
-	if invite && (s.o.AuthCalls || conference) {
+	if invite && s.o.AuthCalls || conference {
 		a := s.authenticate(s.ctx, req, "Proxy-Authorization")
 		if a.badURI {
 			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (digest uri is not the Request-URI)", nil))
@@ -176,6 +177,10 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 		}
 		req.RemoveHeader("Proxy-Authorization")
 		authUser = a.user
+	}
+	if conference && subscribe {
+		s.subscribeConference(req, tx, req.Recipient.User)
+		return
 	}
 	if conference {
 		s.joinConference(req, tx, req.Recipient.User, authUser)
@@ -284,7 +289,7 @@ func (s *Server) onAck(req *sip.Request, tx sip.ServerTransaction) {
 // OPTIONS to the server is answered, the rest goes to the user.
 func (s *Server) onOther(req *sip.Request, tx sip.ServerTransaction) {
 	if hasToTag(req) {
-		if !s.confInDialog(req, tx) {
+		if !s.confInDialog(req, tx) && !s.confSubInDialog(req, tx) {
 			s.inDialog(req, tx)
 		}
 		return

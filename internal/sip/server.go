@@ -30,6 +30,7 @@ type Server struct {
 	digest     *digest.Checker
 	loc        *location
 	conf       confCalls // calls answered into sessions
+	csubs      confSubs  // subscriptions to sessions' rosters (RFC 4575)
 	regLimit   *limiter
 	invLimit   *limiter
 	calls      *callTable
