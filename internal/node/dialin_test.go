@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -218,5 +219,83 @@ func (p *sippPhone) wait(t *testing.T) {
 	t.Helper()
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("sipp: %v\n%s", err, p.out.String())
+	}
+}
+
+// TestPhoneInASubgroupHearsItsMix: a phone (baresip) in a session whose
+// member is moved to a subgroup hears that subgroup's talker (1 kHz) and
+// no longer the main session's (440 Hz); both talk through ffmpeg.
+func TestPhoneInASubgroupHearsItsMix(t *testing.T) {
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	testutil.NeedBinary(t, "baresip")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.SIP.Algorithms = "MD5"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "alice", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "subgroup mix")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	var talkers []*exec.Cmd
+	ids := map[float64]string{}
+	for _, tone := range []float64{440, 1000} {
+		id, _ := joinMember(t, n, s.ID, fmt.Sprintf("talker %v", tone))
+		ids[tone] = id
+		src := freePortPair(t)
+		l := addLink(t, n, s.ID, map[string]any{"remote": fmt.Sprintf("127.0.0.1:%d", src), "kind": "audio",
+			"direction": "sendonly", "member": id})
+		out := fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", l.Local.RTPPort, src, src+1)
+		talkers = append(talkers, exec.CommandContext(ctx, ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi",
+			"-i", fmt.Sprintf("sine=frequency=%v:duration=9", tone), "-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", out))
+	}
+	var g struct{ ID string }
+	if code := call(t, "POST", base+"/subgroups", map[string]any{"name": "side", "members": []string{ids[1000]}}, &g); code != 201 {
+		t.Fatalf("subgroup: %d", code)
+	}
+	for _, c := range talkers {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phone := testutil.StartBaresip(t, ctx, testutil.BaresipConfig{User: "alice", Password: carolPass, Domain: "convene.test",
+		Proxy: n.SIPAddr(), Tone: 2000, QuitAfter: 8 * time.Second, Commands: []string{"/dial sip:" + s.ID + "@" + n.SIPAddr()}})
+	var phoneID string
+	testutil.WaitFor(t, 15*time.Second, "the phone in the session", func() bool {
+		var ms struct{ Members []struct{ ID, Name string } }
+		call(t, "GET", base+"/members", nil, &ms)
+		for _, m := range ms.Members {
+			if strings.HasSuffix(m.Name, "(phone)") {
+				phoneID = m.ID
+			}
+		}
+		return phoneID != ""
+	})
+	if code := call(t, "PUT", base+"/members/"+phoneID+"/subgroup", map[string]any{"subgroup": g.ID}, nil); code != 200 {
+		t.Fatalf("move the phone: %d", code)
+	}
+	_ = phone.Cmd.Wait()
+	for _, c := range talkers {
+		_ = c.Wait()
+	}
+	var pcm []int16
+	rate := 8000
+	for _, w := range phone.Decoded(t) {
+		if len(w.PCM) > len(pcm) {
+			pcm, rate = w.PCM, w.Rate
+		}
+	}
+	if len(pcm) < 5*rate {
+		t.Fatalf("the phone decoded %d samples at %d Hz", len(pcm), rate)
+	}
+	tail := pcm[len(pcm)-3*rate:] // the last 3 s, well after the move
+	t.Logf("the phone in the subgroup: 1 kHz %.2f, 440 Hz %.2f", audio.ToneShare(tail, 1000, rate), audio.ToneShare(tail, 440, rate))
+	if sh := audio.ToneShare(tail, 1000, rate); sh < 0.5 {
+		t.Errorf("the subgroup's 1 kHz holds %.2f of what the phone hears", sh)
+	}
+	if sh := audio.ToneShare(tail, 440, rate); sh > 0.02 {
+		t.Errorf("the main session's 440 Hz holds %.2f of what the phone in the subgroup hears", sh)
 	}
 }
