@@ -133,6 +133,8 @@ func New(o Options) *Server {
 	s.route("PUT /api/v1/sessions/{id}/members/{member}/subgroup", s.setMemberSubgroup)
 	s.route("GET /api/v1/sessions/{id}/subgroups", s.listSubgroups)
 	s.route("POST /api/v1/sessions/{id}/subgroups", s.createSubgroup)
+	s.route("POST /api/v1/sessions/{id}/pin", s.newPIN)
+	s.route("DELETE /api/v1/sessions/{id}/pin", s.deletePIN)
 	s.route("DELETE /api/v1/sessions/{id}/subgroups/{group}", s.deleteSubgroup)
 	s.route("GET /api/v1/sessions/{id}/floors", s.listFloors)
 	s.route("GET /api/v1/sessions/{id}/floors/{floor}", s.getFloor)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sip"
+	"github.com/convene/convene/internal/sipusers"
 )
 
 // conferences lets SIP phones dial into sessions: an INVITE to
@@ -80,4 +81,13 @@ func (c conferences) Participants(ctx context.Context, sessionID string) ([]sip.
 		out = append(out, sip.Participant{ID: m.ID, Name: m.Name, Phone: strings.HasSuffix(m.Name, phoneSuffix)})
 	}
 	return out, nil
+}
+
+// GuestCredentials are the digests of a session's guest PIN.
+func (c conferences) GuestCredentials(ctx context.Context, sessionID string) (sipusers.Credentials, bool) {
+	md5, sha, ok, err := c.sessions.PIN(ctx, sessionID)
+	if err != nil || !ok {
+		return sipusers.Credentials{}, false
+	}
+	return sipusers.Credentials{HA1MD5: md5, HA1SHA256: sha}, true
 }

@@ -201,12 +201,19 @@ func newSIPpNode(t *testing.T) (*Node, context.Context) {
 // startSIPp runs scenario (testdata) as carol against session.
 func startSIPp(t *testing.T, ctx context.Context, n *Node, scenario, session string) *sippPhone {
 	t.Helper()
+	return startSIPpAs(t, ctx, n, scenario, session, "carol", carolPass, 30*time.Second)
+}
+
+// startSIPpAs runs scenario as the digest user user with password pass.
+// A refused call ends at timeout.
+func startSIPpAs(t *testing.T, ctx context.Context, n *Node, scenario, session, user, pass string, timeout time.Duration) *sippPhone {
+	t.Helper()
 	sf, _ := filepath.Abs(filepath.Join("testdata", scenario))
 	p := &sippPhone{n: n, ctx: ctx}
 	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), "-sf", sf, "-s", session, "-set", "domain", "convene.test",
-		"-au", "carol", "-ap", carolPass, "-auth_uri", session+"@convene.test", "-nostdin", "-i", "127.0.0.1",
+		"-au", user, "-ap", pass, "-auth_uri", session+"@convene.test", "-nostdin", "-i", "127.0.0.1",
 		"-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
-		"-m", "1", "-timeout", "30s", "-timeout_error", n.SIPAddr())
+		"-m", "1", "-timeout", strconv.Itoa(int(timeout/time.Second))+"s", "-timeout_error", n.SIPAddr())
 	p.cmd.Dir = t.TempDir()
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
@@ -297,5 +304,40 @@ func TestPhoneInASubgroupHearsItsMix(t *testing.T) {
 	}
 	if sh := audio.ToneShare(tail, 440, rate); sh > 0.02 {
 		t.Errorf("the main session's 440 Hz holds %.2f of what the phone in the subgroup hears", sh)
+	}
+}
+
+// TestGuestDialsInWithThePIN: the chair makes a session PIN (shown once);
+// a phone without an account dials in as "guest" with it and becomes a
+// member; a wrong PIN, or any PIN once it is deleted, joins nothing.
+func TestGuestDialsInWithThePIN(t *testing.T) {
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "guests")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	var pin struct{ PIN, Username, URI string }
+	if code := call(t, "POST", base+"/pin", nil, &pin); code != 201 || len(pin.PIN) != 8 || pin.Username != "guest" {
+		t.Fatalf("pin: %d %+v", code, pin)
+	}
+	members := func() int {
+		var ms struct{ Members []map[string]any }
+		call(t, "GET", base+"/members", nil, &ms)
+		return len(ms.Members)
+	}
+	wrong := startSIPpAs(t, ctx, n, "dialin_dtmf.xml", s.ID, "guest", "00000000", 3*time.Second)
+	if err := wrong.cmd.Wait(); err == nil {
+		t.Fatalf("a wrong PIN was let in:\n%s", wrong.out.String())
+	}
+	if m := members(); m != 0 {
+		t.Fatalf("%d members after a wrong PIN", m)
+	}
+	guest := startSIPpAs(t, ctx, n, "dialin_dtmf.xml", s.ID, "guest", pin.PIN, 30*time.Second)
+	testutil.WaitFor(t, 10*time.Second, "the guest in the session", func() bool { return members() == 1 })
+	guest.wait(t)
+	if code := call(t, "DELETE", base+"/pin", nil, nil); code != 204 {
+		t.Fatalf("delete pin: %d", code)
+	}
+	late := startSIPpAs(t, ctx, n, "dialin_dtmf.xml", s.ID, "guest", pin.PIN, 3*time.Second)
+	if err := late.cmd.Wait(); err == nil {
+		t.Fatalf("a deleted PIN was let in:\n%s", late.out.String())
 	}
 }

@@ -36,6 +36,11 @@ func (s *Server) challenge(res *sip.Response, header string, stale bool) {
 // Proxy-Authorization) of req. A request without credentials for our realm
 // gets a plain challenge.
 func (s *Server) authenticate(ctx context.Context, req *sip.Request, header string) authResult {
+	return s.authenticateWith(ctx, s.o.Users, req, header)
+}
+
+// authenticateWith checks req's credentials against accounts.
+func (s *Server) authenticateWith(ctx context.Context, accounts digest.Accounts, req *sip.Request, header string) authResult {
 	var cred digest.Credentials
 	found := false
 	for _, h := range req.GetHeaders(header) {
@@ -56,7 +61,7 @@ func (s *Server) authenticate(ctx context.Context, req *sip.Request, header stri
 		s.m.authFailures.WithLabelValues("uri_mismatch").Inc()
 		return authResult{fail: "uri_mismatch", badURI: true}
 	}
-	r := s.digest.Check(ctx, string(req.Method), &cred, rtxKey(req), s.o.Now())
+	r := s.digest.CheckWith(ctx, accounts, string(req.Method), &cred, rtxKey(req), s.o.Now())
 	if r.Err != nil {
 		s.log.Warn("sip: user lookup", "user", cred.Username, "err", r.Err)
 	}

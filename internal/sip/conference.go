@@ -11,6 +11,8 @@ import (
 
 	"github.com/emiago/sipgo/sip"
 	"github.com/pion/sdp/v3"
+
+	"github.com/convene/convene/internal/sipusers"
 )
 
 // Conferences lets phones dial into sessions (INVITE sip:<session>@domain):
@@ -255,4 +257,30 @@ func infoDigit(contentType string, body []byte) (byte, bool) {
 		return 0, false
 	}
 	return strings.ToUpper(v)[0], true
+}
+
+// GuestPINs is the optional part of Conferences that lets guests dial in:
+// the digests of a session's PIN for the username "guest" in the realm.
+type GuestPINs interface {
+	GuestCredentials(ctx context.Context, session string) (sipusers.Credentials, bool)
+}
+
+// guestUser is the digest username of a guest with a session's PIN.
+const guestUser = "guest"
+
+// confAccounts are the accounts, plus "guest" with the session's PIN.
+type confAccounts struct {
+	users   Users
+	pins    GuestPINs
+	session string
+	realm   string
+}
+
+func (a confAccounts) Lookup(ctx context.Context, username string) (sipusers.Credentials, bool, error) {
+	if username == guestUser && a.pins != nil {
+		c, ok := a.pins.GuestCredentials(ctx, a.session)
+		c.Username, c.Realm = guestUser, a.realm
+		return c, ok, nil
+	}
+	return a.users.Lookup(ctx, username)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
+
+	"github.com/convene/convene/internal/sip/digest"
 )
 
 // routes installs the request handlers on sipgo's server.
@@ -161,7 +163,12 @@ func (s *Server) toUser(req *sip.Request, tx sip.ServerTransaction) {
 	conference := (invite || subscribe) && s.o.Conferences != nil && s.o.Conferences.IsConference(s.ctx, req.Recipient.User)
 	authUser := ""
 	if invite && s.o.AuthCalls || conference {
-		a := s.authenticate(s.ctx, req, "Proxy-Authorization")
+		var accounts digest.Accounts = s.o.Users
+		if conference {
+			pins, _ := s.o.Conferences.(GuestPINs)
+			accounts = confAccounts{users: s.o.Users, pins: pins, session: req.Recipient.User, realm: s.o.Domain}
+		}
+		a := s.authenticateWith(s.ctx, accounts, req, "Proxy-Authorization")
 		if a.badURI {
 			s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusBadRequest, "Bad Request (digest uri is not the Request-URI)", nil))
 			return

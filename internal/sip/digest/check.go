@@ -56,6 +56,11 @@ func (k *Checker) Challenge(algorithms []string, stale bool, now time.Time) []st
 // nonce-count; rtx identifies the request, so that its retransmission is
 // accepted again.
 func (k *Checker) Check(ctx context.Context, method string, c *Credentials, rtx uint32, now time.Time) Result {
+	return k.CheckWith(ctx, k.Accounts, method, c, rtx, now)
+}
+
+// CheckWith is Check against other accounts (a session's guest PIN).
+func (k *Checker) CheckWith(ctx context.Context, accounts Accounts, method string, c *Credentials, rtx uint32, now time.Time) Result {
 	var newHash func() hash.Hash
 	switch strings.ToUpper(c.Algorithm) {
 	case "", sipusers.MD5:
@@ -74,7 +79,7 @@ func (k *Checker) Check(ctx context.Context, method string, c *Credentials, rtx 
 	if c.Response == "" || c.Nonce == "" || c.Username == "" || (qop == "auth" && (c.NCRaw == "" || c.NC == 0)) {
 		return Result{Fail: "bad_header"}
 	}
-	cr, found, err := k.Accounts.Lookup(ctx, c.Username)
+	cr, found, err := accounts.Lookup(ctx, c.Username)
 	if err != nil {
 		return Result{Fail: "lookup_error", Err: err}
 	}
