@@ -43,6 +43,8 @@ type Options struct {
 	Logger   *slog.Logger
 	// Pprof mounts Go's profiler under /debug/pprof/.
 	Pprof bool
+	// Dialler calls phones into sessions (POST …/calls); nil answers 503.
+	Dialler Dialler
 	// Users are the SIP accounts (/api/v1/users); nil answers 503.
 	Users *sipusers.Service
 	// Access admits operators and members; nil admits everyone.
@@ -134,6 +136,7 @@ func New(o Options) *Server {
 	s.route("GET /api/v1/sessions/{id}/subgroups", s.listSubgroups)
 	s.route("POST /api/v1/sessions/{id}/subgroups", s.createSubgroup)
 	s.route("POST /api/v1/sessions/{id}/pin", s.newPIN)
+	s.route("POST /api/v1/sessions/{id}/calls", s.callPhone)
 	s.route("DELETE /api/v1/sessions/{id}/pin", s.deletePIN)
 	s.route("DELETE /api/v1/sessions/{id}/subgroups/{group}", s.deleteSubgroup)
 	s.route("GET /api/v1/sessions/{id}/floors", s.listFloors)

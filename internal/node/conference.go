@@ -20,6 +20,7 @@ import (
 type conferences struct {
 	sessions *session.Service
 	dtmf     *dtmf
+	media    netip.AddrPort // the shared RTP socket's address
 }
 
 // phoneSuffix marks the name of a member who dialled in.
@@ -91,3 +92,7 @@ func (c conferences) GuestCredentials(ctx context.Context, sessionID string) (si
 	}
 	return sipusers.Credentials{HA1MD5: md5, HA1SHA256: sha}, true
 }
+
+// MediaAddr is where phones send the media of calls the node places: its
+// shared RTP port.
+func (c conferences) MediaAddr() netip.AddrPort { return c.media }

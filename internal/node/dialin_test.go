@@ -234,16 +234,7 @@ func (p *sippPhone) wait(t *testing.T) {
 // no longer the main session's (440 Hz); both talk through ffmpeg.
 func TestPhoneInASubgroupHearsItsMix(t *testing.T) {
 	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
-	testutil.NeedBinary(t, "baresip")
-	cfg := testConfig(t, t.TempDir())
-	cfg.SIP.Domain = "convene.test"
-	cfg.SIP.Algorithms = "MD5"
-	n := startNode(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if _, err := n.sipUsers.Add(ctx, "alice", carolPass); err != nil {
-		t.Fatal(err)
-	}
+	n, ctx := newBaresipNode(t, "alice")
 	s := createSession(t, n, "subgroup mix")
 	base := n.URL() + "/api/v1/sessions/" + s.ID
 	var talkers []*exec.Cmd
@@ -340,4 +331,90 @@ func TestGuestDialsInWithThePIN(t *testing.T) {
 	if err := late.cmd.Wait(); err == nil {
 		t.Fatalf("a deleted PIN was let in:\n%s", late.out.String())
 	}
+}
+
+// TestChairCallsAPhoneIn: the chair makes the node call a registered
+// phone (baresip, answering by itself, a 1 kHz tone) into the session; it
+// joins as a member, a mixed listener hears it, and it hears the session
+// (an ffmpeg talker at 440 Hz). Calling an account with no phone is 409.
+func TestChairCallsAPhoneIn(t *testing.T) {
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newBaresipNode(t, "bob", "nobody")
+	s := createSession(t, n, "call out")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	bob := testutil.StartBaresip(t, ctx, testutil.BaresipConfig{User: "bob", Password: carolPass, Domain: "convene.test",
+		Proxy: n.SIPAddr(), Tone: 1000, QuitAfter: 12 * time.Second})
+	testutil.WaitFor(t, 10*time.Second, "bob to register", func() bool {
+		return metricValue(t, n, "convene_sip_registrations") >= 1
+	})
+	var e map[string]any
+	if code := call(t, "POST", base+"/calls", map[string]string{"user": "nobody"}, &e); code != 409 {
+		t.Fatalf("calling an account with no phone: %d %v", code, e)
+	}
+	ear := udpConn(t)
+	addLink(t, n, s.ID, map[string]any{"remote": ear.LocalAddr().String(), "remote_rtcp": udpConn(t).LocalAddr().String(),
+		"kind": "audio", "direction": "recvonly", "mix": "PCMU"})
+	tid, _ := joinMember(t, n, s.ID, "talker")
+	src := freePortPair(t)
+	l := addLink(t, n, s.ID, map[string]any{"remote": fmt.Sprintf("127.0.0.1:%d", src), "kind": "audio", "direction": "sendonly", "member": tid})
+	talker := exec.CommandContext(ctx, ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=440:duration=8",
+		"-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp",
+		fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", l.Local.RTPPort, src, src+1))
+	if err := talker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		CallID string `json:"call_id"`
+	}
+	if code := call(t, "POST", base+"/calls", map[string]string{"user": "bob"}, &c); code != 202 || c.CallID == "" {
+		t.Fatalf("call bob: %d %+v", code, c)
+	}
+	testutil.WaitFor(t, 15*time.Second, "bob to answer and join", func() bool {
+		var ms struct{ Members []struct{ Name string } }
+		call(t, "GET", base+"/members", nil, &ms)
+		for _, m := range ms.Members {
+			if m.Name == "bob (phone)" {
+				return true
+			}
+		}
+		return false
+	})
+	heard := heardPCMU(ear, 3*time.Second)
+	if sh := audio.ToneShare(heard[len(heard)/3:], 1000, 8000); sh < 0.05 {
+		t.Errorf("the listener hears bob's 1 kHz at %.2f", sh)
+	}
+	_ = talker.Wait()
+	_ = bob.Cmd.Wait()
+	var pcm []int16
+	rate := 8000
+	for _, w := range bob.Decoded(t) {
+		if len(w.PCM) > len(pcm) {
+			pcm, rate = w.PCM, w.Rate
+		}
+	}
+	if len(pcm) < 2*rate {
+		t.Fatalf("bob decoded %d samples", len(pcm))
+	}
+	if sh := audio.ToneShare(pcm[rate:], 440, rate); sh < 0.2 {
+		t.Errorf("bob hears the session's 440 Hz at %.2f", sh)
+	}
+}
+
+// newBaresipNode is a node whose SIP domain baresip's accounts name (MD5
+// only: baresip 1.0 knows no other) with accounts users (carolPass).
+func newBaresipNode(t *testing.T, users ...string) (*Node, context.Context) {
+	t.Helper()
+	testutil.NeedBinary(t, "baresip")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.SIP.Algorithms = "MD5"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	for _, u := range users {
+		if _, err := n.sipUsers.Add(ctx, u, carolPass); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, ctx
 }

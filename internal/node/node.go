@@ -129,7 +129,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf}, reg, log); err != nil {
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr()}, reg, log); err != nil {
 		return nil, err
 	}
 	if n.rtc, err = startRTC(cfg, n.sessions, reg, log); err != nil {
@@ -153,6 +153,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Access:   acc,
 		Events:   n.events,
 		Users:    n.sipUsers,
+		Dialler:  n.sip,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
