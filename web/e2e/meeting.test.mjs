@@ -123,6 +123,21 @@ test('floor: audio is heard only after the chair grants the request', { timeout:
   await ctx.close();
 });
 
+test('the chair calls a phone in: an account without a phone is refused clearly', { timeout: 60_000 }, async () => {
+  const s = await session('call out');
+  await node.api('POST', '/users', { username: 'nobody', password: 'long-enough-pass-123' });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const chair = await joinThroughUI(ctx, await link(s.id, 'chair'), 'Chair');
+  const call = chair.getByRole('button', { name: 'Call', exact: true });
+  assert.equal(await call.isDisabled(), true, 'Call is enabled with no account typed');
+  await chair.getByLabel('Call a phone in (SIP account)').fill('nobody');
+  await chair.keyboard.press('Enter');
+  await chair.getByText(/Could not call nobody: .*no registered phone/).waitFor({ timeout: 10_000 });
+  const p = await joinThroughUI(ctx, await link(s.id), 'Pat');
+  assert.equal(await p.getByLabel('Call a phone in (SIP account)').count(), 0, 'a participant is offered the call form');
+  await ctx.close();
+});
+
 test('a phone: the mobile layout joins and is usable by touch', { timeout: 90_000 }, async () => {
   const s = await session('mobile');
   const desk = await browser.newContext();

@@ -56,6 +56,8 @@ export const createSession = (c: Creds, name: string, startAt?: string, endAt?: 
   api<Session>('POST', '/sessions', c, { name, start_at: startAt || undefined, end_at: endAt || undefined });
 export const sessionAction = (c: Creds, id: string, action: string) =>
   api<Session>('POST', `/sessions/${id}/state`, c, { action });
+export const callPhone = (c: Creds, id: string, user: string) =>
+  api<{ call_id: string; state: string }>('POST', `/sessions/${id}/calls`, c, { user });
 export const issueToken = (c: Creds, id: string, role: string) =>
   api<{ token: string; id: string }>('POST', `/sessions/${id}/tokens`, c, { role });
 export const joinSession = (joinToken: string, id: string, name: string) =>

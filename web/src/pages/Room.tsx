@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { floorAction, leaveSession, listFloors, listMembers, setFloorStyle, type Floor, type Member } from '../api';
+import { callPhone, floorAction, leaveSession, listFloors, listMembers, setFloorStyle, type Floor, type Member } from '../api';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
 import { Tile } from '../components/Tile';
@@ -34,6 +34,8 @@ export function Room({ session }: { session: string }) {
   const [screen, setScreen] = useState<MediaStream>();
   const [online, setOnline] = useState(true);
   const [err, setErr] = useState('');
+  const [callUser, setCallUser] = useState('');
+  const [callMsg, setCallMsg] = useState('');
   const [ended, setEnded] = useState('');
   const rtc = useRef<RTC>();
   const events = useRef<EventStream>();
@@ -172,6 +174,17 @@ export function Room({ session }: { session: string }) {
     sessionStorage.removeItem('convene.token.' + session);
     navigate('/');
   };
+  const callIn = () => {
+    const user = callUser.trim();
+    if (!user) return;
+    callPhone(creds, session, user).then(
+      () => {
+        setCallMsg(`Ringing ${user}…`);
+        setCallUser('');
+      },
+      (e) => setCallMsg(`Could not call ${user}: ${e.message}`),
+    );
+  };
   const act = (floor: string, action: string, body: Record<string, unknown> = {}) =>
     floorAction(creds, session, floor, action, body).then(refreshFloors, (e) => setErr(e.message));
   const style = (floor: string, s: string, auto: boolean) =>
@@ -253,6 +266,31 @@ export function Room({ session }: { session: string }) {
               </li>
             ))}
           </ul>
+          {chair && (
+            <form
+              class="call"
+              onSubmit={(e) => {
+                e.preventDefault();
+                callIn();
+              }}
+            >
+              <label for="call-user">Call a phone in (SIP account)</label>
+              <input
+                id="call-user"
+                value={callUser}
+                autocomplete="off"
+                onInput={(e) => setCallUser((e.target as HTMLInputElement).value)}
+              />
+              <button type="submit" disabled={!callUser.trim()}>
+                Call
+              </button>
+              {callMsg && (
+                <p role="status" class="muted">
+                  {callMsg}
+                </p>
+              )}
+            </form>
+          )}
         </section>
       </aside>
     </div>
