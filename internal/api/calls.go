@@ -36,6 +36,9 @@ func (s *Server) callPhone(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, sip.ErrNotRegistered):
 		writeError(w, http.StatusConflict, "not_registered", err.Error())
 		return
+	case errors.Is(err, sip.ErrBusy):
+		writeError(w, http.StatusServiceUnavailable, "busy", err.Error())
+		return
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return

@@ -27,15 +27,6 @@ var (
 // ErrUnknown is a codec, rate or payload type the node cannot decode.
 var ErrUnknown = errors.New("codec: unknown codec")
 
-// String is the rtpmap form with the payload type: "opus/48000/2 (111)".
-func (s Spec) String() string {
-	name := s.Name + "/" + strconv.Itoa(s.Rate)
-	if strings.EqualFold(s.Name, "opus") {
-		name += "/2"
-	}
-	return fmt.Sprintf("%s (%d)", name, s.PT)
-}
-
 // Parse reads a codec as an rtpmap names it, "PCMU", "PCMA/8000",
 // "opus/48000/2" or "L16/16000", with an optional payload type after a
 // colon ("opus/48000/2:96"). Without one, a static codec gets its own
@@ -99,21 +90,26 @@ type Encoder interface {
 
 // NewDecoder returns a decoder for s.
 func NewDecoder(s Spec) (Decoder, error) {
-	switch s.Name {
-	case "PCMU":
-		return g711{mu: true}, nil
-	case "PCMA":
-		return g711{}, nil
-	case "L16":
-		return l16{}, nil
-	case "opus":
+	if s.Name == "opus" {
 		return newOpusDecoder()
 	}
-	return nil, fmt.Errorf("%w %q", ErrUnknown, s.Name)
+	return stateless(s)
 }
 
 // NewEncoder returns an encoder for s.
 func NewEncoder(s Spec) (Encoder, error) {
+	if s.Name == "opus" {
+		return newOpusEncoder()
+	}
+	return stateless(s)
+}
+
+// stateless is a codec that keeps no state between frames, so one value
+// both decodes and encodes.
+func stateless(s Spec) (interface {
+	Decoder
+	Encoder
+}, error) {
 	switch s.Name {
 	case "PCMU":
 		return g711{mu: true}, nil
@@ -121,8 +117,6 @@ func NewEncoder(s Spec) (Encoder, error) {
 		return g711{}, nil
 	case "L16":
 		return l16{}, nil
-	case "opus":
-		return newOpusEncoder()
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknown, s.Name)
 }

@@ -33,7 +33,7 @@ func NewMetrics() *Metrics {
 			Help:    "How late a mixer's 20 ms tick finished after its due time.",
 			Buckets: []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}}),
 		work: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_mixer_tick_seconds",
-			Help:    "CPU time of one mixer's tick (mix, encode, send).",
+			Help:    "Time one mixer's tick takes (mix, encode, send).",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 12)}),
 		lateTicks: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_mixer_missed_ticks_total",
 			Help: "20 ms frames a mixer could not produce in time."}),

@@ -185,8 +185,9 @@ func (m *Mixer) run() {
 	for {
 		select {
 		case now := <-t.C:
+			start := time.Now()
 			m.tick(now)
-			m.o.Metrics.tick(time.Since(next), time.Since(now))
+			m.o.Metrics.tick(time.Since(next), time.Since(start))
 			next = next.Add(frame)
 			if d := time.Since(next); d > 5*frame { // the ticker dropped ticks: count from now
 				m.o.Metrics.lateTicks.Add(float64(d / frame))

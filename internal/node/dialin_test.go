@@ -176,8 +176,6 @@ func TestPhoneSubscribesToTheRoster(t *testing.T) {
 // sippPhone is a node with the SIP account carol, and a SIPp phone of it
 // ready to run a scenario of testdata against a session.
 type sippPhone struct {
-	n   *Node
-	ctx context.Context
 	cmd *exec.Cmd
 	out bytes.Buffer
 }
@@ -209,7 +207,7 @@ func startSIPp(t *testing.T, ctx context.Context, n *Node, scenario, session str
 func startSIPpAs(t *testing.T, ctx context.Context, n *Node, scenario, session, user, pass string, timeout time.Duration) *sippPhone {
 	t.Helper()
 	sf, _ := filepath.Abs(filepath.Join("testdata", scenario))
-	p := &sippPhone{n: n, ctx: ctx}
+	p := &sippPhone{}
 	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), "-sf", sf, "-s", session, "-set", "domain", "convene.test",
 		"-au", user, "-ap", pass, "-auth_uri", session+"@convene.test", "-nostdin", "-i", "127.0.0.1",
 		"-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
@@ -417,4 +415,29 @@ func newBaresipNode(t *testing.T, users ...string) (*Node, context.Context) {
 		}
 	}
 	return n, ctx
+}
+
+// TestPhoneRoutesRefuseStrangers: making a PIN or a call needs the chair
+// (or the operator): without credentials 401, as a participant 403, and
+// nothing rings.
+func TestPhoneRoutesRefuseStrangers(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "strangers")
+	_, tok := joinMember(t, n, s.ID, "Pat")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	for _, path := range []string{"/pin", "/calls"} {
+		body := map[string]string{"user": "bob"}
+		if code := callAs(t, "", "POST", base+path, body, nil); code != 401 {
+			t.Errorf("POST %s without credentials: %d, want 401", path, code)
+		}
+		if code := callAs(t, tok, "POST", base+path, body, nil); code != 403 {
+			t.Errorf("POST %s as a participant: %d, want 403", path, code)
+		}
+	}
+	if code := callAs(t, tok, "DELETE", base+"/pin", nil, nil); code != 403 {
+		t.Errorf("DELETE /pin as a participant: %d, want 403", code)
+	}
+	if v := metricValue(t, n, `convene_sip_calls_total{result="outbound"}`); v != 0 {
+		t.Errorf("%v calls rang", v)
+	}
 }

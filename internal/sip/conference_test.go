@@ -247,3 +247,42 @@ func TestConferenceEvents(t *testing.T) {
 		t.Fatalf("final NOTIFY's state: %v", st)
 	}
 }
+
+// TestConferenceSubscriptionsAreCapped: beyond the node's cap a SUBSCRIBE
+// is refused (503), authenticated or not.
+func TestConferenceSubscriptionsAreCapped(t *testing.T) {
+	conf := &confRecorder{}
+	e := newTestEnv(t, func(o *Options) { o.Conferences = conf }, "alice")
+	e.srv.csubs.mu.Lock()
+	e.srv.csubs.max = 1
+	e.srv.csubs.mu.Unlock()
+	a := newPhone(t, "alice", e.srv.Addr())
+	a.onRequest(func(req *sip.Request) []string { return []string{reply(req, 200, "OK", "x")} })
+	uri := "sip:s_live@convene.test"
+	var chs []challenge
+	for i := range 3 {
+		auth := ""
+		if chs != nil {
+			auth = authorization("Proxy-Authorization", chs[0].algorithm, "alice", testPassword, chs[0], "SUBSCRIBE", uri, i)
+		}
+		a.send("SUBSCRIBE " + uri + " SIP/2.0\r\nVia: SIP/2.0/UDP " + a.addr() + ";branch=z9hG4bKcap" + strconv.Itoa(i) + ";rport\r\n" +
+			"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=cap" + strconv.Itoa(i) + "\r\nTo: <" + uri + ">\r\n" +
+			"Call-ID: cap-" + strconv.Itoa(i) + "\r\nCSeq: 1 SUBSCRIBE\r\nContact: <sip:alice@" + a.addr() + ">\r\n" +
+			"Event: conference\r\n" + auth + "Content-Length: 0\r\n\r\n")
+		r := a.await(false)
+		switch i {
+		case 0:
+			if chs = challenges(r, "Proxy-Authenticate"); r.StatusCode != 407 || len(chs) == 0 {
+				t.Fatalf("first SUBSCRIBE: %d", r.StatusCode)
+			}
+		case 1:
+			if r.StatusCode != 200 {
+				t.Fatalf("a subscription under the cap: %d", r.StatusCode)
+			}
+		case 2:
+			if r.StatusCode != 503 {
+				t.Fatalf("a subscription over the cap: %d, want 503", r.StatusCode)
+			}
+		}
+	}
+}

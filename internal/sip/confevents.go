@@ -53,6 +53,7 @@ type confSubs struct {
 	mu      sync.Mutex
 	subs    map[string]*confSub // by Call-ID
 	running bool
+	max     int // 0: maxConfSubs (tests lower it)
 }
 
 // subscribeConference takes an authenticated SUBSCRIBE to a session's
@@ -75,7 +76,11 @@ func (s *Server) subscribeConference(req *sip.Request, tx sip.ServerTransaction,
 		theirTag: theirTag, target: *c.Address.Clone(), expires: s.o.Now().Add(expires)}
 	sub.tp, sub.addr = strings.ToLower(req.Transport()), req.Source()
 	s.csubs.mu.Lock()
-	if len(s.csubs.subs) >= maxConfSubs {
+	limit := s.csubs.max
+	if limit == 0 {
+		limit = maxConfSubs
+	}
+	if len(s.csubs.subs) >= limit {
 		s.csubs.mu.Unlock()
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusServiceUnavailable, "Service Unavailable (too many subscriptions)", nil))
 		return

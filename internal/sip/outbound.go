@@ -21,8 +21,15 @@ type Dialler interface {
 // ErrNotRegistered is a call to an account with no registered phone.
 var ErrNotRegistered = errors.New("sip: the account has no registered phone")
 
-// ringFor is how long an outbound call rings before it is given up.
-const ringFor = 30 * time.Second
+// ringFor is how long an outbound call rings before it is given up, and
+// maxRinging how many may ring at once on the node.
+const (
+	ringFor    = 30 * time.Second
+	maxRinging = 50
+)
+
+// ErrBusy is a call refused because the node rings as many as it may.
+var ErrBusy = errors.New("sip: the node is ringing as many phones as it may")
 
 // offerSDP is the node's offer: PCMU, PCMA and telephone events at local.
 func offerSDP(local netip.AddrPort, id uint64) []byte {
@@ -54,6 +61,10 @@ func (s *Server) Call(ctx context.Context, session, user string) (string, error)
 	if len(bs) == 0 {
 		return "", fmt.Errorf("%w: %q", ErrNotRegistered, user)
 	}
+	if s.ringing.Add(1) > maxRinging {
+		s.ringing.Add(-1)
+		return "", ErrBusy
+	}
 	b := bs[0]
 	tp, addr := b.dest()
 	callID := sip.GenerateTagN(24)
@@ -79,6 +90,7 @@ func (s *Server) ring(req *sip.Request, session, user, tp, addr string) {
 	ctx, cancel := context.WithTimeout(s.ctx, ringFor)
 	defer cancel()
 	res, err := s.client.Do(ctx, req)
+	s.ringing.Add(-1)
 	if err != nil || res.StatusCode != sip.StatusOK {
 		code := 0
 		if res != nil {

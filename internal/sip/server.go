@@ -29,8 +29,9 @@ type Server struct {
 	algorithms []string
 	digest     *digest.Checker
 	loc        *location
-	conf       confCalls // calls answered into sessions
-	csubs      confSubs  // subscriptions to sessions' rosters (RFC 4575)
+	conf       confCalls    // calls answered into sessions
+	csubs      confSubs     // subscriptions to sessions' rosters (RFC 4575)
+	ringing    atomic.Int32 // outbound calls ringing now
 	regLimit   *limiter
 	invLimit   *limiter
 	calls      *callTable
