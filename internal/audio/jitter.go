@@ -16,8 +16,13 @@ type JitterBuffer struct {
 	started bool
 	last    []int16
 	lost    int // frames concealed in a row
+	lateRun int // frames late in a row
 	// Counters.
 	Played, Concealed, Late, Dropped uint64
+	// Resynced counts restarts of the play-out after the buffer ran dry
+	// (a sender slower than the mixer) and frames skipped because it ran
+	// too full (a faster one).
+	Resynced uint64
 }
 
 // NewJitterBuffer holds frames of frameSamples samples, playing depth
@@ -44,7 +49,9 @@ func after(a, b uint32) bool { return int32(a-b) > 0 }
 
 // Push stores a decoded frame with its RTP timestamp. A frame older than
 // the one playing next is late and dropped; one too far ahead restarts
-// the buffer there.
+// the buffer there. Two late in a row mean the sender's clock runs slower
+// than the mixer's (the buffer ran dry): play out from there again,
+// depth frames behind.
 func (j *JitterBuffer) Push(ts uint32, pcm []int16) {
 	if !j.started {
 		j.started, j.next, j.newest = true, ts-uint32(j.depth-1)*j.frame, ts
@@ -52,8 +59,13 @@ func (j *JitterBuffer) Push(ts uint32, pcm []int16) {
 	}
 	if after(j.next, ts) {
 		j.Late++
-		return
+		if j.lateRun++; j.lateRun < 2 || j.next-ts >= uint32(len(j.slots))*j.frame {
+			return
+		}
+		j.Resynced++
+		j.next, j.newest = ts-uint32(j.depth-1)*j.frame, ts
 	}
+	j.lateRun = 0
 	if ts-j.next >= uint32(len(j.slots))*j.frame { // a jump (a new talk spurt, a restart)
 		j.Dropped++
 		for i := range j.have {
@@ -78,6 +90,13 @@ func (j *JitterBuffer) Pop(dst []int16) (concealed bool) {
 	if !j.started {
 		clear(dst)
 		return true
+	}
+	// A sender faster than the mixer fills the buffer: skip a frame when
+	// it holds three times its depth, so the delay stays bounded.
+	if after(j.newest, j.next+uint32(3*j.depth)*j.frame) {
+		j.have[j.slot(j.next)] = false
+		j.next += j.frame
+		j.Resynced++
 	}
 	i := j.slot(j.next)
 	if j.have[i] && j.ts[i] == j.next {

@@ -74,3 +74,30 @@ func FuzzJitterBuffer(f *testing.F) {
 		}
 	})
 }
+
+// TestJitterBufferFollowsADriftingClock: a sender whose clock runs 5 %
+// slower or faster than the mixer's still gets nearly every frame played,
+// and the buffer's delay stays bounded.
+func TestJitterBufferFollowsADriftingClock(t *testing.T) {
+	for _, rate := range []float64{0.95, 1.05} {
+		j := NewJitterBuffer(160, 3)
+		out := make([]int16, 160)
+		sent := 0
+		// The mixer pops every 20 ms; the sender has sent rate×ticks frames.
+		for tick := range 3000 {
+			for ; float64(sent) < rate*float64(tick+1); sent++ {
+				j.Push(uint32(sent*160), frameOf(int16(sent%1000+1)))
+			}
+			j.Pop(out)
+			if held := int32(j.newest-j.next) / 160; held > 3*3+1 {
+				t.Fatalf("rate %.2f: %d frames held at tick %d", rate, held, tick)
+			}
+		}
+		played := float64(j.Played) / float64(sent)
+		t.Logf("rate %.2f: sent %d, played %d (%.3f), concealed %d, late %d, resynced %d", rate, sent, j.Played, played,
+			j.Concealed, j.Late, j.Resynced)
+		if played < 0.9 {
+			t.Errorf("rate %.2f: %.3f of the frames played", rate, played)
+		}
+	}
+}

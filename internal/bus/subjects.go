@@ -33,6 +33,9 @@ const (
 	EventHeartbeat = "heartbeat"
 	EventDraining  = "draining"
 	EventStopped   = "stopped"
+	// EventServices reports the node's media services (mixers,
+	// transcoders): their liveness and load (package supervise).
+	EventServices = "services"
 )
 
 // ErrInvalidToken is returned for IDs that cannot be used as a subject token.
@@ -62,7 +65,7 @@ func ValidateToken(id string) error {
 // IsNodeEvent reports whether typ is a known node event type.
 func IsNodeEvent(typ string) bool {
 	switch typ {
-	case EventHeartbeat, EventDraining, EventStopped:
+	case EventHeartbeat, EventDraining, EventStopped, EventServices:
 		return true
 	}
 	return false

@@ -213,6 +213,10 @@ type MixerConfig struct {
 	// Max caps the mixers the node runs at once (one per session subgroup
 	// with mixed endpoints); a new one beyond it is refused with 503.
 	Max int `yaml:"max"`
+	// Cores is the CPU the mixers may use, in cores, by their measured
+	// load; a new mixer beyond it is refused with 503. 0 means 0.8 of the
+	// node's CPUs (GOMAXPROCS).
+	Cores float64 `yaml:"cores"`
 }
 
 // AuthConfig configures access to the API (package auth).
@@ -483,6 +487,9 @@ func (c Config) Validate() error {
 	}
 	if c.Mixer.Max < 1 {
 		bad("mixer.max", c.Mixer.Max, "want at least 1")
+	}
+	if c.Mixer.Cores < 0 || c.Mixer.Cores > 1024 {
+		bad("mixer.cores", c.Mixer.Cores, "want 0 (0.8 of the node's CPUs) to 1024")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

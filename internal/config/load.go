@@ -173,6 +173,8 @@ func want(t reflect.Type) string {
 		return "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
 	case reflect.String:
 		return "a string"
 	}
@@ -203,6 +205,12 @@ func setString(v reflect.Value, s string) error {
 			return bad
 		}
 		v.SetInt(n)
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(s, v.Type().Bits())
+		if err != nil {
+			return bad
+		}
+		v.SetFloat(f)
 	default:
 		return fmt.Errorf("unsupported config field type %s", v.Type())
 	}
@@ -323,6 +331,7 @@ var flagUsage = map[string]string{
 	"mixer.speakers":               "how many of the loudest inputs an audio mix carries",
 	"mixer.depth":                  "an audio mixer's jitter buffer depth in 20 ms frames",
 	"mixer.max":                    "most audio mixers (one per session subgroup with mixed endpoints) the node runs at once",
+	"mixer.cores":                  "CPU the audio mixers may use, in `cores`, by their measured load; 0 means 0.8 of the node's CPUs",
 	"auth.api_keys":                "operator API `keys`, comma-separated; empty: one is made in <data_dir>/api_key",
 	"links.allow_destinations":     "`CIDRs`, comma-separated, members' links may send to although loopback, link-local, multicast, broadcast or this host's",
 	"links.max_per_member":         "most media links one session member may have",

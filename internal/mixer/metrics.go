@@ -16,6 +16,8 @@ type Metrics struct {
 	work      prometheus.Histogram
 	lateTicks prometheus.Counter
 	beeps     prometheus.Counter
+	panics    prometheus.Counter
+	restarts  prometheus.Counter
 }
 
 // NewMetrics makes the collectors.
@@ -39,12 +41,16 @@ func NewMetrics() *Metrics {
 			Help: "20 ms frames a mixer could not produce in time."}),
 		beeps: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_mixer_floor_tones_total",
 			Help: "Short tones played to members' mixed endpoints because they were granted the floor."}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_mixer_crashes_total",
+			Help: "Mixers whose tick panicked (each is restarted by the supervisor)."}),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_mixer_restarts_total",
+			Help: "Mixers replaced because they stopped ticking."}),
 	}
 }
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.mixers, m.refused, m.frames, m.dropped, m.late, m.work, m.lateTicks, m.beeps)
+	r.MustRegister(m.mixers, m.refused, m.frames, m.dropped, m.late, m.work, m.lateTicks, m.beeps, m.panics, m.restarts)
 }
 
 func (m *Metrics) drop(r dropReason) {

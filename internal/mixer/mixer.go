@@ -85,6 +85,14 @@ type Mixer struct {
 	packets  map[sharedKey]*media.Packet
 	changed  atomic.Bool
 
+	// For the supervisor: beats counts ticks; load is the tick's smoothed
+	// share of its 20 ms (float64 bits); dead is set once the mixer is
+	// replaced, so a hung tick that wakes up sends nothing.
+	beats atomic.Uint64
+	load  atomic.Uint64
+	dead  atomic.Bool
+	crash atomic.Bool // fault injection: the next tick panics
+
 	stop, done chan struct{}
 }
 
@@ -171,14 +179,37 @@ func (m *Mixer) remove(id string) int {
 	return len(m.outs)
 }
 
+// close stops the mixer; one whose tick hangs is abandoned after a second.
 func (m *Mixer) close() {
 	close(m.stop)
-	<-m.done
+	select {
+	case <-m.done:
+	case <-time.After(time.Second):
+		m.dead.Store(true)
+	}
 	m.room.Leave(m.id)
 }
 
+// abandon stops a mixer that may be hung, without waiting for it.
+func (m *Mixer) abandon() {
+	m.dead.Store(true)
+	close(m.stop)
+	m.room.Leave(m.id)
+}
+
+// Load is the share of a core the mixer's ticks use, smoothed.
+func (m *Mixer) Load() float64 { return math.Float64frombits(m.load.Load()) }
+
 func (m *Mixer) run() {
 	defer close(m.done)
+	defer func() {
+		// A tick that panics stops this mixer, not the node: its beats
+		// stop and the supervisor starts another.
+		if v := recover(); v != nil {
+			m.o.Metrics.panics.Inc()
+			m.o.Logger.Error("mixer crashed", "session", m.session, "group", m.group, "panic", v)
+		}
+	}()
 	t := time.NewTicker(frame)
 	defer t.Stop()
 	next := time.Now().Add(frame)
@@ -186,8 +217,15 @@ func (m *Mixer) run() {
 		select {
 		case now := <-t.C:
 			start := time.Now()
+			if m.crash.Load() {
+				panic("mixer: crash injected")
+			}
 			m.tick(now)
-			m.o.Metrics.tick(time.Since(next), time.Since(start))
+			took := time.Since(start)
+			m.o.Metrics.tick(time.Since(next), took)
+			m.beats.Add(1)
+			load := 0.95*m.Load() + 0.05*took.Seconds()/frame.Seconds()
+			m.load.Store(math.Float64bits(load))
 			next = next.Add(frame)
 			if d := time.Since(next); d > 5*frame { // the ticker dropped ticks: count from now
 				m.o.Metrics.lateTicks.Add(float64(d / frame))
@@ -363,6 +401,9 @@ func (m *Mixer) send() {
 				continue
 			}
 			m.packets[key] = pk
+		}
+		if m.dead.Load() {
+			return
 		}
 		pk.Retain(1)
 		o.Sink.Deliver(pk, nil)

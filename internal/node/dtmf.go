@@ -42,6 +42,18 @@ func (d *dtmf) digit(sessionID, member string, dg byte) {
 	if act {
 		d.last[key] = now
 	}
+	if len(d.last)+len(d.star) > 4096 { // members come and go: forget the old
+		for k, t := range d.last {
+			if now.Sub(t) > 3*time.Second {
+				delete(d.last, k)
+			}
+		}
+		for k, t := range d.star {
+			if now.Sub(t) > 3*time.Second {
+				delete(d.star, k)
+			}
+		}
+	}
 	d.mu.Unlock()
 	if !act {
 		return

@@ -27,6 +27,7 @@ import (
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
+	"github.com/convene/convene/internal/supervise"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/convene/convene/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,7 @@ type Node struct {
 	socks    rtplink.Sockets
 	sessions *session.Service
 	mixers   *mixer.Service
+	super    *supervise.Supervisor
 	dtmf     *dtmf
 	events   *events.Hub
 	apiKey   string // the API key, when the node made it (printed at start)
@@ -106,9 +108,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, err
 	}
-	mixMetrics := mixer.NewMetrics()
+	mixMetrics, supMetrics := mixer.NewMetrics(), supervise.NewMetrics()
+	if n.super, err = supervise.New(supervise.Options{Bus: n.bus, Metrics: supMetrics, Logger: log}); err != nil {
+		return nil, err
+	}
 	n.mixers = mixer.NewService(mixer.Options{Speakers: cfg.Mixer.Speakers, Depth: cfg.Mixer.Depth, Max: cfg.Mixer.Max,
-		Metrics: mixMetrics, Logger: log,
+		Cores: cfg.Mixer.Cores, Supervisor: n.super, Metrics: mixMetrics, Logger: log,
 		OnSpeakers: func(sessionID, group string, members []string) {
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
@@ -126,6 +131,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newMediaCollector(n.sessions, n.socks))
 	mixMetrics.Register(reg)
+	supMetrics.Register(reg)
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
@@ -250,6 +256,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.http != nil {
 		n.http.Close()
+	}
+	if n.super != nil {
+		n.super.Close()
 	}
 	if n.mixers != nil {
 		n.mixers.Close()
