@@ -335,3 +335,19 @@ func (r *Room) Tracks() []*Track {
 	sort.Slice(ts, func(i, j int) bool { return ts[i].id < ts[j].id })
 	return ts
 }
+
+// Tap makes s receive every packet of track t as a subscriber outside the
+// room's membership (a transcoder, a recorder): subgroups and echo rules
+// do not apply to it, the floor gate does. id names the tap and must not
+// be a member's ID. Untap with the returned function; a tap ends by itself
+// when the track's member leaves.
+func (r *Room) Tap(t *Track, id string, s Sink) (untap func()) {
+	r.mu.Lock()
+	t.subscribe(id, s)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		t.unsubscribe(id)
+		r.mu.Unlock()
+	}
+}

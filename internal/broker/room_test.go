@@ -265,3 +265,34 @@ func TestNoEchoPerOwner(t *testing.T) {
 		t.Fatalf("ownerless: y %d x %d", y.count(), x.count())
 	}
 }
+
+// TestTapHearsOneTrack: a tap receives the packets of the one track it
+// taps, whatever its group, until untapped.
+func TestTapHearsOneTrack(t *testing.T) {
+	r := NewRoom("s")
+	a, err := r.Join(Member{ID: "a", Kind: media.Audio, Sends: true, Group: "g1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Join(Member{ID: "b", Kind: media.Audio, Sends: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*Track
+	untap := r.Tap(a, "tap:a", SinkFunc(func(p *media.Packet, from *Track) {
+		got = append(got, from)
+		p.Release()
+	}))
+	for _, tr := range []*Track{a, b, a} {
+		p := media.NewPacket()
+		p.SetLen(12)
+		tr.Publish(p)
+	}
+	untap()
+	p := media.NewPacket()
+	p.SetLen(12)
+	a.Publish(p)
+	if len(got) != 2 || got[0] != a || got[1] != a {
+		t.Fatalf("the tap heard %d packets (%v), want a's 2", len(got), got)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
 	"github.com/convene/convene/internal/supervise"
+	"github.com/convene/convene/internal/transcode"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/convene/convene/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,16 +47,18 @@ type Node struct {
 	sessions *session.Service
 	mixers   *mixer.Service
 	super    *supervise.Supervisor
-	dtmf     *dtmf
-	events   *events.Hub
-	apiKey   string // the API key, when the node made it (printed at start)
-	relay    *relay.Relay
-	relayNG  *ng.Server
-	sipUsers *sipusers.Service
-	sip      *sip.Server
-	rtc      *sfu.SFU
-	ln       net.Listener
-	http     *http.Server
+	// transcode gives browsers phones' G.711 as Opus.
+	transcode *transcode.Hub
+	dtmf      *dtmf
+	events    *events.Hub
+	apiKey    string // the API key, when the node made it (printed at start)
+	relay     *relay.Relay
+	relayNG   *ng.Server
+	sipUsers  *sipusers.Service
+	sip       *sip.Server
+	rtc       *sfu.SFU
+	ln        net.Listener
+	http      *http.Server
 
 	hbCancel context.CancelFunc
 	hbDone   chan struct{}
@@ -138,7 +141,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr()}, reg, log); err != nil {
 		return nil, err
 	}
-	if n.rtc, err = startRTC(cfg, n.sessions, reg, log); err != nil {
+	tcMetrics := transcode.NewMetrics()
+	tcMetrics.Register(reg)
+	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
+	if n.rtc, err = startRTC(cfg, n.sessions, n.transcode, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{
@@ -268,6 +274,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.rtc != nil {
 		n.rtc.Close()
+	}
+	if n.transcode != nil {
+		n.transcode.Close()
 	}
 	if n.relayNG != nil {
 		errs = append(errs, n.relayNG.Close())

@@ -11,10 +11,11 @@ import (
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
+	"github.com/convene/convene/internal/transcode"
 )
 
 // startRTC starts the node's WebRTC (nil when webrtc.enabled is off).
-func startRTC(cfg config.Config, sessions *session.Service, reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
+func startRTC(cfg config.Config, sessions *session.Service, hub *transcode.Hub, reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
 	w := cfg.WebRTC
 	if !w.Enabled {
 		return nil, nil
@@ -37,7 +38,7 @@ func startRTC(cfg config.Config, sessions *session.Service, reg prometheus.Regis
 	}
 	rtc, err := sfu.New(sfu.Config{Addr: a.Unmap(), UDPPort: w.UDPPort, PortMin: uint16(w.PortMin), PortMax: uint16(w.PortMax),
 		TCPPort: w.TCPPort, PublicIPs: config.SplitList(w.PublicIPs), ICEServers: servers, MaxPeers: w.MaxPeers,
-		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Logger: log}, sessions)
+		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Transcode: hub, Logger: log}, sessions)
 	if err != nil {
 		return nil, err
 	}

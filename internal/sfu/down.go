@@ -16,6 +16,7 @@ import (
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/transcode"
 )
 
 // downTrack is one remote track of a subscriber connection: one source of
@@ -30,6 +31,10 @@ type downTrack struct {
 	local  *localTrack
 	sender *webrtc.RTPSender
 	hist   *history // video: what was sent, to answer NACKs
+	// untranscode, when set, stops the transcoder that feeds this track
+	// (a G.711 source heard as Opus); the room's own packets of the
+	// source are then not forwarded.
+	untranscode func()
 
 	inputs atomic.Pointer[[]*broker.Track] // by layer, lowest first
 	target atomic.Pointer[broker.Track]    // the input to switch to
@@ -69,10 +74,16 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 		p.resync()
 		return
 	}
-	if from != d.target.Load() && from != d.cur.Load() {
+	if d.untranscode != nil || from != d.target.Load() && from != d.cur.Load() {
 		pk.Release()
 		return
 	}
+	p.enqueue(d, pk, from)
+}
+
+// enqueue hands a packet of input from to the writer of d; it never
+// blocks.
+func (p *Peer) enqueue(d *downTrack, pk *media.Packet, from *broker.Track) {
 	if p.inflight.Add(1) > int32(p.s.cfg.Queue) {
 		p.inflight.Add(-1)
 		d.dropped.Add(1)
@@ -224,6 +235,11 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec of %s not known yet", t.ID())
 	}
+	_, g711 := transcode.Source(t)
+	hub := p.s.cfg.Transcode
+	if g711 && hub != nil {
+		codec = codecOpus.RTPCodecCapability // browsers hear phones in Opus
+	}
 	src := info.Source
 	if src == "" {
 		src = "rtp"
@@ -233,6 +249,16 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 		Member: memberOf(t), Kind: t.Kind().String(), Source: src}, stream)
 	if err != nil {
 		return nil, err
+	}
+	if g711 && hub != nil {
+		stop, err := hub.ToOpus(p.broom, t, broker.SinkFunc(func(pk *media.Packet, from *broker.Track) {
+			p.enqueue(d, pk, from)
+		}))
+		if err != nil {
+			_ = p.sub.RemoveTrack(d.sender)
+			return nil, err
+		}
+		d.untranscode = stop
 	}
 	p.downs[key] = d
 	return d, nil
@@ -260,6 +286,9 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 
 // close releases what the track holds once it is off the connection.
 func (d *downTrack) close() {
+	if d.untranscode != nil {
+		d.untranscode()
+	}
 	if d.hist != nil {
 		d.hist.close()
 	}

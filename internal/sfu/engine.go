@@ -14,6 +14,8 @@ import (
 	"github.com/pion/interceptor/pkg/twcc"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/convene/convene/internal/transcode"
 )
 
 // Config is the node's WebRTC configuration (the webrtc section).
@@ -42,7 +44,10 @@ type Config struct {
 	Queue int
 	// MaxBitrate caps the bandwidth estimate of a subscriber, bit/s.
 	MaxBitrate int
-	Logger     *slog.Logger
+	// Transcode, if set, gives browsers a G.711 track (a phone's) as Opus,
+	// transcoded once per track; without it they get the G.711.
+	Transcode *transcode.Hub
+	Logger    *slog.Logger
 }
 
 func (c *Config) defaults() {

@@ -1,0 +1,201 @@
+package transcode
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/convene/convene/internal/audio"
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/codec"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/supervise"
+)
+
+// phone publishes a PCMU tone in packets of n samples.
+type phone struct {
+	t     *broker.Track
+	phase float64
+	seq   uint16
+	ts    uint32
+}
+
+func (p *phone) send(n int) {
+	pcm := make([]int16, n)
+	for i := range pcm {
+		pcm[i] = int16(8000 * math.Sin(p.phase))
+		p.phase += 2 * math.Pi * 440 / 8000
+	}
+	pk := media.NewPacket()
+	b := pk.Buffer()
+	b[0], b[1] = 0x80, 0
+	binary.BigEndian.PutUint16(b[2:], p.seq)
+	binary.BigEndian.PutUint32(b[4:], p.ts)
+	binary.BigEndian.PutUint32(b[8:], 42)
+	audio.EncodeMulaw(b[12:], pcm)
+	pk.SetLen(12 + n)
+	p.seq++
+	p.ts += uint32(n)
+	p.t.Publish(pk)
+}
+
+// browser decodes the Opus it receives.
+type browser struct {
+	mu   sync.Mutex
+	dec  codec.Decoder
+	pcm  []int16
+	n    int
+	last uint16
+	from *broker.Track
+}
+
+func newBrowser(t *testing.T) *browser {
+	d, err := codec.NewDecoder(codec.Opus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &browser{dec: d}
+}
+
+func (b *browser) Deliver(pk *media.Packet, from *broker.Track) {
+	defer pk.Release()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	raw := pk.Bytes()
+	if raw[1]&0x7f != 111 {
+		return
+	}
+	out := make([]int16, 5760)
+	n, err := b.dec.Decode(raw[12:], out)
+	if err != nil {
+		return
+	}
+	b.n++
+	b.from = from
+	b.pcm = append(b.pcm, out[:n]...)
+}
+
+func (b *browser) packets() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+func (b *browser) heard() []int16 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int16(nil), b.pcm...)
+}
+
+// TestPhoneReachesBrowsersInOpus: a plain RTP phone's PCMU (in packets
+// of 30 ms, not 20) reaches two receivers as 20 ms Opus frames, encoded
+// once for both; the tone survives; an Opus track needs no transcoding.
+func TestPhoneReachesBrowsersInOpus(t *testing.T) {
+	m := NewMetrics()
+	h := NewHub(Options{Metrics: m})
+	defer h.Close()
+	r := broker.NewRoom("s")
+	tr, err := r.Join(broker.Member{ID: "phone", Kind: media.Audio, Sends: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &phone{t: tr}
+	p.send(240) // the first packet tells the payload type
+	a, b := newBrowser(t), newBrowser(t)
+	stopA, err := h.ToOpus(r, tr, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopB, err := h.ToOpus(r, tr, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Count() != 1 {
+		t.Fatalf("%d streams for one track", h.Count())
+	}
+	for range 100 { // 3 s of audio, faster than real time
+		p.send(240)
+		time.Sleep(time.Millisecond)
+	}
+	waitFor(t, func() bool { return b.packets() >= 149 })
+	if got := promtest.ToFloat64(m.frames); got < 149 || got > 151 {
+		t.Errorf("%v frames encoded for 3 s of audio and two receivers, want 150", got)
+	}
+	x := a.heard()
+	if sh := audio.ToneShare(x[len(x)/2:], 440, 48000); sh < 0.5 {
+		t.Errorf("the browser hears 440 Hz at %.2f of the energy", sh)
+	}
+	if a.from != tr {
+		t.Errorf("packets come from %v, want the phone's track", a.from)
+	}
+	stopA()
+	stopB()
+	if h.Count() != 0 {
+		t.Fatalf("%d streams after the last receiver left", h.Count())
+	}
+	opus, err := r.Join(broker.Member{ID: "browser", Kind: media.Audio, Sends: true, Info: broker.TrackInfo{Codec: "audio/opus"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ToOpus(r, opus, a); !errors.Is(err, ErrNotNeeded) {
+		t.Errorf("an Opus track: %v, want ErrNotNeeded", err)
+	}
+}
+
+// TestCrashedTranscoderIsRestarted: the stream's goroutine panics; the
+// supervisor starts a fresh one and the receiver hears Opus again.
+func TestCrashedTranscoderIsRestarted(t *testing.T) {
+	sup, err := supervise.New(supervise.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close()
+	m := NewMetrics()
+	h := NewHub(Options{Metrics: m, Supervisor: sup})
+	defer h.Close()
+	r := broker.NewRoom("s")
+	tr, _ := r.Join(broker.Member{ID: "phone", Kind: media.Audio, Sends: true, Info: broker.TrackInfo{Codec: "audio/PCMU"}})
+	p := &phone{t: tr}
+	a := newBrowser(t)
+	stop, err := h.ToOpus(r, tr, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+				p.send(160)
+			}
+		}
+	}()
+	waitFor(t, func() bool { return a.packets() >= 10 })
+	h.Crash(tr)
+	waitFor(t, func() bool { return promtest.ToFloat64(m.restarts) == 1 })
+	n := a.packets()
+	waitFor(t, func() bool { return a.packets() >= n+10 })
+	if promtest.ToFloat64(m.crashes) != 1 {
+		t.Errorf("crashes %v", promtest.ToFloat64(m.crashes))
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
