@@ -57,16 +57,38 @@ func TestPhonesDialIntoASession(t *testing.T) {
 	// A browser member (pion, real Opus of a 1.5 kHz tone) joins: it
 	// receives both phones, and the phones hear it in their mix.
 	_, wtok := joinMember(t, n, s.ID, "Web")
-	web := dialRTC(t, n, s.ID, wtok, rtctest.Options{Audio: true, Tone: 1500})
+	web := dialRTC(t, n, s.ID, wtok, rtctest.Options{Audio: true, Tone: 1500, Decode: true})
 	testutil.WaitFor(t, 10*time.Second, "the browser to receive both phones", func() bool {
 		streams := 0
 		for _, r := range web.Received() {
-			if r.Kind == "audio" && r.Packets.Load() >= 20 {
+			if r.Kind == "audio" && r.Packets.Load() >= 100 {
 				streams++
 			}
 		}
 		return streams == 2
 	})
+	// The phones' G.711 reaches the browser transcoded: Opus, each phone's
+	// tone on a track of its own.
+	tones := map[float64]bool{}
+	for _, r := range web.Received() {
+		if r.Kind != "audio" {
+			continue
+		}
+		if !strings.EqualFold(r.Codec, "audio/opus") {
+			t.Errorf("the browser receives a phone in %q, want audio/opus", r.Codec)
+			continue
+		}
+		pcm := r.PCM()
+		pcm = pcm[len(pcm)/2:]
+		for _, f := range []float64{440, 1000} {
+			if audio.ToneShare(pcm, f, 48000) > 0.5 {
+				tones[f] = true
+			}
+		}
+	}
+	if !tones[440] || !tones[1000] {
+		t.Errorf("the browser decodes the phones' tones %v, want 440 and 1000 Hz", tones)
+	}
 	heard := heardPCMU(ear, 3*time.Second)
 	for _, f := range []float64{440, 1000, 1500} {
 		if sh := audio.ToneShare(heard[len(heard)/4:], f, 8000); sh < 0.05 { // present; an absent tone is under 0.01

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/pion/webrtc/v4"
 
+	"github.com/convene/convene/internal/audio"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 )
@@ -188,7 +189,7 @@ func TestWebRTCAndPlainRTPShareASession(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir()))
 	s := createSession(t, n, "mixed")
 	_, atok := joinMember(t, n, s.ID, "Ada")
-	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true})
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true, Decode: true})
 
 	rx := udpConn(t)
 	addLink(t, n, s.ID, map[string]any{"remote": rx.LocalAddr().String(), "kind": "audio", "direction": "recvonly", "rtcp_mux": true})
@@ -210,7 +211,8 @@ func TestWebRTCAndPlainRTPShareASession(t *testing.T) {
 	}
 
 	src := freePortPair(t)
-	ff := addLink(t, n, s.ID, map[string]any{"remote": fmt.Sprintf("127.0.0.1:%d", src), "kind": "audio", "direction": "sendonly"})
+	fm, _ := joinMember(t, n, s.ID, "Tone")
+	ff := addLink(t, n, s.ID, map[string]any{"remote": fmt.Sprintf("127.0.0.1:%d", src), "kind": "audio", "direction": "sendonly", "member": fm})
 	out := fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", ff.Local.RTPPort, src, src+1)
 	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=440:duration=4",
 		"-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", out)
@@ -219,7 +221,38 @@ func TestWebRTCAndPlainRTPShareASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
+	// A WHEP viewer watches ffmpeg's member.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	view, vres, err := rtctest.WHEP(ctx, n.URL(), s.ID, joinToken(t, n, s.ID, "listener"), "member="+fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	defer vres.Delete(context.Background())
 	waitMedia(t, ca, ff.ID, "audio")
+	// The PCMU reaches the browser and the viewer transcoded to Opus, the
+	// tone intact.
+	heard := func(c *rtctest.Client, who, stream string) {
+		t.Helper()
+		var pcm []int16
+		testutil.WaitFor(t, 10*time.Second, who+" to decode a second of ffmpeg's tone", func() bool {
+			for _, r := range c.Received() {
+				if r.Kind == "audio" && strings.HasPrefix(r.Stream, stream) {
+					if !strings.EqualFold(r.Codec, "audio/opus") {
+						t.Fatalf("%s receives ffmpeg's PCMU as %q, want audio/opus", who, r.Codec)
+					}
+					pcm = r.PCM()
+				}
+			}
+			return len(pcm) >= 48000
+		})
+		if sh := audio.ToneShare(pcm[len(pcm)/2:], 440, 48000); sh < 0.5 {
+			t.Errorf("%s hears 440 Hz at %.2f of the energy", who, sh)
+		}
+	}
+	heard(ca, "the browser", ff.ID)
+	heard(view, "the WHEP viewer", "") // its one audio track
 }
 
 // TestWebRTCFloor: under an enforced audio floor a browser member's audio

@@ -49,6 +49,9 @@ type Options struct {
 	// frequency (Hz), as a browser's microphone would send, instead of
 	// packets that carry their send time (no latency is measured then).
 	Tone float64
+	// Decode makes the client decode the Opus audio it receives, kept per
+	// track (Recv.PCM) for tests that listen to what a browser hears.
+	Decode bool
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -75,8 +78,10 @@ type Client struct {
 
 // Recv counts one remote track's packets.
 type Recv struct {
-	Kind      string
-	Stream    string
+	Kind   string
+	Stream string
+	// Codec is the MIME type the track was negotiated with (audio/opus).
+	Codec     string
 	Packets   atomic.Uint64
 	Bytes     atomic.Uint64
 	Keyframes atomic.Uint64
@@ -90,6 +95,18 @@ type Recv struct {
 	// send time Media writes into each payload.
 	Latency [LatencyBuckets]atomic.Uint32
 	mu      sync.Mutex
+	pcm     []int16 // decoded 48 kHz audio, with Options.Decode
+}
+
+// maxDecoded bounds Recv.PCM: 20 s at 48 kHz.
+const maxDecoded = 20 * 48000
+
+// PCM returns a copy of the decoded audio (48 kHz mono), with
+// Options.Decode; the newest maxDecoded samples.
+func (r *Recv) PCM() []int16 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int16(nil), r.pcm...)
 }
 
 // LatencyBuckets is the size of Recv.Latency.
@@ -412,10 +429,16 @@ func (c *Client) Received() map[string]*Recv {
 }
 
 func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
-	r := &Recv{Kind: t.Kind().String(), Stream: t.StreamID()}
+	r := &Recv{Kind: t.Kind().String(), Stream: t.StreamID(), Codec: t.Codec().MimeType}
 	c.mu.Lock()
 	c.recv[t.ID()] = r
 	c.mu.Unlock()
+	var dec codec.Decoder
+	var pcm []int16
+	if c.opt.Decode && strings.EqualFold(r.Codec, webrtc.MimeTypeOpus) {
+		dec, _ = codec.NewDecoder(codec.Opus)
+		pcm = make([]int16, 5760)
+	}
 	buf := make([]byte, 1500)
 	var p rtp.Packet
 	for {
@@ -427,6 +450,16 @@ func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
 			continue
 		}
 		r.Observe(&p, n, t.Kind() == webrtc.RTPCodecTypeVideo)
+		if dec != nil {
+			if k, err := dec.Decode(p.Payload, pcm); err == nil {
+				r.mu.Lock()
+				r.pcm = append(r.pcm, pcm[:k]...)
+				if over := len(r.pcm) - maxDecoded; over > 0 {
+					r.pcm = r.pcm[:copy(r.pcm, r.pcm[over:])]
+				}
+				r.mu.Unlock()
+			}
+		}
 	}
 }
 

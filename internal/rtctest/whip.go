@@ -72,7 +72,8 @@ func WHIP(ctx context.Context, base, sid, token string, opt Options) (*Client, R
 // URL (e.g. "member=m_…").
 func WHEP(ctx context.Context, base, sid, token, query string) (*Client, Resource, error) {
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{ctx: cctx, cancel: cancel, recv: map[string]*Recv{}, layers: map[string]string{}}
+	// A viewer decodes the audio it hears, so tests can listen to it.
+	c := &Client{ctx: cctx, cancel: cancel, recv: map[string]*Recv{}, layers: map[string]string{}, opt: Options{Decode: true}}
 	var err error
 	if c.Sub, err = newPC(nil, Options{}); err != nil {
 		return nil, Resource{}, err

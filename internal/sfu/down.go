@@ -31,10 +31,11 @@ type downTrack struct {
 	local  *localTrack
 	sender *webrtc.RTPSender
 	hist   *history // video: what was sent, to answer NACKs
-	// untranscode, when set, stops the transcoder that feeds this track
-	// (a G.711 source heard as Opus); the room's own packets of the
-	// source are then not forwarded.
-	untranscode func()
+	// transcoded are the inputs that reach this (Opus) track through a
+	// transcoder (a phone's G.711), and those whose codec is not known
+	// yet; the room's own packets of these inputs are not forwarded.
+	// Written by the control goroutine, copy on write.
+	transcoded atomic.Pointer[map[*broker.Track]transcoding]
 
 	inputs atomic.Pointer[[]*broker.Track] // by layer, lowest first
 	target atomic.Pointer[broker.Track]    // the input to switch to
@@ -74,11 +75,65 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 		p.resync()
 		return
 	}
-	if d.untranscode != nil || from != d.target.Load() && from != d.cur.Load() {
+	if from != d.target.Load() && from != d.cur.Load() {
 		pk.Release()
 		return
 	}
+	if tc, ok := (*d.transcoded.Load())[from]; ok {
+		pk.Release()
+		if tc.stop == nil {
+			p.resync() // its codec is known now: transcode it or not
+		}
+		return
+	}
 	p.enqueue(d, pk, from)
+}
+
+// transcoding is how an input reaches an Opus track through a transcoder:
+// stop ends it; nil while the input's codec is not known yet.
+type transcoding struct{ stop func() }
+
+// transcode makes the G.711 inputs of an Opus track reach it as Opus,
+// each through the node's transcoder of that input (shared with every
+// other browser that hears it), and stops those no longer inputs. Called
+// by the control goroutine.
+func (p *Peer) transcode(d *downTrack, inputs []*broker.Track) {
+	hub := p.s.cfg.Transcode
+	old := *d.transcoded.Load()
+	if hub == nil || d.kind != media.Audio || d.clock != codecOpus.ClockRate {
+		return
+	}
+	next := make(map[*broker.Track]transcoding, len(old))
+	for _, t := range inputs {
+		if tc := old[t]; tc.stop != nil {
+			next[t] = tc
+			continue
+		}
+		if _, g711 := transcode.Source(t); !g711 {
+			if _, known := t.PayloadType(); !known && t.Info().Codec == "" {
+				next[t] = transcoding{} // not forwarded until we know
+			}
+			continue
+		}
+		stop, err := hub.ToOpus(p.broom, t, broker.SinkFunc(func(pk *media.Packet, from *broker.Track) {
+			if from != d.target.Load() && from != d.cur.Load() {
+				pk.Release()
+				return
+			}
+			p.enqueue(d, pk, from)
+		}))
+		if err != nil {
+			p.s.log.Warn("webrtc transcode", "session", p.session, "member", p.member, "track", t.ID(), "err", err)
+			continue
+		}
+		next[t] = transcoding{stop}
+	}
+	d.transcoded.Store(&next)
+	for t, tc := range old {
+		if _, ok := next[t]; !ok && tc.stop != nil {
+			tc.stop()
+		}
+	}
 }
 
 // enqueue hands a packet of input from to the writer of d; it never
@@ -206,6 +261,7 @@ func (p *Peer) syncSub() {
 			changed = true
 		}
 		d.inputs.Store(&ts)
+		p.transcode(d, ts)
 		for _, t := range ts {
 			routes[t] = d
 		}
@@ -235,10 +291,8 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec of %s not known yet", t.ID())
 	}
-	_, g711 := transcode.Source(t)
-	hub := p.s.cfg.Transcode
-	if g711 && hub != nil {
-		codec = codecOpus.RTPCodecCapability // browsers hear phones in Opus
+	if _, g711 := transcode.Source(t); g711 && p.s.cfg.Transcode != nil {
+		codec = codecOpus.RTPCodecCapability // browsers hear phones in Opus (see transcode)
 	}
 	src := info.Source
 	if src == "" {
@@ -250,16 +304,6 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g711 && hub != nil {
-		stop, err := hub.ToOpus(p.broom, t, broker.SinkFunc(func(pk *media.Packet, from *broker.Track) {
-			p.enqueue(d, pk, from)
-		}))
-		if err != nil {
-			_ = p.sub.RemoveTrack(d.sender)
-			return nil, err
-		}
-		d.untranscode = stop
-	}
 	p.downs[key] = d
 	return d, nil
 }
@@ -268,6 +312,7 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCodecCapability, desc TrackDesc, stream string) (*downTrack, error) {
 	kind, _ := media.ParseKind(desc.Kind)
 	d := &downTrack{p: p, key: key, kind: kind, clock: codec.ClockRate, desc: desc}
+	d.transcoded.Store(&map[*broker.Track]transcoding{})
 	local, err := newLocalTrack(codec, desc.ID, stream)
 	if err != nil {
 		return nil, err
@@ -286,8 +331,10 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 
 // close releases what the track holds once it is off the connection.
 func (d *downTrack) close() {
-	if d.untranscode != nil {
-		d.untranscode()
+	for _, tc := range *d.transcoded.Swap(&map[*broker.Track]transcoding{}) {
+		if tc.stop != nil {
+			tc.stop()
+		}
 	}
 	if d.hist != nil {
 		d.hist.close()

@@ -90,15 +90,21 @@ func (h *Hub) ToOpus(room *broker.Room, t *broker.Track, out broker.Sink) (stop 
 		h.streams[t] = s
 		h.o.Metrics.streams.Inc()
 	}
-	s.outs[out] = true
+	// A receiver is keyed by an entry of its own: sinks need not be
+	// comparable (a SinkFunc is not).
+	r := &receiver{out}
+	s.outs[r] = true
 	s.publish()
 	var once sync.Once
-	return func() { once.Do(func() { h.remove(t, s, out) }) }, nil
+	return func() { once.Do(func() { h.remove(t, s, r) }) }, nil
 }
 
-func (h *Hub) remove(t *broker.Track, s *Stream, out broker.Sink) {
+// receiver is one ToOpus call's output.
+type receiver struct{ sink broker.Sink }
+
+func (h *Hub) remove(t *broker.Track, s *Stream, r *receiver) {
 	h.mu.Lock()
-	delete(s.outs, out)
+	delete(s.outs, r)
 	s.publish()
 	last := len(s.outs) == 0 && h.streams[t] == s
 	if last {
@@ -149,7 +155,7 @@ type Stream struct {
 	track   *broker.Track
 	src     codec.Spec
 	in      chan *media.Packet
-	outs    map[broker.Sink]bool          // under h.mu
+	outs    map[*receiver]bool            // under h.mu
 	sinks   atomic.Pointer[[]broker.Sink] // copy of outs for the goroutine
 	untap   func()
 	gen     atomic.Pointer[worker] // the goroutine serving now
@@ -165,7 +171,7 @@ const queue = 64
 
 func (h *Hub) start(room *broker.Room, t *broker.Track, src codec.Spec) (*Stream, error) {
 	s := &Stream{h: h, id: "transcode:" + room.ID() + "/" + t.ID(), track: t, src: src,
-		in: make(chan *media.Packet, queue), outs: map[broker.Sink]bool{}, stop: make(chan struct{})}
+		in: make(chan *media.Packet, queue), outs: map[*receiver]bool{}, stop: make(chan struct{})}
 	s.sinks.Store(&[]broker.Sink{})
 	if err := s.spawn(); err != nil {
 		return nil, err
@@ -180,8 +186,8 @@ func (h *Hub) start(room *broker.Room, t *broker.Track, src codec.Spec) (*Stream
 // publish copies the outputs for the goroutine (under h.mu).
 func (s *Stream) publish() {
 	l := make([]broker.Sink, 0, len(s.outs))
-	for o := range s.outs {
-		l = append(l, o)
+	for r := range s.outs {
+		l = append(l, r.sink)
 	}
 	s.sinks.Store(&l)
 }
