@@ -34,13 +34,14 @@ export function freePort(kind = 'tcp') {
   });
 }
 
-export async function startNode() {
+// startNode starts a node; extra are more `convene serve` flags.
+export async function startNode(extra = []) {
   const bin = process.env.CONVENE_BIN ?? join(here, '..', '..', 'bin', 'convene');
   const dir = mkdtempSync(join(tmpdir(), 'convene-e2e-'));
   const port = await freePort();
   const key = 'e2e-' + Math.random().toString(36).slice(2);
   const args = ['serve', '-data-dir', dir, '-http-addr', `127.0.0.1:${port}`, '-rtp-port', '0', '-sip-listen', '127.0.0.1:0',
-    '-webrtc-udp-port', String(await freePort('udp')), '-auth-api-keys', key, '-log-level', 'warn'];
+    '-webrtc-udp-port', String(await freePort('udp')), '-auth-api-keys', key, '-log-level', 'warn', ...extra];
   const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stdout.on('data', (d) => (log += d));
@@ -72,11 +73,13 @@ export async function startNode() {
   };
 }
 
-export async function launch() {
+// launch starts Chromium with fake media devices; extra are more flags
+// (--use-file-for-fake-audio-capture=tone.wav for a known microphone).
+export async function launch(extra = []) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--no-sandbox',
-      '--autoplay-policy=no-user-gesture-required', '--allow-loopback-in-peer-connection'],
+      '--autoplay-policy=no-user-gesture-required', '--allow-loopback-in-peer-connection', ...extra],
   });
 }
 

@@ -18,6 +18,9 @@ export type Frame = {
 };
 
 export type Remote = { stream: MediaStream; member: string; source: string };
+// RemoteStats is what a page decoded of one remote member: video frames,
+// audio energy, losses, and the codecs its tracks arrive in (audio/opus).
+export type RemoteStats = { framesDecoded: number; audioEnergy: number; packetsLost: number; codecs: string[] };
 
 export type RTCEvents = {
   remotes(r: Map<string, Remote>): void;
@@ -221,20 +224,23 @@ export class RTC {
 
   // stats reports, per remote member, decoded video frames and audio energy
   // (for the connection panel and the tests).
-  async stats(): Promise<Record<string, { framesDecoded: number; audioEnergy: number; packetsLost: number }>> {
-    const out: Record<string, { framesDecoded: number; audioEnergy: number; packetsLost: number }> = {};
+  async stats(): Promise<Record<string, RemoteStats>> {
+    const out: Record<string, RemoteStats> = {};
     if (!this.sub) return out;
     const desc = describeStreams(this.tracks);
     for (const r of this.sub.getReceivers()) {
       const sid = [...this.streams.entries()].find(([, s]) => s.getTracks().includes(r.track))?.[0];
       const member = sid ? (desc.get(sid)?.member ?? sid) : '';
       if (!member) continue;
-      const o = (out[member] ??= { framesDecoded: 0, audioEnergy: 0, packetsLost: 0 });
-      (await r.getStats()).forEach((s: any) => {
+      const o = (out[member] ??= { framesDecoded: 0, audioEnergy: 0, packetsLost: 0, codecs: [] });
+      const report = await r.getStats();
+      report.forEach((s: any) => {
         if (s.type !== 'inbound-rtp') return;
         o.framesDecoded += s.framesDecoded ?? 0;
         o.audioEnergy += s.totalAudioEnergy ?? 0;
         o.packetsLost += s.packetsLost ?? 0;
+        const mime = s.codecId ? report.get(s.codecId)?.mimeType : undefined;
+        if (mime && !o.codecs.includes(mime)) o.codecs.push(mime);
       });
     }
     return out;
