@@ -158,6 +158,10 @@ func repairStream(dir, name string, start time.Time) (repaired, int64, int, erro
 		side.RTCPOnly = true
 	}
 	side.Packets, side.Bytes, side.RTCPPackets, side.SenderReports = 0, 0, 0, []SenderReport{}
+	side.State = StateInterrupted
+	if side.Kind != "audio" && side.Kind != "video" {
+		side.Kind = "audio"
+	}
 	rp := repaired{Sidecar: side}
 
 	f.Seek(0, io.SeekStart)
@@ -211,9 +215,6 @@ func repairStream(dir, name string, start time.Time) (repaired, int64, int, erro
 			}
 		}
 	}
-	if side.Kind != "audio" && side.Kind != "video" {
-		side.Kind = "audio"
-	}
 	if good < size {
 		if err := f.Truncate(good); err != nil {
 			return rp, 0, 0, err
@@ -222,7 +223,6 @@ func repairStream(dir, name string, start time.Time) (repaired, int64, int, erro
 	if err := f.Sync(); err != nil {
 		return rp, 0, 0, err
 	}
-	side.State = StateInterrupted
 	return rp, size - good, r.Records(), writeJSON(filepath.Join(dir, base+".json"), side, true)
 }
 
