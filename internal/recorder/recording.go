@@ -184,8 +184,13 @@ func (r *Recording) detach() {
 
 // Event appends e to the recording's time line, stamping At and OffsetMS
 // when they are zero. It never blocks on the disk: the writer takes the
-// event at its next flush.
+// event at its next flush. Events after the recording ended are dropped.
 func (r *Recording) Event(e Event) {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
 	now := r.o.Now()
 	if e.At.IsZero() {
 		e.At = now

@@ -20,6 +20,7 @@ type writer struct {
 	events   *os.File
 	timeline []Event
 	man      Manifest
+	manDirty bool   // the manifest's stream list grew since it was written
 	slow     uint64 // queue_full drops when last looked
 	err      error
 }
@@ -75,7 +76,9 @@ func (w *writer) packet(it item) {
 		w.rtcp(it, b)
 		return
 	}
-	if media.Classify(b, false) != media.ClassRTP {
+	// Kept as received: only an SSRC is needed to file it (the links
+	// checked the rest, and a recording keeps what listeners got).
+	if len(b) < 12 || b[0]>>6 != 2 {
 		w.r.drop(dropMalformed)
 		return
 	}
@@ -154,10 +157,7 @@ func (w *writer) open(key streamKey, kind media.Kind, ssrc uint32, it item) *str
 		return nil
 	}
 	s.dirty = false
-	if err := writeJSON(filepath.Join(r.dir, ManifestFile), &w.man, false); err != nil {
-		w.err = fmt.Errorf("recorder: %w", err)
-		return nil
-	}
+	w.manDirty = true // written at the next flush: Repair finds streams by their files anyway
 	r.Event(Event{At: r.start.Add(it.at), OffsetMS: offsetMS(it.at), Kind: StreamStarted,
 		Member: s.side.Member, Stream: s.side.File})
 	return s
@@ -186,6 +186,13 @@ func (w *writer) flush() {
 	if err := w.writeEvents(); err != nil {
 		w.err = err
 		return
+	}
+	if w.manDirty {
+		if err := writeJSON(filepath.Join(r.dir, ManifestFile), &w.man, false); err != nil {
+			w.err = fmt.Errorf("recorder: %w", err)
+			return
+		}
+		w.manDirty = false
 	}
 	for _, s := range w.list {
 		if s.dirty {
