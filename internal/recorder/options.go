@@ -7,9 +7,10 @@ import (
 
 // Options configure a recording. The zero value is usable.
 type Options struct {
-	// Queue bounds the packets waiting for the writer goroutine (4096:
-	// about 2 s of 20 streams of 50 packets/s, or a 5 Mb/s stream's 0.3 s
-	// of 1,200-byte packets... per recording).
+	// Queue bounds the packets waiting for the writer goroutine, per
+	// recording (default 4096: 4 s of 20 audio streams at 50 packets/s,
+	// 8 s of a 5 Mb/s stream of 1,200-byte packets). Each waiting packet
+	// holds a 2 KiB pooled buffer.
 	Queue int
 	// FlushEvery is how often buffered records are handed to the kernel
 	// (write(2)); at most 250 ms, default 200 ms. A kill -9 loses at most
@@ -27,10 +28,11 @@ type Options struct {
 	Now func() time.Time
 	// OnSlowDisk, if set, is called from the writer goroutine when packets
 	// were dropped because the queue was full (at most once per flush
-	// period, with the drops so far). It must not block.
+	// period, with the drops so far). It must not block or call Stop.
 	OnSlowDisk func(dropped uint64)
 	// OnError, if set, is called once from the writer goroutine when a
-	// write failed and the recording stopped. It must not block.
+	// write failed and the recording stopped. It must not block or call
+	// Stop (Done is closed right after it returns).
 	OnError func(error)
 }
 
