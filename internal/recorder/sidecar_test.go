@@ -94,3 +94,41 @@ func TestSubgroupTrack(t *testing.T) {
 		t.Fatalf("%d packets, %v", len(got), err)
 	}
 }
+
+// TestRTCPOnly: a receiver's reports (an SSRC that sends no RTP) go to a
+// stream file of their own marked rtcp_only; a sender report ahead of its
+// RTP does too, and the RTP stream then takes that SSRC's later RTCP.
+func TestRTCPOnly(t *testing.T) {
+	room := broker.NewRoom("s")
+	tr, _ := room.Join(broker.Member{ID: "p", Kind: media.Audio, Sends: true})
+	room.Join(broker.Member{ID: "l", Kind: media.Audio, RTCPSink: broker.SinkFunc(func(p *media.Packet, _ *broker.Track) { p.Release() })})
+	dir := t.TempDir()
+	rec, err := Start(room, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := []byte{0x80, 201, 0, 1, 0, 0, 0, 0x42}
+	room.PublishRTCP("l", media.Audio, packet(rr))
+	room.PublishRTCP("p", media.Audio, packet(senderReport(9, 1<<32, 0)))
+	tr.Publish(packet(rtp(0, 1, 9, 160)))
+	room.PublishRTCP("p", media.Audio, packet(senderReport(9, 2<<32, 8000)))
+	room.PublishRTCP("p", media.Audio, packet([]byte{0x80, 200, 0, 0})) // too short to be an SR: malformed
+	if err := rec.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := ReadManifest(dir)
+	if len(m.Streams) != 3 || !m.Streams[0].RTCPOnly || m.Streams[0].SSRC != 0x42 ||
+		!m.Streams[1].RTCPOnly || m.Streams[1].SSRC != 9 || m.Streams[2].RTCPOnly || m.Streams[2].SSRC != 9 {
+		t.Fatalf("streams %+v", m.Streams)
+	}
+	s := readSidecar(t, dir, m.Streams[2].Sidecar)
+	if s.Packets != 1 || s.RTCPPackets != 1 || len(s.SenderReports) != 1 || s.SenderReports[0].RTP != 8000 {
+		t.Fatalf("RTP stream's sidecar %+v", s)
+	}
+	if got, err := readAll(t, filepath.Join(dir, m.Streams[0].File)); err != nil || len(got) != 1 || !got[0].RTCP {
+		t.Fatalf("receiver report file: %+v %v", got, err)
+	}
+	if rec.Stats().Dropped[dropMalformed] != 1 {
+		t.Errorf("dropped %v", rec.Stats().Dropped)
+	}
+}
