@@ -145,7 +145,8 @@ type RelayConfig struct {
 
 	// Issue 11 caps (package relay): the largest UDP payload relayed (user
 	// space and kernel alike), how long after an offer or answer a party
-	// behind NAT may be latched onto from another IP than its SDP's, and
+	// behind NAT may be latched onto from another IP than its SDP's (also
+	// a phone dialled into a session), and
 	// the streams (m= lines) a call, an authenticated user and a signalling
 	// source IP may hold.
 	MaxPacket           int      `yaml:"max_packet"`

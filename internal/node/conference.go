@@ -36,19 +36,28 @@ func (c conferences) IsConference(ctx context.Context, user string) bool {
 }
 
 // Join adds the caller as a participant with a mixed audio link.
-func (c conferences) Join(ctx context.Context, sessionID, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (netip.AddrPort, sip.ConferenceCall, error) {
+func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPort, sip.ConferenceCall, error) {
 	var none sip.ConferenceCall
-	m, err := c.sessions.Join(ctx, sessionID, display+phoneSuffix, "participant")
+	sessionID := caller.Session
+	m, err := c.sessions.Join(ctx, sessionID, caller.Display+phoneSuffix, "participant")
 	if err != nil {
 		return netip.AddrPort{}, none, confErr(err)
 	}
 	leave := func() { _ = c.sessions.Leave(context.Background(), sessionID, m.ID) }
-	mix := codec
-	if telephoneEvent >= 96 && telephoneEvent <= 127 {
-		mix += ";telephone-event=" + strconv.Itoa(telephoneEvent)
+	mix := caller.Codec
+	if te := caller.TelephoneEvent; te >= 96 && te <= 127 {
+		mix += ";telephone-event=" + strconv.Itoa(te)
 	}
-	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: remote.String(), Kind: "audio",
-		Member: m.ID, Mix: mix, Policed: true})
+	// Behind NAT the phone's media comes from its signalling IP, not from
+	// the address its SDP names: the link may latch onto either.
+	var latch []netip.Addr
+	for _, ip := range []netip.Addr{caller.Signal, caller.Media.Addr()} {
+		if ip.IsValid() {
+			latch = append(latch, ip)
+		}
+	}
+	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: caller.Media.String(), Kind: "audio",
+		Member: m.ID, Mix: mix, Policed: true, Latch: latch})
 	if err != nil {
 		leave()
 		return netip.AddrPort{}, none, confErr(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -179,6 +180,49 @@ func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	})
 	phone.wait(t)
 	testutil.WaitFor(t, 5*time.Second, "the floor to be free after the phone hung up", func() bool { return holder() == "" })
+}
+
+// TestPhoneBehindNATIsLatched: a SIPp phone's SDP names a private address
+// (10.11.12.13:4000) while its media comes from a socket on 127.0.0.1,
+// where its SIP comes from, as a phone behind NAT does. The phone's link
+// learns that source from the first packets: the session hears the phone
+// and the phone hears the mix (the speaker's 440 Hz). Without latching the
+// node counts its packets as from an unknown source and sends it nothing.
+func TestPhoneBehindNATIsLatched(t *testing.T) {
+	n, ctx := newSIPpNode(t)
+	s, _, stop := speakerAndListener(t, n, nil)
+	defer stop()
+	phone := startSIPp(t, ctx, n, "dialin_nat.xml", s.ID)
+	phoneLink := func() (l linkJSON) {
+		var sess sessionJSON
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, x := range sess.Links {
+			if x.Remote == "10.11.12.13:4000" { // what its SDP said
+				l = x
+			}
+		}
+		return l
+	}
+	testutil.WaitFor(t, 15*time.Second, "the phone to join", func() bool { return phoneLink().ID != "" })
+	// The phone's media, from the NAT's side: 1 kHz to the node's RTP port.
+	nat := udpConn(t)
+	speak := make(chan struct{})
+	defer close(speak)
+	go pcmuTone(nat, net.UDPAddrFromAddrPort(n.socks.RTP.LocalAddr()), 1000, speak, nil)
+	heard := heardPCMU(nat, 3*time.Second)
+	if len(heard) < 8000 {
+		t.Fatalf("the phone behind NAT heard %d samples of the mix in 3 s", len(heard))
+	}
+	if sh := audio.ToneShare(heard[len(heard)/2:], 440, 8000); sh < 0.2 { // as the other phone tests: 0.00 when absent
+		t.Errorf("the phone behind NAT hears the speaker's 440 Hz at %.2f of the energy", sh)
+	}
+	if l := phoneLink(); l.Stats.PacketsIn < 50 {
+		t.Errorf("the session heard %d packets of the phone behind NAT", l.Stats.PacketsIn)
+	}
+	if v := metricValue(t, n, `convene_media_latched_total{socket="rtp"}`); v != 1 {
+		t.Errorf("RTP sources latched: %v, want the phone's 1", v)
+	}
+	phone.wait(t)
 }
 
 // TestPhoneSubscribesToTheRoster: a SIPp phone subscribes to a session's

@@ -22,11 +22,12 @@ import (
 //	                                               consent (a member's link whose remote has not sent)
 //	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
 //	convene_links_refused_total                    links refused by the destination policy or a cap
+//	convene_media_latched_total{socket}            sources learnt by latching (phones behind NAT)
 type mediaCollector struct {
 	svc   *session.Service
 	socks rtplink.Sockets
 
-	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused *prometheus.Desc
+	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused, latched *prometheus.Desc
 }
 
 func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollector {
@@ -44,11 +45,12 @@ func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollec
 		dropped:  d("convene_media_dropped_packets_total", "Media packets dropped, by reason.", "reason"),
 		batches:  d("convene_udp_send_batches_total", "sendmmsg calls, by socket.", "socket"),
 		refused:  d("convene_links_refused_total", "Links refused by the destination policy or a cap."),
+		latched:  d("convene_media_latched_total", "Sources learnt by latching: endpoints behind NAT (dialled-in phones) whose media came from their signalling IP, not their SDP's address.", "socket"),
 	}
 }
 
 func (c *mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused, c.latched} {
 		ch <- d
 	}
 }
@@ -85,4 +87,6 @@ func (c *mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.batches, rtp.SendBatches, "rtp")
 	counter(c.batches, rtcp.SendBatches, "rtcp")
 	counter(c.refused, c.svc.RefusedLinks())
+	counter(c.latched, rtp.Latched, "rtp")
+	counter(c.latched, rtcp.Latched, "rtcp")
 }

@@ -124,7 +124,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
-			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std()}})
+			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
+			LatchWindow: cfg.Relay.LatchWindow.Std()}})
 	n.dtmf = newDTMF(n.sessions, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)

@@ -103,8 +103,9 @@ type sessionJSON struct {
 }
 
 type linkJSON struct {
-	ID    string `json:"id"`
-	Local struct {
+	ID     string `json:"id"`
+	Remote string `json:"remote"`
+	Local  struct {
 		Addr     string `json:"addr"`
 		RTPPort  int    `json:"rtp_port"`
 		RTCPPort int    `json:"rtcp_port"`

@@ -50,6 +50,13 @@ type Config struct {
 	// forwarded.
 	TelephoneEvent uint8
 	OnDigit        func(digit byte)
+	// Latch names the IPs an endpoint behind NAT may send from instead of
+	// Remote (its signalling source, its SDP's address): the first RTP
+	// or RTCP datagram from one of them within LatchWindow of Open, before
+	// any from Remote, makes its source the endpoint's address (RTCP's
+	// apart, unless muxed). A source once learnt is never replaced.
+	Latch       []netip.Addr
+	LatchWindow time.Duration
 }
 
 // Sockets are the node's shared media sockets.
@@ -76,8 +83,12 @@ type Link struct {
 	digitsMu sync.Mutex
 	digits   media.DigitDetector
 
-	dest, rtcpDest *udpmux.Dest
+	// Where the endpoint is: Remote and RemoteRTCP, or the sources a
+	// latch learnt (Config.Latch).
+	dest, rtcpDest atomic.Pointer[udpmux.Dest]
 	rtcpSock       *udpmux.Socket
+	// End the latches still waiting (latch.go).
+	unlatchRTP, unlatchRTCP atomic.Pointer[func()]
 
 	packetsIn, bytesIn, rtcpIn atomic.Uint64
 	truncated, badVersion, dir atomic.Uint64
@@ -119,8 +130,8 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	}
 	l := &Link{cfg: cfg, socks: socks, room: room}
 	l.digits.PT = cfg.TelephoneEvent
-	l.dest = udpmux.NewDest(cfg.Remote, cfg.Queue)
-	l.rtcpDest = udpmux.NewDest(cfg.RemoteRTCP, cfg.Queue)
+	l.dest.Store(udpmux.NewDest(cfg.Remote, cfg.Queue))
+	l.rtcpDest.Store(udpmux.NewDest(cfg.RemoteRTCP, cfg.Queue))
 	l.rtcpSock = socks.RTCP
 	if cfg.RTCPMux {
 		l.rtcpSock = socks.RTP
@@ -154,6 +165,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 		}
 	}
 	l.open.Store(true)
+	l.latch()
 	if cfg.Consent > 0 {
 		t := time.AfterFunc(time.Hour, l.checkConsent) // set before it can fire
 		l.consentT.Store(t)
@@ -212,6 +224,7 @@ func (l *Link) Track() *broker.Track { return l.track }
 // HandleDatagram takes a datagram that arrived on the RTP socket from the
 // endpoint.
 func (l *Link) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
+	stopLatching(&l.unlatchRTP)
 	switch media.Classify(p.Bytes(), l.cfg.RTCPMux) {
 	case media.ClassRTP:
 		if l.track == nil {
@@ -253,6 +266,7 @@ type rtcpHandler struct{ l *Link }
 
 // HandleDatagram takes a datagram from the endpoint's RTCP port.
 func (h rtcpHandler) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
+	stopLatching(&h.l.unlatchRTCP)
 	switch media.ClassifyRTCP(p.Bytes()) {
 	case media.ClassRTCP:
 		h.l.hear()
@@ -273,7 +287,7 @@ func (l *Link) Deliver(p *media.Packet, _ *broker.Track) {
 		p.Release()
 		return
 	}
-	l.socks.RTP.Send(p, l.dest)
+	l.socks.RTP.Send(p, l.dest.Load())
 }
 
 func (l *Link) deliverRTCP(p *media.Packet, _ *broker.Track) {
@@ -281,7 +295,7 @@ func (l *Link) deliverRTCP(p *media.Packet, _ *broker.Track) {
 		p.Release()
 		return
 	}
-	l.rtcpSock.Send(p, l.rtcpDest)
+	l.rtcpSock.Send(p, l.rtcpDest.Load())
 }
 
 // Stats returns the link's counters.
@@ -290,8 +304,8 @@ func (l *Link) Stats() Stats {
 		PacketsIn: l.packetsIn.Load(),
 		BytesIn:   l.bytesIn.Load(),
 		RTCPIn:    l.rtcpIn.Load(),
-		Out:       l.dest.Stats(),
-		RTCPOut:   l.rtcpDest.Stats(),
+		Out:       l.dest.Load().Stats(),
+		RTCPOut:   l.rtcpDest.Load().Stats(),
 		Dropped: map[string]uint64{
 			media.DropTruncated:  l.truncated.Load(),
 			media.DropBadVersion: l.badVersion.Load(),
@@ -302,9 +316,11 @@ func (l *Link) Stats() Stats {
 }
 
 func (l *Link) unregister() {
-	l.socks.RTP.Unregister(l.cfg.Remote)
+	stopLatching(&l.unlatchRTP)
+	stopLatching(&l.unlatchRTCP)
+	l.socks.RTP.Unregister(l.dest.Load().Addr())
 	if !l.cfg.RTCPMux {
-		l.socks.RTCP.Unregister(l.cfg.RemoteRTCP)
+		l.socks.RTCP.Unregister(l.rtcpDest.Load().Addr())
 	}
 }
 

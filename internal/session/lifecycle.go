@@ -160,7 +160,7 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		l, err := s.attach(c, lr, member, policed, ls.room)
+		l, err := s.attach(c, lr, member, policed, nil, ls.room)
 		if err != nil {
 			s.log.Error("restore link", "session", id, "link", lr.ID, "err", err)
 			continue

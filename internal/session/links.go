@@ -101,7 +101,8 @@ type mediaPlace struct {
 	member  string
 	group   string
 	gated   bool
-	policed bool // created by a member: consent before sending (LinkPolicy)
+	policed bool         // created by a member: consent before sending (LinkPolicy)
+	latch   []netip.Addr // IPs the endpoint may be learnt at (NewRTPLink.Latch)
 }
 
 // opener starts the media of one type of link record in a room.
@@ -157,6 +158,7 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 	if at.policed {
 		cfg.Consent = s.o.Links.consentTimeout()
 	}
+	cfg.Latch, cfg.LatchWindow = at.latch, s.o.Links.latchWindow()
 	l, err := rtplink.Open(cfg, s.o.Sockets, room)
 	if err != nil {
 		if errors.Is(err, udpmux.ErrAddrInUse) {
@@ -211,13 +213,19 @@ func (s *Service) AddRTPLink(ctx context.Context, sessionID string, req NewRTPLi
 		s.refusedLinks.Add(1)
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed)
+	var latch []netip.Addr
+	for _, ip := range req.Latch {
+		if s.checkDestination("latch", netip.AddrPortFrom(ip, 0), req.Policed) == nil {
+			latch = append(latch, ip)
+		}
+	}
+	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed, latch)
 }
 
 // attach opens a link's media for member (or none), registering its track
 // with the session's floor gates; mu is held, c may be nil.
-func (s *Service) attach(c *control, rec catalog.Link, member string, policed bool, room *broker.Room) (*liveLink, error) {
-	at := mediaPlace{member: member, policed: policed}
+func (s *Service) attach(c *control, rec catalog.Link, member string, policed bool, latch []netip.Addr, room *broker.Room) (*liveLink, error) {
+	at := mediaPlace{member: member, policed: policed, latch: latch}
 	if c != nil {
 		if m, ok := c.members[member]; ok {
 			at.group = m.Subgroup
@@ -246,10 +254,10 @@ func (s *Service) AddMulticastLink(ctx context.Context, sessionID string, req Ne
 	if err != nil {
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec, req.Member, false)
+	return s.addLink(ctx, sessionID, rec, req.Member, false, nil)
 }
 
-func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string, policed bool) (Link, error) {
+func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string, policed bool, latch []netip.Addr) (Link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
@@ -282,7 +290,7 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 		s.refusedLinks.Add(1)
 		return Link{}, err
 	}
-	l, err := s.attach(c, rec, member, policed, ls.room)
+	l, err := s.attach(c, rec, member, policed, latch, ls.room)
 	if err != nil {
 		return Link{}, err
 	}

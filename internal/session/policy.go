@@ -28,6 +28,16 @@ type LinkPolicy struct {
 	// Consent is how long a policed link's remote may stay silent before
 	// the node stops sending to it (0: 30 s); see rtplink.Config.Consent.
 	Consent time.Duration
+	// LatchWindow is how long after its creation an endpoint behind NAT
+	// may be learnt from its first packets (NewRTPLink.Latch; 0: 3 s).
+	LatchWindow time.Duration
+}
+
+func (p LinkPolicy) latchWindow() time.Duration {
+	if p.LatchWindow > 0 {
+		return p.LatchWindow
+	}
+	return 3 * time.Second
 }
 
 func (p LinkPolicy) maxPerMember() int {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/convene/convene/internal/floor"
@@ -122,6 +123,13 @@ type NewRTPLink struct {
 	// Policed is set by the API when a member, not the operator, creates
 	// the link: the destination policy, the caps and consent apply.
 	Policed bool `json:"-"`
+	// Latch lists IPs an endpoint behind NAT may send from instead of
+	// Remote (a phone's signalling source and its SDP's address): its
+	// first packets from one of them, within the links' latch window,
+	// make that source its address (rtplink.Config.Latch). Set by the SIP
+	// gateway, never by the API; for a policed link only IPs the
+	// destination policy allows are kept. Not kept in the catalog.
+	Latch []netip.Addr `json:"-"`
 }
 
 // NewMulticastLink is a request to bridge a session to a multicast group.

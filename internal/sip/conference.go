@@ -21,12 +21,34 @@ import (
 type Conferences interface {
 	// IsConference reports whether user names a session a phone may join.
 	IsConference(ctx context.Context, user string) bool
-	// Join makes the caller (the SIP account user, shown as display) a
-	// member of session, hearing and speaking through a mixed audio link
-	// to remote in codec ("PCMU", "opus/48000/2:111"), sending digits as
-	// RFC 4733 events of payload type telephoneEvent (-1 for none). It
-	// returns the node's media address and the call's member.
-	Join(ctx context.Context, session, user, display string, remote netip.AddrPort, codec string, telephoneEvent int) (local netip.AddrPort, call ConferenceCall, err error)
+	// Join makes the caller a member of its session, hearing and
+	// speaking through a mixed audio link. It returns the node's media
+	// address and the call's member.
+	Join(ctx context.Context, c Caller) (local netip.AddrPort, call ConferenceCall, err error)
+}
+
+// sourceIP is the IP of a "host:port" a message came from (invalid if
+// it is not one).
+func sourceIP(hostport string) netip.Addr {
+	h, _ := splitHostPort(hostport)
+	ip, _ := netip.ParseAddr(strings.Trim(h, "[]"))
+	return ip.Unmap()
+}
+
+// Caller is a phone joining a session.
+type Caller struct {
+	Session string
+	User    string // the SIP account (or "guest")
+	Display string // the name it is shown with
+	// Media is where the phone receives RTP (its SDP); Signal is the IP
+	// its SIP came from, where its media comes from instead when it is
+	// behind NAT (the link latches onto it).
+	Media  netip.AddrPort
+	Signal netip.Addr
+	// Codec is the mix's codec ("PCMU", "opus/48000/2:111");
+	// TelephoneEvent the RFC 4733 payload type of its digits (-1: none).
+	Codec          string
+	TelephoneEvent int
 }
 
 // ConferenceCall is a phone's membership of a session.
@@ -180,7 +202,8 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	if f := req.From(); f != nil && f.DisplayName != "" {
 		display = f.DisplayName
 	}
-	local, call, err := s.o.Conferences.Join(s.ctx, session, user, display, o.remote, o.codec, o.tePT)
+	local, call, err := s.o.Conferences.Join(s.ctx, Caller{Session: session, User: user, Display: display,
+		Media: o.remote, Signal: sourceIP(req.Source()), Codec: o.codec, TelephoneEvent: o.tePT})
 	if err != nil {
 		s.m.calls.WithLabelValues("conference_refused").Inc()
 		code, reason := sip.StatusServiceUnavailable, "Service Unavailable"

@@ -17,7 +17,7 @@ import (
 // baresip): it records who joined and who left.
 type confRecorder struct {
 	mu     sync.Mutex
-	joined []string // "user codec remote"
+	joined []string // "user codec remote from signalling-ip"
 	left   int
 	digits []byte
 	roster []Participant
@@ -25,10 +25,10 @@ type confRecorder struct {
 
 func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
 
-func (c *confRecorder) Join(_ context.Context, session, user, _ string, remote netip.AddrPort, codec string, _ int) (netip.AddrPort, ConferenceCall, error) {
+func (c *confRecorder) Join(_ context.Context, caller Caller) (netip.AddrPort, ConferenceCall, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.joined = append(c.joined, user+" "+codec+" "+remote.String())
+	c.joined = append(c.joined, caller.User+" "+caller.Codec+" "+caller.Media.String()+" from "+caller.Signal.String())
 	return netip.MustParseAddrPort("127.0.0.1:40000"), ConferenceCall{
 		Leave: func() {
 			c.mu.Lock()
@@ -101,7 +101,7 @@ func TestDialIntoSession(t *testing.T) {
 	if !strings.Contains(body, "c=IN IP4 127.0.0.1") || !strings.Contains(body, "m=audio 40000 RTP/AVP 0") {
 		t.Fatalf("answer does not offer the node's media in PCMU:\n%s", body)
 	}
-	if j, _ := conf.state(); len(j) != 1 || j[0] != "alice PCMU:0 127.0.0.1:49170" {
+	if j, _ := conf.state(); len(j) != 1 || j[0] != "alice PCMU:0 127.0.0.1:49170 from 127.0.0.1" { // media and signalling source
 		t.Fatalf("joined %v", j)
 	}
 	toTag, _ := ok.To().Params.Get("tag")

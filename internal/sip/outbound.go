@@ -107,7 +107,8 @@ func (s *Server) ring(req *sip.Request, session, user, tp, addr string) {
 		s.inDialogRequest(sip.BYE, req, res, 2, tp, addr)
 		return
 	}
-	_, call, err := s.o.Conferences.Join(s.ctx, session, user, user, o.remote, o.codec, o.tePT)
+	_, call, err := s.o.Conferences.Join(s.ctx, Caller{Session: session, User: user, Display: user,
+		Media: o.remote, Signal: sourceIP(addr), Codec: o.codec, TelephoneEvent: o.tePT})
 	if err != nil {
 		s.log.Info("sip: outbound call into the session", "session", session, "user", user, "err", err)
 		s.inDialogRequest(sip.BYE, req, res, 2, tp, addr)

@@ -45,6 +45,7 @@ type Options struct {
 type Stats struct {
 	Received      uint64 // datagrams read
 	UnknownSource uint64 // dropped: no handler for the source address
+	Latched       uint64 // sources learnt by a latch (an endpoint behind NAT)
 	Oversize      uint64 // dropped: may have been truncated
 	ReadErrors    uint64
 	QueueDrops    uint64 // dropped by the writer: queue full or closing
@@ -59,11 +60,12 @@ type Socket struct {
 
 	mu       sync.RWMutex
 	handlers map[netip.AddrPort]Handler
+	latches  map[netip.Addr][]*latch // endpoints waiting to learn their source, by IP (latch.go)
 
-	received, unknown, oversize, readErrs atomic.Uint64
-	closed                                atomic.Bool
-	readDone                              chan struct{}
-	closeOnce                             sync.Once
+	received, unknown, oversize, readErrs, latched atomic.Uint64
+	closed                                         atomic.Bool
+	readDone                                       chan struct{}
+	closeOnce                                      sync.Once
 }
 
 // Listen opens a socket on addr ("127.0.0.1:0" picks a port) and starts its
@@ -109,6 +111,7 @@ func New(conn *net.UDPConn, o Options) *Socket {
 		conn:     conn,
 		log:      o.Logger.With("socket", conn.LocalAddr().String()),
 		handlers: map[netip.AddrPort]Handler{},
+		latches:  map[netip.Addr][]*latch{},
 		readDone: make(chan struct{}),
 	}
 	for i := 0; i < o.Writers; i++ {
@@ -183,6 +186,7 @@ func (s *Socket) Stats() Stats {
 	st := Stats{
 		Received:      s.received.Load(),
 		UnknownSource: s.unknown.Load(),
+		Latched:       s.latched.Load(),
 		Oversize:      s.oversize.Load(),
 		ReadErrors:    s.readErrs.Load(),
 	}
@@ -217,6 +221,9 @@ func (s *Socket) read() {
 		s.mu.RLock()
 		h := s.handlers[from]
 		s.mu.RUnlock()
+		if h == nil {
+			h = s.latchFor(from)
+		}
 		if h == nil {
 			s.unknown.Add(1)
 			p.Release()
