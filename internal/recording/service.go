@@ -65,6 +65,9 @@ type Options struct {
 	Capacity float64
 	// Quota caps the bytes of one owner's recordings; 0 for none.
 	Quota int64
+	// Present, if set, gives the events that open a recording's time line
+	// (the members already in the session, as member_joined).
+	Present func(sessionID string) []recorder.Event
 	// Recorder are the options of every recording (its Metrics shared).
 	Recorder recorder.Options
 	Metrics  *Metrics
@@ -251,6 +254,11 @@ func (s *Service) Start(ctx context.Context, req NewRecording) (Recording, error
 	if err != nil {
 		os.RemoveAll(cat.Dir)
 		return Recording{}, fmt.Errorf("recording: start: %w", err)
+	}
+	if s.o.Present != nil {
+		for _, e := range s.o.Present(req.Session) {
+			rec.Event(e)
+		}
 	}
 	cat.StartedAt = rec.Started().UTC()
 	if err := s.o.Catalog.CreateRecording(ctx, cat); err != nil {
