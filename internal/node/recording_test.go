@@ -229,6 +229,17 @@ func TestRecordFFmpeg(t *testing.T) {
 	audioTee.wg.Wait()
 	videoTee.wg.Wait()
 
+	// Floor changes go on the time line.
+	if code := call(t, "PUT", base+"/floors/audio", map[string]any{"style": "floor_control", "auto": true}, nil); code != 200 {
+		t.Fatalf("floor style: %d", code)
+	}
+	if code := callAs(t, ptok, "POST", base+"/floors/audio/request", map[string]any{}, nil); code != 200 && code != 201 {
+		t.Fatalf("floor request: %d", code)
+	}
+	if code := callAs(t, ptok, "POST", base+"/floors/audio/release", map[string]any{}, nil); code != 200 && code != 201 {
+		t.Fatalf("floor release: %d", code)
+	}
+
 	// While it runs a participant reads it but may not stop it.
 	if code := callAs(t, ptok, "GET", recURL, nil, nil); code != 200 {
 		t.Errorf("a participant reads its session's recording: %d", code)
@@ -300,11 +311,17 @@ func TestRecordFFmpeg(t *testing.T) {
 	if got.Streams != len(got.Files) || got.Streams < 2 || got.State != "finished" || got.SizeBytes != stopped.SizeBytes {
 		t.Errorf("streams %d, files %d, %+v", got.Streams, len(got.Files), got)
 	}
-	var joined []string
+	var joined, floor []string
 	for _, e := range got.Timeline {
-		if e.Kind == "member_joined" {
+		switch e.Kind {
+		case "member_joined":
 			joined = append(joined, e.Member)
+		case "floor_granted", "floor_released":
+			floor = append(floor, e.Kind+" "+e.Member)
 		}
+	}
+	if want := "floor_granted " + pat + ",floor_released " + pat; strings.Join(floor, ",") != want {
+		t.Errorf("the time line's floor events %v, want %s", floor, want)
 	}
 	sort.Strings(joined)
 	want := []string{chair, pat}
