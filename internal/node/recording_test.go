@@ -541,3 +541,57 @@ func TestRecordingSurvivesKill9(t *testing.T) {
 		t.Errorf("out of order: %v", seqs)
 	}
 }
+
+// TestRecordingQuota: with a 1 MB quota, an owner whose recordings take
+// more starts no new one (507), another owner does, and deleting the
+// recording frees the owner's quota.
+func TestRecordingQuota(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Recording.QuotaMB = 1
+	n := startNode(t, cfg)
+	s := createSession(t, n, "quota")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	src := udpConn(t)
+	l := addLink(t, n, s.ID, map[string]any{"remote": src.LocalAddr().String(), "kind": "video", "direction": "sendonly"})
+	var first recordingJSON
+	if code := call(t, "POST", base+"/recordings", map[string]string{"title": "big"}, &first); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: l.Local.RTPPort}
+	for i := 0; i < 1000; i++ { // 1.2 MB
+		b := make([]byte, 1200)
+		b[0], b[1], b[2], b[3] = 0x80, 96, byte(i>>8), byte(i)
+		b[11] = 9
+		src.WriteTo(b, to)
+		if i%50 == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	testutil.WaitFor(t, 5*time.Second, "the link to take the packets", func() bool {
+		var sess sessionJSON
+		call(t, "GET", base, nil, &sess)
+		return len(sess.Links) == 1 && sess.Links[0].Stats.PacketsIn == 1000
+	})
+	var stopped recordingJSON
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+first.ID+"/stop", map[string]any{}, &stopped); code != 200 || stopped.SizeBytes < 1<<20 {
+		t.Fatalf("stop: %d, %d bytes", code, stopped.SizeBytes)
+	}
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	if code := call(t, "POST", base+"/recordings", map[string]string{"title": "more"}, &body); code != 507 || body.Error.Code != "recording_quota" {
+		t.Errorf("over the quota: %d %+v, want 507 recording_quota", code, body)
+	}
+	t.Log(body.Error.Message)
+	_, ctok := joinAs(t, n, s.ID, "Chair", "chair")
+	var chairs recordingJSON
+	if code := callAs(t, ctok, "POST", base+"/recordings", map[string]string{"title": "the chair's"}, &chairs); code != 201 {
+		t.Errorf("another owner: %d", code)
+	}
+	if code := call(t, "DELETE", n.URL()+"/api/v1/recordings/"+first.ID, nil, nil); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	if code := call(t, "POST", base+"/recordings", map[string]string{"title": "again"}, nil); code != 201 {
+		t.Errorf("after deleting: %d, want 201", code)
+	}
+}
