@@ -428,9 +428,20 @@ func (s *Service) Note(sessionID string, e recorder.Event) {
 // SessionEnded stops the session's running recordings (its room is going
 // away); it does not wait for them.
 func (s *Service) SessionEnded(sessionID string) {
-	ls := s.of(sessionID)
+	s.mu.Lock()
+	if s.draining { // Close stops them, and bg may be in Wait
+		s.mu.Unlock()
+		return
+	}
+	var ls []*running
+	for _, l := range s.live {
+		if l.cat.SessionID == sessionID {
+			ls = append(ls, l)
+		}
+	}
+	s.bg.Add(len(ls))
+	s.mu.Unlock()
 	for _, l := range ls {
-		s.bg.Add(1)
 		go func() {
 			defer s.bg.Done()
 			l.rec.Stop()
