@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/rtpdump"
 	"github.com/convene/convene/internal/testutil"
 )
@@ -32,12 +33,17 @@ type recordingJSON struct {
 	SizeBytes   int64      `json:"size_bytes"`
 	Streams     int        `json:"streams"`
 	Files       []struct {
-		File        string `json:"file"`
-		SSRC        uint32 `json:"ssrc"`
-		Kind        string `json:"kind"`
-		RTCPOnly    bool   `json:"rtcp_only"`
-		Packets     uint64 `json:"packets"`
-		RTCPPackets uint64 `json:"rtcp_packets"`
+		File         string `json:"file"`
+		SSRC         uint32 `json:"ssrc"`
+		Kind         string `json:"kind"`
+		RTCPOnly     bool   `json:"rtcp_only"`
+		Packets      uint64 `json:"packets"`
+		RTCPPackets  uint64 `json:"rtcp_packets"`
+		Member       string `json:"member"`
+		PayloadTypes []struct {
+			PT    uint8  `json:"pt"`
+			Codec string `json:"codec"`
+		} `json:"payload_types"`
 	} `json:"files"`
 	Timeline []struct {
 		Kind   string `json:"kind"`
@@ -594,4 +600,71 @@ func TestRecordingQuota(t *testing.T) {
 	if code := call(t, "POST", base+"/recordings", map[string]string{"title": "again"}, nil); code != 201 {
 		t.Errorf("after deleting: %d, want 201", code)
 	}
+}
+
+// TestRecordWebRTC: a WebRTC member's audio and video (a pion client, as a
+// browser sends them) are recorded after SRTP is removed: plain RTP of the
+// member's SSRCs, Opus and VP8 named in the sidecars, the member on each
+// stream, no more packets than the node's tracks counted.
+func TestRecordWebRTC(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	s := createSession(t, n, "webrtc recorded")
+	ada, atok := joinMember(t, n, s.ID, "Ada")
+	var rec recordingJSON
+	if code := call(t, "POST", n.URL()+"/api/v1/sessions/"+s.ID+"/recordings", map[string]string{"title": "browser"}, &rec); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true, Video: true})
+	var sess sessionJSON
+	testutil.WaitFor(t, 15*time.Second, "Ada's tracks to carry 100 packets each", func() bool {
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		enough := 0
+		for _, tr := range sess.Tracks {
+			if tr.Packets >= 100 {
+				enough++
+			}
+		}
+		return enough >= 2
+	})
+	var got recordingJSON
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/stop", map[string]any{}, nil); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+	var total uint64
+	for _, tr := range sess.Tracks {
+		total += tr.Packets
+	}
+	call(t, "GET", n.URL()+"/api/v1/recordings/"+rec.ID, nil, &got)
+	codecs := map[string]string{}
+	var recorded uint64
+	for _, f := range got.Files {
+		if f.RTCPOnly {
+			continue
+		}
+		if f.Member != ada {
+			t.Errorf("%s: member %q, want %s", f.File, f.Member, ada)
+		}
+		rtp, _ := readDump(t, filepath.Join(dataDir, "recordings", rec.ID, f.File))
+		for _, p := range rtp {
+			if p[0]>>6 != 2 || uint32(p[8])<<24|uint32(p[9])<<16|uint32(p[10])<<8|uint32(p[11]) != f.SSRC {
+				t.Fatalf("%s: not plain RTP of SSRC %x: % x", f.File, f.SSRC, p[:12])
+			}
+		}
+		if uint64(len(rtp)) != f.Packets || f.Packets < 50 {
+			t.Errorf("%s: %d packets in the file, sidecar %d", f.File, len(rtp), f.Packets)
+		}
+		recorded += f.Packets
+		for _, pt := range f.PayloadTypes {
+			codecs[f.Kind] = strings.ToLower(pt.Codec)
+		}
+	}
+	if codecs["audio"] != "audio/opus" || codecs["video"] != "video/vp8" {
+		t.Errorf("codecs %v, want audio/opus and video/vp8", codecs)
+	}
+	if recorded > total {
+		t.Errorf("%d packets recorded, the tracks counted %d", recorded, total)
+	}
+	t.Logf("%d of the tracks' %d packets recorded (the rest came after the stop)", recorded, total)
 }
