@@ -15,6 +15,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"remote":"127.0.0.1:5004","kind":"audio","direction":"sendrecv"}`,
 		`{"remote":"[::1]:5004","kind":"video","rtcp_mux":true}`,
 		`{"group":"239.1.2.3:5004","kind":"audio","ttl":1}`,
+		`{"title":"standup","description":"Monday"}`, `{"title":null}`,
 		``, `{}`, `null`, `[]`, `{"kind":1}`, `{"a":}`, `{"remote":"x"} trailing`, "\x00\xff",
 	} {
 		f.Add([]byte(s))
@@ -28,5 +29,9 @@ func FuzzDecodeJSON(f *testing.F) {
 		_ = decodeJSON(body, &b)
 		var c createSessionRequest
 		_ = decodeJSON(body, &c)
+		var r recordingRequest
+		_ = decodeJSON(body, &r)
+		var pr recordingPatch
+		_ = decodeJSON(body, &pr)
 	})
 }

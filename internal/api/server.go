@@ -13,6 +13,7 @@ import (
 
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sipusers"
@@ -65,6 +66,8 @@ type Options struct {
 	WSPing                 time.Duration
 	// RTC is the node's WebRTC (signalling, WHIP, WHEP); nil answers 501.
 	RTC *sfu.SFU
+	// Recordings record sessions (recordings.go); nil answers 503.
+	Recordings *recording.Service
 	// UI serves the web app at every path outside /api/ (nil: a plain
 	// index page at /).
 	UI http.Handler
@@ -152,6 +155,14 @@ func New(o Options) *Server {
 	s.route("DELETE /api/v1/sessions/{id}/whep/{resource}", s.endIngest)
 	s.route("PATCH /api/v1/sessions/{id}/whip/{resource}", s.trickle)
 	s.route("PATCH /api/v1/sessions/{id}/whep/{resource}", s.trickle)
+	// Recordings (recordings.go).
+	s.route("POST /api/v1/sessions/{id}/recordings", s.startRecording)
+	s.route("GET /api/v1/sessions/{id}/recordings", s.listSessionRecordings)
+	s.route("GET /api/v1/recordings", s.listRecordings)
+	s.route("GET /api/v1/recordings/{rid}", s.getRecording)
+	s.route("PATCH /api/v1/recordings/{rid}", s.updateRecording)
+	s.route("DELETE /api/v1/recordings/{rid}", s.deleteRecording)
+	s.route("POST /api/v1/recordings/{rid}/stop", s.stopRecording)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			o.UI.ServeHTTP(w, r)

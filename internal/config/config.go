@@ -54,7 +54,9 @@ type Config struct {
 	Sessions SessionsConfig `yaml:"sessions"`
 	Links    LinksConfig    `yaml:"links"`
 	Mixer    MixerConfig    `yaml:"mixer"`
-	Log      LogConfig      `yaml:"log"`
+	// Recording configures the recordings of sessions.
+	Recording RecordingConfig `yaml:"recording"`
+	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds graceful shutdown.
@@ -218,6 +220,30 @@ type MixerConfig struct {
 	// load; a new mixer beyond it is refused with 503. 0 means 0.8 of the
 	// node's CPUs (GOMAXPROCS).
 	Cores float64 `yaml:"cores"`
+}
+
+// RecordingConfig configures the recordings of sessions (packages
+// recording, recorder).
+type RecordingConfig struct {
+	// Dir holds one directory per recording; empty means
+	// <data_dir>/recordings.
+	Dir string `yaml:"dir"`
+	// CapacityMbps is what the disk takes for recordings, in Mb/s; a new
+	// recording whose estimate would pass it is refused with 503. 0 means
+	// measure it at start-up (32 MiB written into Dir).
+	CapacityMbps float64 `yaml:"capacity_mbps"`
+	// QuotaMB caps the megabytes of one owner's recordings; an owner at or
+	// over it starts no new recording (507). 0 means no quota.
+	QuotaMB int64 `yaml:"quota_mb"`
+}
+
+// RecordingDir is where recordings go: Recording.Dir, else
+// <data_dir>/recordings.
+func (c Config) RecordingDir() string {
+	if c.Recording.Dir != "" {
+		return c.Recording.Dir
+	}
+	return filepath.Join(c.DataDir, "recordings")
 }
 
 // AuthConfig configures access to the API (package auth).
@@ -491,6 +517,12 @@ func (c Config) Validate() error {
 	}
 	if c.Mixer.Cores < 0 || c.Mixer.Cores > 1024 {
 		bad("mixer.cores", c.Mixer.Cores, "want 0 (0.8 of the node's CPUs) to 1024")
+	}
+	if c.Recording.CapacityMbps < 0 {
+		bad("recording.capacity_mbps", c.Recording.CapacityMbps, "want 0 (measure the disk) or more")
+	}
+	if c.Recording.QuotaMB < 0 {
+		bad("recording.quota_mb", c.Recording.QuotaMB, "want 0 (no quota) or more")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

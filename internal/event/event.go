@@ -31,28 +31,32 @@ const (
 	FloorStyle   // a floor's style or chalkboard phase changed
 	MediaMuted   // a member muted or unmuted its microphone or camera
 	SpeakerActive
-	MixerSpeakers // a mixer's active speakers (the loudest K it mixes) changed
+	MixerSpeakers    // a mixer's active speakers (the loudest K it mixes) changed
+	RecordingStarted // a recording of the session started
+	RecordingStopped // a recording of the session ended (finished or failed)
 	numTypes
 )
 
 var names = [numTypes]string{
-	Created:         "created",
-	Activated:       "activated",
-	Deactivated:     "deactivated",
-	Finished:        "finished",
-	Canceled:        "canceled",
-	LinkAdded:       "link.added",
-	LinkRemoved:     "link.removed",
-	MemberJoined:    "member.joined",
-	MemberLeft:      "member.left",
-	MemberUpdated:   "member.updated",
-	SubgroupCreated: "subgroup.created",
-	SubgroupDeleted: "subgroup.deleted",
-	FloorRequest:    "floor.request",
-	FloorStyle:      "floor.style",
-	MediaMuted:      "media.muted",
-	SpeakerActive:   "speaker.active",
-	MixerSpeakers:   "mixer.speakers",
+	Created:          "created",
+	Activated:        "activated",
+	Deactivated:      "deactivated",
+	Finished:         "finished",
+	Canceled:         "canceled",
+	LinkAdded:        "link.added",
+	LinkRemoved:      "link.removed",
+	MemberJoined:     "member.joined",
+	MemberLeft:       "member.left",
+	MemberUpdated:    "member.updated",
+	SubgroupCreated:  "subgroup.created",
+	SubgroupDeleted:  "subgroup.deleted",
+	FloorRequest:     "floor.request",
+	FloorStyle:       "floor.style",
+	MediaMuted:       "media.muted",
+	SpeakerActive:    "speaker.active",
+	MixerSpeakers:    "mixer.speakers",
+	RecordingStarted: "recording.started",
+	RecordingStopped: "recording.stopped",
 }
 
 // Valid reports whether t is one of the events above.

@@ -20,6 +20,7 @@ import (
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/mixer"
+	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/relay"
 	"github.com/convene/convene/internal/relay/ng"
 	"github.com/convene/convene/internal/rtplink"
@@ -57,8 +58,10 @@ type Node struct {
 	sipUsers  *sipusers.Service
 	sip       *sip.Server
 	rtc       *sfu.SFU
-	ln        net.Listener
-	http      *http.Server
+	// recordings record sessions; set before any session event can fire.
+	recordings *recording.Service
+	ln         net.Listener
+	http       *http.Server
 
 	hbCancel context.CancelFunc
 	hbDone   chan struct{}
@@ -120,20 +123,23 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		OnSpeakers: func(sessionID, group string, members []string) {
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: floorTones{Publisher: n.events, mixers: n.mixers}, Sockets: n.socks, Mixers: n.mixers,
+	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
 			LatchWindow: cfg.Relay.LatchWindow.Std()}})
 	n.dtmf = newDTMF(n.sessions, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newMediaCollector(n.sessions, n.socks))
+	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
+		return nil, fmt.Errorf("recordings: %w", err)
+	}
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks))
 	mixMetrics.Register(reg)
 	supMetrics.Register(reg)
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
@@ -160,13 +166,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			}
 			return n.cat.Ping(context.Background())
 		},
-		Registry: reg,
-		Logger:   log,
-		Pprof:    cfg.HTTP.Pprof,
-		Access:   acc,
-		Events:   n.events,
-		Users:    n.sipUsers,
-		Dialler:  n.sip,
+		Registry:   reg,
+		Logger:     log,
+		Pprof:      cfg.HTTP.Pprof,
+		Access:     acc,
+		Events:     n.events,
+		Users:      n.sipUsers,
+		Dialler:    n.sip,
+		Recordings: n.recordings,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
@@ -246,6 +253,7 @@ func (n *Node) Drain(ctx context.Context) error {
 			n.log.Warn("http shutdown", "err", err)
 			n.http.Close()
 		}
+		n.recordings.Close() // before the rooms go: each recording ends "finished"
 		n.sessions.Drain()
 		n.stopErr = n.closeAll()
 		n.log.Info("node stopped", "node", n.cfg.NodeID)
@@ -263,6 +271,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.http != nil {
 		n.http.Close()
+	}
+	if n.recordings != nil {
+		n.recordings.Close()
 	}
 	if n.super != nil {
 		n.super.Close()

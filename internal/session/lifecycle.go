@@ -260,7 +260,11 @@ func (s *Service) Restore(ctx context.Context) error {
 	return nil
 }
 
-// roomOf is a test hook: the broker room of an active session.
+// Room returns the broker room of an activated session, nil for any other
+// (a recording taps it; it goes away when the session leaves activated).
+func (s *Service) Room(id string) *broker.Room { return s.roomOf(id) }
+
+// roomOf is the broker room of an active session.
 func (s *Service) roomOf(id string) *broker.Room {
 	s.mu.Lock()
 	defer s.mu.Unlock()
