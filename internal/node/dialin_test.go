@@ -182,6 +182,58 @@ func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "the floor to be free after the phone hung up", func() bool { return holder() == "" })
 }
 
+// TestBaresipTakesTheFloorWithDTMF: a real phone (baresip) dials a
+// session under floor control and presses * and 1 (RFC 4733 events,
+// through its menu's sndcode): it then holds the audio floor, and its
+// voice, gated before, is forwarded.
+func TestBaresipTakesTheFloorWithDTMF(t *testing.T) {
+	n, ctx := newBaresipNode(t, "alice")
+	s := createSession(t, n, "floor by baresip")
+	base := n.URL() + "/api/v1/sessions/" + s.ID
+	if code := call(t, "PUT", base+"/floors/audio", map[string]any{"style": "floor_control", "auto": true}, nil); code != 200 {
+		t.Fatalf("style: %d", code)
+	}
+	phone := testutil.StartBaresip(t, ctx, testutil.BaresipConfig{User: "alice", Password: carolPass, Domain: "convene.test",
+		Proxy: n.SIPAddr(), Tone: 440, QuitAfter: 20 * time.Second, Commands: []string{"/dial sip:" + s.ID + "@" + n.SIPAddr()}})
+	// gated: the phone's voice arrives (its link's packets) and its
+	// track is gated; forwarded: the track has forwarded packets.
+	state := func() (heard, gated bool, forwarded uint64) {
+		var sess struct {
+			Links  []linkJSON `json:"links"`
+			Tracks []struct {
+				Gated   bool   `json:"gated"`
+				Packets uint64 `json:"packets"`
+			} `json:"tracks"`
+		}
+		call(t, "GET", base, nil, &sess)
+		if len(sess.Links) != 1 || len(sess.Tracks) != 1 {
+			return false, false, 0
+		}
+		return sess.Links[0].Stats.PacketsIn > 20, sess.Tracks[0].Gated, sess.Tracks[0].Packets
+	}
+	testutil.WaitFor(t, 15*time.Second, "the phone's voice, gated without the floor", func() bool {
+		heard, gated, fwd := state()
+		return heard && gated && fwd == 0
+	})
+	for _, key := range []string{"*", "1"} {
+		if out, err := phone.Command("sndcode", key); err != nil {
+			t.Fatalf("baresip sndcode %s: %v (%s)\n%s", key, err, out, phone.Output())
+		}
+		time.Sleep(300 * time.Millisecond) // a key is an event of its own
+	}
+	testutil.WaitFor(t, 10*time.Second, "the phone to hold the floor after *1, its voice forwarded", func() bool {
+		var st struct {
+			Tokens []struct {
+				Holder string `json:"holder"`
+			} `json:"tokens"`
+		}
+		call(t, "GET", base+"/floors/audio", nil, &st)
+		held := len(st.Tokens) > 0 && st.Tokens[0].Holder != ""
+		_, gated, fwd := state()
+		return held && !gated && fwd > 20
+	})
+}
+
 // TestPhoneBehindNATIsLatched: a SIPp phone's SDP names a private address
 // (10.11.12.13:4000) while its media comes from a socket on 127.0.0.1,
 // where its SIP comes from, as a phone behind NAT does. The phone's link

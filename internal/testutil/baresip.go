@@ -1,15 +1,20 @@
 package testutil
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,10 +24,11 @@ import (
 // sine tone as its microphone, and its decoded audio written to WAV files
 // by the sndfile module.
 type Baresip struct {
-	Dir string
-	Cmd *exec.Cmd
-	mu  sync.Mutex
-	out bytes.Buffer
+	Dir  string
+	Cmd  *exec.Cmd
+	ctrl string // host:port of its ctrl_tcp module
+	mu   sync.Mutex
+	out  bytes.Buffer
 }
 
 // BaresipConfig is one phone.
@@ -63,6 +69,7 @@ func StartBaresip(t testing.TB, ctx context.Context, cfg BaresipConfig) *Baresip
 	// baresip also binds TLS on the SIP port + 1.
 	sipPort := 20000 + 2*rand.IntN(4000)
 	rtpBase := 30200 + 2*rand.IntN(4000)
+	ctrlPort := 12000 + rand.IntN(4000)
 	conf := fmt.Sprintf(`poll_method epoll
 sip_listen 127.0.0.1:%d
 audio_source ausine,%d
@@ -77,10 +84,12 @@ module aubridge.so
 module sndfile.so
 module_app account.so
 module_app menu.so
+module_app ctrl_tcp.so
+ctrl_tcp_listen 127.0.0.1:%d
 snd_path %s
 rtp_ports %d-%d
 net_interface 127.0.0.1
-`, sipPort, cfg.Tone, dir, rtpBase, rtpBase+20)
+`, sipPort, cfg.Tone, ctrlPort, dir, rtpBase, rtpBase+20)
 	acc := fmt.Sprintf(`<sip:%s@%s>;auth_pass=%s;outbound="sip:%s";regint=600;answermode=auto;audio_codecs=%s`+"\n",
 		cfg.User, cfg.Domain, cfg.Password, cfg.Proxy, cfg.Codecs)
 	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(conf), 0o600); err != nil {
@@ -93,7 +102,7 @@ net_interface 127.0.0.1
 	for _, e := range cfg.Commands {
 		args = append(args, "-e", e)
 	}
-	b := &Baresip{Dir: dir}
+	b := &Baresip{Dir: dir, ctrl: fmt.Sprintf("127.0.0.1:%d", ctrlPort)}
 	b.Cmd = exec.CommandContext(ctx, bin, args...)
 	b.Cmd.Stdout, b.Cmd.Stderr = b, b
 	b.Cmd.WaitDelay = 2 * time.Second
@@ -140,4 +149,34 @@ func (b *Baresip) Decoded(t testing.TB) []WAV {
 		out = append(out, w)
 	}
 	return out
+}
+
+// Command runs a command of baresip's menu (e.g. "sndcode" with "*" to
+// press a key in the current call: an RFC 4733 event) through its
+// ctrl_tcp module: a JSON object in a netstring, answered likewise.
+func (b *Baresip) Command(command, params string) (string, error) {
+	c, err := net.DialTimeout("tcp", b.ctrl, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	req, _ := json.Marshal(map[string]string{"command": command, "params": params, "token": "t"})
+	if _, err := fmt.Fprintf(c, "%d:%s,", len(req), req); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	n, err := r.ReadString(':')
+	if err != nil {
+		return "", err
+	}
+	size, err := strconv.Atoi(strings.TrimSuffix(n, ":"))
+	if err != nil || size < 0 || size > 1<<16 {
+		return "", fmt.Errorf("baresip answered a netstring of length %q", n)
+	}
+	body := make([]byte, size+1)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return "", err
+	}
+	return string(body[:size]), nil
 }
