@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/recorder"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/rtpdump"
 	"github.com/convene/convene/internal/testutil"
@@ -298,6 +299,19 @@ func TestRecordFFmpeg(t *testing.T) {
 			t.Fatalf("no %s stream in %+v", c.kind, got.Files)
 		}
 		rtp, _ := readDump(t, filepath.Join(dataDir, "recordings", rec.ID, file))
+		// Its sidecar maps its clock to wall-clock time from the first
+		// sender report on, the early one included (playback's sync).
+		sc, err := os.ReadFile(filepath.Join(dataDir, "recordings", rec.ID, strings.TrimSuffix(file, ".rtpdump")+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		side, err := recorder.ParseSidecar(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if srs := countSRs(c.tee.rtcp); len(side.SenderReports) != srs || srs == 0 {
+			t.Errorf("%s: the sidecar has %d sender reports, ffmpeg sent %d", c.kind, len(side.SenderReports), srs)
+		}
 		sent := c.tee.rtp
 		if len(sent) < 40 {
 			t.Fatalf("ffmpeg sent only %d %s packets", len(sent), c.kind)
@@ -667,4 +681,16 @@ func TestRecordWebRTC(t *testing.T) {
 		t.Errorf("%d packets recorded, the tracks counted %d", recorded, total)
 	}
 	t.Logf("%d of the tracks' %d packets recorded (the rest came after the stop)", recorded, total)
+}
+
+// countSRs counts the RTCP compound packets that begin with a sender
+// report (ffmpeg's each do).
+func countSRs(rtcp [][]byte) int {
+	n := 0
+	for _, p := range rtcp {
+		if len(p) >= 28 && p[1] == 200 {
+			n++
+		}
+	}
+	return n
 }

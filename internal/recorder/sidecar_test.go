@@ -97,7 +97,8 @@ func TestSubgroupTrack(t *testing.T) {
 
 // TestRTCPOnly: a receiver's reports (an SSRC that sends no RTP) go to a
 // stream file of their own marked rtcp_only; a sender report ahead of its
-// RTP does too, and the RTP stream then takes that SSRC's later RTCP.
+// RTP does too, and the RTP stream then takes that SSRC's later RTCP; its
+// sidecar has the early report's clock mapping as well as the later one.
 func TestRTCPOnly(t *testing.T) {
 	room := broker.NewRoom("s")
 	tr, _ := room.Join(broker.Member{ID: "p", Kind: media.Audio, Sends: true})
@@ -122,7 +123,7 @@ func TestRTCPOnly(t *testing.T) {
 		t.Fatalf("streams %+v", m.Streams)
 	}
 	s := readSidecar(t, dir, m.Streams[2].Sidecar)
-	if s.Packets != 1 || s.RTCPPackets != 1 || len(s.SenderReports) != 1 || s.SenderReports[0].RTP != 8000 {
+	if s.Packets != 1 || s.RTCPPackets != 1 || len(s.SenderReports) != 2 || s.SenderReports[0].RTP != 0 || s.SenderReports[1].RTP != 8000 {
 		t.Fatalf("RTP stream's sidecar %+v", s)
 	}
 	if got, err := readAll(t, filepath.Join(dir, m.Streams[0].File)); err != nil || len(got) != 1 || !got[0].RTCP {

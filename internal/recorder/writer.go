@@ -90,6 +90,13 @@ func (w *writer) packet(it item) {
 			return
 		}
 		if k := [2]uint32{uint32(it.t.Kind()), ssrc}; w.bySSRC[k] == nil || w.bySSRC[k].side.RTCPOnly {
+			if early := w.bySSRC[k]; early != nil {
+				// Sender reports that came before the RTP (ffmpeg sends
+				// one first) map this stream's clock too: playback needs
+				// them to keep streams in sync. They stay in their file.
+				s.side.SenderReports = append(append([]SenderReport{}, early.side.SenderReports...), s.side.SenderReports...)
+				s.dirty = true
+			}
 			w.bySSRC[k] = s
 		}
 	}
