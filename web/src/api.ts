@@ -72,3 +72,29 @@ export const floorAction = (c: Creds, id: string, floor: string, action: string,
   api<FloorRequest>('POST', `/sessions/${id}/floors/${floor}/${action}`, c, body);
 export const setFloorStyle = (c: Creds, id: string, floor: string, style: string, auto: boolean) =>
   api<Floor>('PUT', `/sessions/${id}/floors/${floor}`, c, { style, auto });
+
+// Recordings (issue 15): every stream of a session, kept as rtpdump files.
+export type Recording = {
+  id: string;
+  session: string;
+  title: string;
+  description: string;
+  owner: string;
+  state: 'recording' | 'finished' | 'interrupted' | 'failed';
+  started_at: string;
+  ended_at?: string;
+  duration_ms: number;
+  size_bytes: number;
+  streams: number;
+  error?: string;
+};
+export const listRecordings = (c: Creds, q = '') =>
+  api<{ recordings: Recording[] }>('GET', '/recordings' + (q ? '?q=' + encodeURIComponent(q) : ''), c).then((r) => r.recordings ?? []);
+export const listSessionRecordings = (c: Creds, id: string) =>
+  api<{ recordings: Recording[] }>('GET', `/sessions/${id}/recordings`, c).then((r) => r.recordings ?? []);
+export const startRecording = (c: Creds, id: string, title: string) =>
+  api<Recording>('POST', `/sessions/${id}/recordings`, c, { title });
+export const stopRecording = (c: Creds, rid: string) => api<Recording>('POST', `/recordings/${rid}/stop`, c);
+export const updateRecording = (c: Creds, rid: string, title: string, description: string) =>
+  api<Recording>('PATCH', `/recordings/${rid}`, c, { title, description });
+export const deleteRecording = (c: Creds, rid: string) => api<unknown>('DELETE', `/recordings/${rid}`, c);

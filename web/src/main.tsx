@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { parseRoute, type Route } from './route';
 import { Home } from './pages/Home';
 import { Join } from './pages/Join';
+import { Recordings } from './pages/Recordings';
 import { Room } from './pages/Room';
 import './style.css';
 
@@ -22,6 +23,8 @@ function App() {
       return <Join session={route.session} joinToken={route.joinToken} />;
     case 'room':
       return <Room session={route.session} />;
+    case 'recordings':
+      return <Recordings />;
     default:
       return <Home />;
   }

@@ -1,10 +1,11 @@
 // Routes: / (home), /join/<session>#t=<join token>, /s/<session> (in the
-// meeting, with the member token kept in sessionStorage).
+// meeting, with the member token kept in sessionStorage), /recordings.
 
 export type Route =
   | { page: 'home' }
   | { page: 'join'; session: string; joinToken: string }
-  | { page: 'room'; session: string };
+  | { page: 'room'; session: string }
+  | { page: 'recordings' };
 
 export function parseRoute(pathname: string, hash: string): Route {
   const parts = pathname.split('/').filter(Boolean);
@@ -13,6 +14,7 @@ export function parseRoute(pathname: string, hash: string): Route {
     return { page: 'join', session: decodeURIComponent(parts[1]), joinToken: t };
   }
   if (parts[0] === 's' && parts[1]) return { page: 'room', session: decodeURIComponent(parts[1]) };
+  if (parts[0] === 'recordings') return { page: 'recordings' };
   return { page: 'home' };
 }
 

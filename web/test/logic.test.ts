@@ -3,6 +3,7 @@ import { EventCursor, reconnectDelay } from '../src/events';
 import { joinLink, parseRoute } from '../src/route';
 import { describeStreams } from '../src/rtc';
 import { qualityLabel } from '../src/quality';
+import { duration, size } from '../src/format';
 
 describe('routes', () => {
   it('parses a join link and keeps the token out of the path', () => {
@@ -15,6 +16,19 @@ describe('routes', () => {
     expect(parseRoute('/s/s_9', '')).toEqual({ page: 'room', session: 's_9' });
     expect(parseRoute('/', '')).toEqual({ page: 'home' });
     expect(parseRoute('/nowhere/x', '')).toEqual({ page: 'home' });
+    expect(parseRoute('/recordings', '')).toEqual({ page: 'recordings' });
+  });
+});
+
+describe('recordings', () => {
+  it('shows durations and sizes as people read them', () => {
+    expect(duration(0)).toBe('0:00');
+    expect(duration(61_400)).toBe('1:01');
+    expect(duration(3_723_000)).toBe('1:02:03');
+    expect(size(512)).toBe('512 B');
+    expect(size(1536)).toBe('1.5 KB');
+    expect(size(5 * 1024 * 1024)).toBe('5.0 MB');
+    expect(size(3 * 1024 ** 3)).toBe('3.00 GB');
   });
 });
 

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { createSession, issueToken, listSessions, sessionAction, type Session } from '../api';
-import { joinLink } from '../route';
+import { joinLink, navigate } from '../route';
 
-const KEY = 'convene.apiKey';
+export const KEY = 'convene.apiKey';
 
 // Home: the operator's sessions, with their state; create and schedule a
 // session; share a join link.
@@ -12,7 +12,7 @@ export function Home() {
   return <Sessions apiKey={key} onForget={() => (localStorage.removeItem(KEY), setKey(''))} />;
 }
 
-function KeyForm({ onKey }: { onKey: (k: string) => void }) {
+export function KeyForm({ onKey }: { onKey: (k: string) => void }) {
   const [v, setV] = useState('');
   const [err, setErr] = useState('');
   return (
@@ -74,9 +74,14 @@ function Sessions({ apiKey, onForget }: { apiKey: string; onForget: () => void }
     <main>
       <header class="bar">
         <h1>Sessions</h1>
-        <button class="quiet" onClick={onForget}>
-          Forget key
-        </button>
+        <nav class="bar-links" aria-label="Pages">
+          <a href="/recordings" onClick={(e) => (e.preventDefault(), navigate('/recordings'))}>
+            Recordings
+          </a>
+          <button class="quiet" onClick={onForget}>
+            Forget key
+          </button>
+        </nav>
       </header>
       <form
         class="create"

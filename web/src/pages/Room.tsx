@@ -1,5 +1,18 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { callPhone, floorAction, leaveSession, listFloors, listMembers, setFloorStyle, type Floor, type Member } from '../api';
+import {
+  callPhone,
+  floorAction,
+  leaveSession,
+  listFloors,
+  listMembers,
+  listSessionRecordings,
+  setFloorStyle,
+  startRecording,
+  stopRecording,
+  type Floor,
+  type Member,
+  type Recording,
+} from '../api';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
 import { Tile } from '../components/Tile';
@@ -37,6 +50,7 @@ export function Room({ session }: { session: string }) {
   const [callUser, setCallUser] = useState('');
   const [callMsg, setCallMsg] = useState('');
   const [ended, setEnded] = useState('');
+  const [recording, setRecording] = useState<Recording>(); // the session's running recording
   const rtc = useRef<RTC>();
   const events = useRef<EventStream>();
 
@@ -46,11 +60,14 @@ export function Room({ session }: { session: string }) {
 
   const refreshFloors = () => listFloors(creds, session).then(setFloors, () => {});
   const refreshMembers = () => listMembers(creds, session).then(setMembers, () => {});
+  const refreshRecording = () =>
+    listSessionRecordings(creds, session).then((rs) => setRecording(rs.find((r) => r.state === 'recording')), () => {});
 
   useEffect(() => {
     if (!token) return;
     refreshMembers();
     refreshFloors();
+    refreshRecording();
     const onEvent = (ev: SessionEvent) => {
       const d = ev.data ?? {};
       switch (ev.type) {
@@ -69,6 +86,10 @@ export function Room({ session }: { session: string }) {
           break;
         case 'speaker.active':
           setSpeakers(d.members ?? []);
+          break;
+        case 'recording.started':
+        case 'recording.stopped':
+          refreshRecording();
           break;
         case 'finished':
         case 'deactivated':
@@ -185,6 +206,11 @@ export function Room({ session }: { session: string }) {
       (e) => setCallMsg(`Could not call ${user}: ${e.message}`),
     );
   };
+  const toggleRecording = () =>
+    (recording ? stopRecording(creds, recording.id) : startRecording(creds, session, `Meeting of ${new Date().toLocaleString()}`)).then(
+      refreshRecording,
+      (e) => setErr('Recording: ' + e.message),
+    );
   const act = (floor: string, action: string, body: Record<string, unknown> = {}) =>
     floorAction(creds, session, floor, action, body).then(refreshFloors, (e) => setErr(e.message));
   const style = (floor: string, s: string, auto: boolean) =>
@@ -237,6 +263,16 @@ export function Room({ session }: { session: string }) {
           <button class={screen ? 'off' : ''} onClick={toggleScreen} aria-label={screen ? 'Stop sharing the screen' : 'Share the screen'}>
             <Icon name="screen" /> {screen ? 'Stop sharing' : 'Share screen'}
           </button>
+          {chair && (
+            <button class={recording ? 'off' : ''} onClick={toggleRecording} aria-label={recording ? 'Stop recording the session' : 'Record the session'}>
+              <Icon name="rec" /> {recording ? 'Stop recording' : 'Record'}
+            </button>
+          )}
+          {recording && (
+            <span class="rec-badge" role="status">
+              ● Recording
+            </span>
+          )}
           <button class="danger" onClick={leave} aria-label="Leave the session">
             <Icon name="leave" /> Leave
           </button>
