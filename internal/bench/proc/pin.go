@@ -1,4 +1,4 @@
-package rtcbench
+package proc
 
 import (
 	"fmt"
@@ -10,21 +10,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// serverCPU is the CPU the measured server gets to itself when a run pins
-// (Config.Pin): the load process and the publisher run on the others, so
-// that on a small machine the load process's cost does not decide how many
-// subscribers a server serves.
-const serverCPU = 0
+// ServerCPU is the CPU a measured server gets to itself when a benchmark
+// pins: the load runs on the others, so that on a small machine the load's
+// cost does not decide how much a server serves.
+const ServerCPU = 0
 
-// pinSelf moves every thread of this process (and so the processes it
+// PinSelf moves every thread of this process (and so the processes it
 // starts) off the server's CPU.
-func pinSelf() error {
+func PinSelf() error {
 	if runtime.NumCPU() < 2 {
 		return fmt.Errorf("pinning needs 2 CPUs, this machine has %d", runtime.NumCPU())
 	}
 	var set unix.CPUSet
 	for c := range runtime.NumCPU() {
-		if c != serverCPU {
+		if c != ServerCPU {
 			set.Set(c)
 		}
 	}
@@ -44,13 +43,13 @@ func pinSelf() error {
 	return nil
 }
 
-// onServerCPU makes cmd start on the server's CPU alone (through taskset,
+// OnServerCPU makes cmd start on the server's CPU alone (through taskset,
 // which keeps the PID).
-func onServerCPU(cmd *exec.Cmd) {
+func OnServerCPU(cmd *exec.Cmd) {
 	path, err := exec.LookPath("taskset")
 	if err != nil {
 		return
 	}
-	cmd.Args = append([]string{"taskset", "-c", strconv.Itoa(serverCPU)}, cmd.Args...)
+	cmd.Args = append([]string{"taskset", "-c", strconv.Itoa(ServerCPU)}, cmd.Args...)
 	cmd.Path = path
 }
