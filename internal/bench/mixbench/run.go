@@ -1,0 +1,232 @@
+package mixbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/convene/convene/internal/bench/proc"
+)
+
+// The session's shape, as the issue asks.
+const (
+	MembersPerSession  = 10
+	SpeakersPerSession = 6
+)
+
+// Config is one run.
+type Config struct {
+	Convene string   // the server binary
+	Systems []string // "convene", "janus"
+	Codecs  []string // "g711", "opus"
+	Steps   []int    // session counts, growing
+	Warmup  time.Duration
+	Window  time.Duration
+	Budget  time.Duration // for the whole run, shared equally by the series
+	Tmp     string
+	Log     io.Writer
+	// Out, when set with Profile, receives a CPU profile of Convene over
+	// each step's window (<date>-mixer-<codec>-<sessions>.pprof).
+	Out     string
+	Profile bool
+	// ServeArgs are added to `convene serve`.
+	ServeArgs []string
+	// Pin gives the server CPU 0 to itself and runs the load on the others.
+	Pin bool
+}
+
+// Point is one step: Sessions sessions of 10 members.
+type Point struct {
+	Sessions int     `json:"sessions"`
+	Quality  Quality `json:"quality"`
+	Load     Counts  `json:"load"`
+	// CPU is the server's CPU over the window, in cores.
+	CPU float64 `json:"cpu_cores"`
+	// CPUPerSession is in milliseconds of CPU a second.
+	CPUPerSession float64 `json:"cpu_ms_per_s_per_session"`
+	// PerCore is sessions per core of the server's CPU.
+	PerCore float64 `json:"sessions_per_core"`
+	// MachineBusy and Steal are the machine's shares over the window.
+	MachineBusy float64 `json:"machine_busy_pct"`
+	Steal       float64 `json:"steal_pct"`
+	OK          bool    `json:"ok"`
+	Retry       bool    `json:"retry,omitempty"`
+}
+
+// Series is one server with one codec.
+type Series struct {
+	System  string  `json:"system"`
+	Version string  `json:"version"`
+	Codec   string  `json:"codec"`
+	Points  []Point `json:"points"`
+	// MaxOK is the most sessions at the bar, PerCore its sessions per core.
+	MaxOK   int     `json:"max_ok"`
+	PerCore float64 `json:"sessions_per_core_at_max"`
+	Note    string  `json:"note,omitempty"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Date   time.Time `json:"date"`
+	CPUs   int       `json:"cpus"`
+	Warmup string    `json:"warmup"`
+	Window string    `json:"window"`
+	Pinned bool      `json:"pinned"`
+	Series []Series  `json:"series"`
+	Notes  []string  `json:"notes,omitempty"`
+}
+
+// memberBase is the first member address; the run's members follow it.
+var memberBase = netip.MustParseAddr("127.88.0.1")
+
+// Run measures every codec with every system.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Warmup: cfg.Warmup.String(), Window: cfg.Window.String()}
+	if cfg.Pin {
+		if err := proc.PinSelf(); err != nil {
+			return res, err
+		}
+		res.Pinned = true
+	}
+	share := cfg.Budget / time.Duration(max(1, len(cfg.Codecs)*len(cfg.Systems)))
+	for _, name := range cfg.Codecs {
+		c, ok := Codecs[name]
+		if !ok {
+			return res, fmt.Errorf("unknown codec %q (g711, opus)", name)
+		}
+		for _, sys := range cfg.Systems {
+			s, err := runSeries(ctx, cfg, sys, c, time.Now().Add(share))
+			if err != nil {
+				s.Note = err.Error()
+				fmt.Fprintf(cfg.Log, "  %s/%s: %v\n", sys, name, err)
+			}
+			res.Series = append(res.Series, s)
+		}
+	}
+	return res, nil
+}
+
+func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Time) (Series, error) {
+	s := Series{System: sys, Codec: c.Name}
+	var srv server
+	var err error
+	switch sys {
+	case "convene":
+		srv, err = startConveneMixer(cfg, c)
+	case "janus":
+		srv, err = startJanusMixer(ctx, cfg, c)
+	default:
+		return s, fmt.Errorf("unknown system %q", sys)
+	}
+	if err != nil {
+		return s, err
+	}
+	defer srv.stop()
+	s.Version = srv.version()
+	load, err := NewLoad(memberBase, 4)
+	if err != nil {
+		return s, err
+	}
+	defer load.Close()
+	voices := make([]speech, SpeakersPerSession)
+	for i := range voices {
+		// Six tones a little apart, 300 to 800 Hz, one per speaker.
+		if voices[i], err = record(c, float64(300+100*i)); err != nil {
+			return s, err
+		}
+	}
+	var members []*Member
+	for _, n := range cfg.Steps {
+		if time.Now().Add(cfg.Warmup + cfg.Window + 30*time.Second).After(end) {
+			s.Note = fmt.Sprintf("stopped before %d sessions: out of time budget", n)
+			break
+		}
+		for id := len(members) / MembersPerSession; id < n; id++ {
+			var ms []*Member
+			for k := range MembersPerSession {
+				i := id*MembersPerSession + k
+				ms = append(ms, load.NewMember(i, id, k < SpeakersPerSession, voices[k%SpeakersPerSession], c.Spec.PT))
+			}
+			if err := srv.addSession(ctx, id, ms); err != nil {
+				return s, fmt.Errorf("session %d: %w", id, err)
+			}
+			members = append(members, ms...)
+		}
+		p := step(ctx, cfg, srv, load, members, c, n)
+		if !p.OK && time.Now().Add(cfg.Warmup+cfg.Window+30*time.Second).Before(end) {
+			// Once more, for every system alike: a transient (another
+			// process's burst on a shared machine) is not the limit.
+			s.Points = append(s.Points, p)
+			logPoint(cfg.Log, s, p)
+			p = step(ctx, cfg, srv, load, members, c, n)
+			p.Retry = true
+		}
+		s.Points = append(s.Points, p)
+		logPoint(cfg.Log, s, p)
+		if !p.OK {
+			break
+		}
+		s.MaxOK, s.PerCore = n, p.PerCore
+	}
+	return s, nil
+}
+
+func logPoint(w io.Writer, s Series, p Point) {
+	q := p.Quality
+	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core machine %.0f%% steal %.0f%% ok=%v\n",
+		s.System, s.Codec, p.Sessions, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
+		p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, p.OK)
+}
+
+// step plays the members once and measures the server over the window.
+func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member, c Codec, n int) Point {
+	p := Point{Sessions: n}
+	type sample struct {
+		cpu float64
+		m   proc.CPU
+		at  time.Time
+	}
+	var a, b sample
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-time.After(cfg.Warmup):
+		case <-ctx.Done():
+			return
+		}
+		_, a.cpu, _ = proc.Process(srv.pid())
+		a.m, _ = proc.ReadCPU()
+		a.at = time.Now()
+		if pr, ok := srv.(*conveneMixer); ok && cfg.Profile && cfg.Out != "" {
+			go pr.n.Profile(int(cfg.Window.Seconds())-1, filepath.Join(cfg.Out, fmt.Sprintf("%s-mixer-%s-%d.pprof",
+				time.Now().UTC().Format("2006-01-02-150405"), c.Name, n)))
+		}
+		select {
+		case <-time.After(cfg.Window):
+		case <-ctx.Done():
+			return
+		}
+		_, b.cpu, _ = proc.Process(srv.pid())
+		b.m, _ = proc.ReadCPU()
+		b.at = time.Now()
+	}()
+	rs, counts := load.Run(ctx, ms, c.Spec.Rate, cfg.Warmup, cfg.Window)
+	<-done
+	p.Load = counts
+	p.Quality = quality(rs, cfg.Window)
+	if el := b.at.Sub(a.at).Seconds(); el > 0 && !a.at.IsZero() {
+		p.CPU = (b.cpu - a.cpu) / el
+		p.MachineBusy, p.Steal = b.m.Since(a.m)
+	}
+	if p.CPU > 0 {
+		p.CPUPerSession = p.CPU * 1000 / float64(n)
+		p.PerCore = float64(n) / p.CPU
+	}
+	p.OK = p.Quality.Pass()
+	return p
+}
