@@ -55,6 +55,10 @@ type Point struct {
 	Steal       float64 `json:"steal_pct"`
 	OK          bool    `json:"ok"`
 	Retry       bool    `json:"retry,omitempty"`
+	// MissedTicks are the frames Convene's mixers said they could not
+	// produce in time over the window (convene_mixer_missed_ticks_total);
+	// -1 for a server that does not say.
+	MissedTicks float64 `json:"missed_ticks"`
 }
 
 // Series is one server with one codec.
@@ -177,9 +181,9 @@ func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Ti
 
 func logPoint(w io.Writer, s Series, p Point) {
 	q := p.Quality
-	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core machine %.0f%% steal %.0f%% ok=%v\n",
+	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core machine %.0f%% steal %.0f%% missed-ticks=%.0f ok=%v\n",
 		s.System, s.Codec, p.Sessions, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
-		p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, p.OK)
+		p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, p.MissedTicks, p.OK)
 }
 
 // step plays the members once and measures the server over the window.
@@ -191,6 +195,9 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 		at  time.Time
 	}
 	var a, b sample
+	cm, isConvene := srv.(*conveneMixer)
+	var missed0 float64
+	p.MissedTicks = -1
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -199,11 +206,14 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 		case <-ctx.Done():
 			return
 		}
+		if isConvene {
+			missed0 = cm.missedTicks()
+		}
 		_, a.cpu, _ = proc.Process(srv.pid())
 		a.m, _ = proc.ReadCPU()
 		a.at = time.Now()
-		if pr, ok := srv.(*conveneMixer); ok && cfg.Profile && cfg.Out != "" {
-			go pr.n.Profile(int(cfg.Window.Seconds())-1, filepath.Join(cfg.Out, fmt.Sprintf("%s-mixer-%s-%d.pprof",
+		if isConvene && cfg.Profile && cfg.Out != "" {
+			go cm.n.Profile(int(cfg.Window.Seconds())-1, filepath.Join(cfg.Out, fmt.Sprintf("%s-mixer-%s-%d.pprof",
 				time.Now().UTC().Format("2006-01-02-150405"), c.Name, n)))
 		}
 		select {
@@ -214,6 +224,11 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 		_, b.cpu, _ = proc.Process(srv.pid())
 		b.m, _ = proc.ReadCPU()
 		b.at = time.Now()
+		if isConvene && missed0 >= 0 {
+			if m1 := cm.missedTicks(); m1 >= 0 {
+				p.MissedTicks = m1 - missed0
+			}
+		}
 	}()
 	rs, counts := load.Run(ctx, ms, c.Spec.Rate, cfg.Warmup, cfg.Window)
 	<-done
