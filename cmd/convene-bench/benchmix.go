@@ -26,7 +26,8 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
 	systems := fs.String("systems", "convene,janus", "mixers to measure: convene, janus (Debian's janus package, AudioBridge)")
 	codecs := fs.String("codecs", "g711,opus", "g711 (PCMU, 8 kHz rooms) and opus (48 kHz rooms)")
-	stepList := fs.String("steps", "10,25,50,75,100,150,200,300,400,500,600,800", "session counts (10 members, 6 speaking), in order; a series stops at the first that misses the bar")
+	g711Steps := fs.String("steps", "25,50,100,150,200,300,400,500,600,800", "G.711 session counts (10 members, 6 speaking), in order; a series stops at the first that misses the bar")
+	opusSteps := fs.String("opus-steps", "5,10,15,20,25,30,40,50,60,80", "Opus session counts, in order (Opus costs each server about 20 times G.711)")
 	warmup := fs.Duration("warmup", 3*time.Second, "warm-up of each step before its window")
 	window := fs.Duration("window", 20*time.Second, "measuring window of each step")
 	budget := fs.Duration("budget", 30*time.Minute, "time for the whole run, shared equally by the series (system × codec)")
@@ -45,14 +46,16 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	if bin == "" {
 		return 1
 	}
-	var steps []int
-	for _, f := range strings.Split(*stepList, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "convene-bench mixer: bad step %q\n", f)
-			return 2
+	steps := map[string][]int{}
+	for codec, list := range map[string]string{"g711": *g711Steps, "opus": *opusSteps} {
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(stderr, "convene-bench mixer: bad step %q\n", f)
+				return 2
+			}
+			steps[codec] = append(steps[codec], n)
 		}
-		steps = append(steps, n)
 	}
 	lock := lockBench("mixer", *wait, stderr)
 	if lock == nil {

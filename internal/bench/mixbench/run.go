@@ -20,10 +20,10 @@ const (
 
 // Config is one run.
 type Config struct {
-	Convene string   // the server binary
-	Systems []string // "convene", "janus"
-	Codecs  []string // "g711", "opus"
-	Steps   []int    // session counts, growing
+	Convene string           // the server binary
+	Systems []string         // "convene", "janus"
+	Codecs  []string         // "g711", "opus"
+	Steps   map[string][]int // session counts by codec, growing
 	Warmup  time.Duration
 	Window  time.Duration
 	Budget  time.Duration // for the whole run, shared equally by the series
@@ -144,7 +144,7 @@ func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Ti
 		}
 	}
 	var members []*Member
-	for _, n := range cfg.Steps {
+	for _, n := range cfg.Steps[c.Name] {
 		if time.Now().Add(cfg.Warmup + cfg.Window + 30*time.Second).After(end) {
 			s.Note = fmt.Sprintf("stopped before %d sessions: out of time budget", n)
 			break

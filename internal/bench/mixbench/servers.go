@@ -132,11 +132,14 @@ func (m *janusMixer) addSession(ctx context.Context, id int, ms []*Member) error
 		m.hs = append(m.hs, h)
 		m.mu.Unlock()
 		rtp := map[string]any{"ip": mb.Addr.Addr().String(), "port": mb.Addr.Port()}
+		join := map[string]any{"request": "join", "room": room, "display": "m" + strconv.Itoa(i), "codec": m.codec.JanusCodec, "rtp": rtp}
 		if m.codec.Spec.Name == "opus" {
-			rtp["payload_type"] = m.codec.Spec.PT
+			// Convene's Opus encoder settings (internal/codec): 32 kbit/s,
+			// complexity 5, in-band FEC for 5% loss.
+			rtp["payload_type"], rtp["fec"] = m.codec.Spec.PT, true
+			join["bitrate"], join["quality"], join["expected_loss"] = 32000, 5, 5
 		}
-		ev, err := h.Message(ctx, map[string]any{"request": "join", "room": room, "display": "m" + strconv.Itoa(i),
-			"codec": m.codec.JanusCodec, "rtp": rtp}, nil, "joined")
+		ev, err := h.Message(ctx, join, nil, "joined")
 		if err != nil {
 			return fmt.Errorf("join room %d: %w", room, err)
 		}
