@@ -34,6 +34,7 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	serveArgs := fs.String("serve-args", "", "more flags for `convene serve`, space-separated (e.g. \"-mixer-cores 1\")")
 	profile := fs.Bool("profile", false, "save a CPU profile of Convene over each step's window in -out")
 	pin := fs.Bool("pin", runtime.NumCPU() >= 2, "give each server CPU 0 to itself and run the members on the other CPUs")
+	nice := fs.Int("nice", -10, "niceness of both servers (negative needs root; 0 leaves it)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -72,7 +73,7 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	res, err := mixbench.Run(ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
 		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, Profile: *profile,
-		ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
+		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice})
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench mixer:", err)
 		return 1

@@ -37,6 +37,8 @@ type Options struct {
 	Tmp string // parent of its data directory
 	// Pin runs it on the benchmark's server CPU (proc.OnServerCPU).
 	Pin bool
+	// Nice is its niceness (proc.Nice); 0 leaves it alone.
+	Nice int
 	// Args are added to `convene serve`.
 	Args []string
 	// Env is added to its environment (CONVENE_…=…).
@@ -80,6 +82,7 @@ func Start(o Options) (*Node, error) {
 	if o.Pin {
 		proc.OnServerCPU(n.cmd)
 	}
+	proc.Nice(n.cmd, o.Nice)
 	n.cmd.Stdout, n.cmd.Stderr = n, n
 	if err := n.cmd.Start(); err != nil {
 		return nil, err

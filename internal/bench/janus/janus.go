@@ -45,6 +45,8 @@ type Options struct {
 	Veth bool
 	// Pin runs Janus on the benchmark's server CPU (proc.OnServerCPU).
 	Pin bool
+	// Nice is its niceness (proc.Nice); 0 leaves it alone.
+	Nice int
 }
 
 // Janus never gathers ICE candidates on an interface flagged LOOPBACK, so
@@ -155,6 +157,7 @@ admin: {
 	if o.Pin {
 		proc.OnServerCPU(j.cmd)
 	}
+	proc.Nice(j.cmd, o.Nice)
 	j.cmd.Stdout, j.cmd.Stderr = j, j
 	if err := j.cmd.Start(); err != nil {
 		return nil, err

@@ -89,6 +89,9 @@ func Format(res Result) string {
 		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the members (this benchmark's process) on the other CPUs. "+
 			"\"sessions per core\" is sessions / the server's CPU over the window: what a whole core would carry at that load, if it scales.\n\n", proc.ServerCPU)
 	}
+	if res.Nice != 0 {
+		fmt.Fprintf(&b, "Both servers ran at niceness %d, so that other work on a shared machine took less of their CPU (and neither more than the other for having more threads); on a quiet machine it changes nothing.\n\n", res.Nice)
+	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}

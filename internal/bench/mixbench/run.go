@@ -37,6 +37,8 @@ type Config struct {
 	ServeArgs []string
 	// Pin gives the server CPU 0 to itself and runs the load on the others.
 	Pin bool
+	// Nice is the servers' niceness (both alike; see proc.Nice).
+	Nice int
 }
 
 // Point is one step: Sessions sessions of 10 members.
@@ -80,6 +82,7 @@ type Result struct {
 	Warmup string    `json:"warmup"`
 	Window string    `json:"window"`
 	Pinned bool      `json:"pinned"`
+	Nice   int       `json:"nice,omitempty"`
 	Series []Series  `json:"series"`
 	Notes  []string  `json:"notes,omitempty"`
 }
@@ -89,7 +92,7 @@ var memberBase = netip.MustParseAddr("127.88.0.1")
 
 // Run measures every codec with every system.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Warmup: cfg.Warmup.String(), Window: cfg.Window.String()}
+	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Warmup: cfg.Warmup.String(), Window: cfg.Window.String(), Nice: cfg.Nice}
 	if cfg.Pin {
 		if err := proc.PinSelf(); err != nil {
 			return res, err
@@ -149,17 +152,17 @@ func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Ti
 			s.Note = fmt.Sprintf("stopped before %d sessions: out of time budget", n)
 			break
 		}
-		for id := len(members) / MembersPerSession; id < n; id++ {
-			var ms []*Member
+		t0, from := time.Now(), len(members)/MembersPerSession
+		for id := from; id < n; id++ {
 			for k := range MembersPerSession {
 				i := id*MembersPerSession + k
-				ms = append(ms, load.NewMember(i, id, k < SpeakersPerSession, voices[k%SpeakersPerSession], c.Spec.PT))
+				members = append(members, load.NewMember(i, id, k < SpeakersPerSession, voices[k%SpeakersPerSession], c.Spec.PT))
 			}
-			if err := srv.addSession(ctx, id, ms); err != nil {
-				return s, fmt.Errorf("session %d: %w", id, err)
-			}
-			members = append(members, ms...)
 		}
+		if err := addSessions(ctx, srv, members, from, n); err != nil {
+			return s, err
+		}
+		fmt.Fprintf(cfg.Log, "  %s/%s: %d sessions set up in %v\n", sys, c.Name, n-from, time.Since(t0).Round(time.Millisecond))
 		p := step(ctx, cfg, srv, load, members, c, n)
 		if !p.OK && time.Now().Add(cfg.Warmup+cfg.Window+30*time.Second).Before(end) {
 			// Once more, for every system alike: a transient (another
@@ -178,6 +181,38 @@ func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Ti
 	}
 	return s, nil
 }
+
+// addSessions sets up sessions from..to-1 on the server, a few at a time.
+func addSessions(ctx context.Context, srv server, members []*Member, from, to int) error {
+	ids := make(chan int)
+	errs := make(chan error, setupWorkers)
+	for range setupWorkers {
+		go func() {
+			var err error
+			for id := range ids {
+				if err == nil {
+					if err = srv.addSession(ctx, id, members[id*MembersPerSession:(id+1)*MembersPerSession]); err != nil {
+						err = fmt.Errorf("session %d: %w", id, err)
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for id := from; id < to; id++ {
+		ids <- id
+	}
+	close(ids)
+	var first error
+	for range setupWorkers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+const setupWorkers = 4
 
 func logPoint(w io.Writer, s Series, p Point) {
 	q := p.Quality

@@ -36,7 +36,7 @@ func startConveneMixer(cfg Config, c Codec) (*conveneMixer, error) {
 	// mixer.max is a count of mixers (200 by default): raised, so that the
 	// node's measured load (mixer.cores) and the frames on time decide.
 	args := append([]string{"-mixer-max", "100000"}, cfg.ServeArgs...)
-	n, err := convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Pin: cfg.Pin, Args: args})
+	n, err := convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Pin: cfg.Pin, Nice: cfg.Nice, Args: args})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ const audioBridgeConfig = `general: {
 
 func startJanusMixer(ctx context.Context, cfg Config, c Codec) (*janusMixer, error) {
 	j, err := janus.Start(janus.Options{Dir: filepath.Join(cfg.Tmp, "janus-"+c.Name), Plugin: "audiobridge",
-		PluginConfig: audioBridgeConfig, Pin: cfg.Pin})
+		PluginConfig: audioBridgeConfig, Pin: cfg.Pin, Nice: cfg.Nice})
 	if err != nil {
 		return nil, err
 	}
