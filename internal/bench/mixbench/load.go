@@ -207,12 +207,12 @@ func (l *Load) Run(ctx context.Context, ms []*Member, rate int, warmup, window t
 	w0, w1 := start+int64(warmup), start+int64(warmup+window)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	var stray [16]uint64
+	stray := make([]uint64, len(l.fds)) // one per reader
 	for s, fd := range l.fds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stray[s%16] += l.read(s, fd, rs, rate, w0, w1, stop)
+			stray[s] = l.read(s, fd, rs, rate, w0, w1, stop)
 		}()
 	}
 	c := l.send(ctx, ms, rate, time.Duration(w1-start)+Frame)

@@ -47,8 +47,8 @@ func Format(res Result) string {
 			continue
 		}
 		fmt.Fprintf(&b, "## %s\n\n", codecTitle[codec])
-		b.WriteString("| system | sessions | frames received | late | starved | jitter mean / max ms | latest ms | server CPU (cores) | CPU ms/s per session | sessions per core | machine busy / steal | mixer's missed ticks | pass |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("| system | sessions | frames received | late | starved | jitter mean / max ms | latest ms | server CPU (cores) | CPU ms/s per session | sessions per core | machine busy / steal | others' CPU (cores) | mixer's missed ticks | pass |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range ss {
 			for _, p := range s.Points {
 				n := strconv.Itoa(p.Sessions)
@@ -60,9 +60,9 @@ func Format(res Result) string {
 				if p.MissedTicks >= 0 {
 					missed = fmt.Sprintf("%.0f", p.MissedTicks)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %.2f%% | %.2f%% | %d | %.2f / %.2f | %.0f | %.3f | %.2f | %.0f | %.0f%% / %.0f%% | %s | %s |\n",
+				fmt.Fprintf(&b, "| %s | %s | %.2f%% | %.2f%% | %d | %.2f / %.2f | %.0f | %.3f | %.2f | %.0f | %.0f%% / %.0f%% | %.2f | %s | %s |\n",
 					s.System, n, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
-					p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, missed, yes(p.OK))
+					p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, p.Others, missed, yes(p.OK))
 			}
 		}
 		b.WriteString("\n")
@@ -84,6 +84,7 @@ func Format(res Result) string {
 		}
 		b.WriteString("\n")
 	}
+	fmt.Fprintf(&b, "\"others' CPU\" is what neither the server nor the load used over the window (other work on a shared machine); a step that misses the bar is measured again once, and twice more while others took over %.1f of a core.\n\n", othersMax)
 	b.WriteString("\"mixer's missed ticks\" is Convene's convene_mixer_missed_ticks_total over the window (frames its mixers' tickers dropped, counted once a mixer is five or more behind); Janus does not say.\n\n")
 	if res.Pinned {
 		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the members (this benchmark's process) on the other CPUs. "+

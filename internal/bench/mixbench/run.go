@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -55,8 +56,11 @@ type Point struct {
 	// MachineBusy and Steal are the machine's shares over the window.
 	MachineBusy float64 `json:"machine_busy_pct"`
 	Steal       float64 `json:"steal_pct"`
-	OK          bool    `json:"ok"`
-	Retry       bool    `json:"retry,omitempty"`
+	// Others is the CPU, in cores, that neither the server nor the load
+	// used over the window: other work on a shared machine.
+	Others float64 `json:"others_cores"`
+	OK     bool    `json:"ok"`
+	Retry  bool    `json:"retry,omitempty"`
 	// MissedTicks are the frames Convene's mixers said they could not
 	// produce in time over the window (convene_mixer_missed_ticks_total);
 	// -1 for a server that does not say.
@@ -164,11 +168,14 @@ func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Ti
 		}
 		fmt.Fprintf(cfg.Log, "  %s/%s: %d sessions set up in %v\n", sys, c.Name, n-from, time.Since(t0).Round(time.Millisecond))
 		p := step(ctx, cfg, srv, load, members, c, n)
-		if !p.OK && time.Now().Add(cfg.Warmup+cfg.Window+30*time.Second).Before(end) {
-			// Once more, for every system alike: a transient (another
-			// process's burst on a shared machine) is not the limit.
+		// Once more, for every system alike, when a step misses the bar:
+		// a transient is not the limit; and up to twice more while other
+		// processes on a shared machine took more than othersMax of a core.
+		for try := 1; !p.OK && (try == 1 || (try < 4 && p.Others > othersMax)) &&
+			time.Now().Add(cfg.Warmup+cfg.Window+30*time.Second).Before(end); try++ {
 			s.Points = append(s.Points, p)
 			logPoint(cfg.Log, s, p)
+			time.Sleep(time.Second)
 			p = step(ctx, cfg, srv, load, members, c, n)
 			p.Retry = true
 		}
@@ -214,20 +221,24 @@ func addSessions(ctx context.Context, srv server, members []*Member, from, to in
 
 const setupWorkers = 4
 
+// othersMax is how much CPU other processes may take, in cores, before a
+// step that missed the bar is measured again.
+const othersMax = 0.3
+
 func logPoint(w io.Writer, s Series, p Point) {
 	q := p.Quality
-	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core machine %.0f%% steal %.0f%% missed-ticks=%.0f ok=%v\n",
+	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core machine %.0f%% others %.2f cores steal %.0f%% missed-ticks=%.0f ok=%v\n",
 		s.System, s.Codec, p.Sessions, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
-		p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, p.MissedTicks, p.OK)
+		p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Others, p.Steal, p.MissedTicks, p.OK)
 }
 
 // step plays the members once and measures the server over the window.
 func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member, c Codec, n int) Point {
 	p := Point{Sessions: n}
 	type sample struct {
-		cpu float64
-		m   proc.CPU
-		at  time.Time
+		cpu, self float64
+		m         proc.CPU
+		at        time.Time
 	}
 	var a, b sample
 	cm, isConvene := srv.(*conveneMixer)
@@ -245,6 +256,7 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 			missed0 = cm.missedTicks()
 		}
 		_, a.cpu, _ = proc.Process(srv.pid())
+		_, a.self, _ = proc.Process(os.Getpid())
 		a.m, _ = proc.ReadCPU()
 		a.at = time.Now()
 		if isConvene && cfg.Profile && cfg.Out != "" {
@@ -257,6 +269,7 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 			return
 		}
 		_, b.cpu, _ = proc.Process(srv.pid())
+		_, b.self, _ = proc.Process(os.Getpid())
 		b.m, _ = proc.ReadCPU()
 		b.at = time.Now()
 		if isConvene && missed0 >= 0 {
@@ -272,6 +285,7 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 	if el := b.at.Sub(a.at).Seconds(); el > 0 && !a.at.IsZero() {
 		p.CPU = (b.cpu - a.cpu) / el
 		p.MachineBusy, p.Steal = b.m.Since(a.m)
+		p.Others = max(0, p.MachineBusy/100*float64(runtime.NumCPU())-p.CPU-(b.self-a.self)/el)
 	}
 	if p.CPU > 0 {
 		p.CPUPerSession = p.CPU * 1000 / float64(n)
