@@ -31,7 +31,7 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 3*time.Second, "warm-up of each step before its window")
 	window := fs.Duration("window", 20*time.Second, "measuring window of each step")
 	budget := fs.Duration("budget", 30*time.Minute, "time for the whole run, shared equally by the series (system × codec)")
-	serveArgs := fs.String("serve-args", "", "more flags for `convene serve`, space-separated (e.g. \"-mixer-cores 1\")")
+	serveArgs := fs.String("serve-args", "", "more flags for `convene serve`, space-separated (e.g. \"-mixer-cores 0.8\" to measure with the node's default admission)")
 	profile := fs.Bool("profile", false, "save a CPU profile of Convene over each step's window in -out")
 	pin := fs.Bool("pin", runtime.NumCPU() >= 2, "give each server CPU 0 to itself and run the members on the other CPUs")
 	nice := fs.Int("nice", -10, "niceness of both servers (negative needs root; 0 leaves it)")

@@ -33,14 +33,21 @@ type conveneMixer struct {
 }
 
 func startConveneMixer(cfg Config, c Codec) (*conveneMixer, error) {
-	// mixer.max is a count of mixers (200 by default): raised, so that the
-	// node's measured load (mixer.cores) and the frames on time decide.
-	args := append([]string{"-mixer-max", "100000"}, cfg.ServeArgs...)
-	n, err := convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Pin: cfg.Pin, Nice: cfg.Nice, Args: args})
+	n, err := convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Pin: cfg.Pin, Nice: cfg.Nice, Args: conveneArgs(cfg)})
 	if err != nil {
 		return nil, err
 	}
 	return &conveneMixer{n: n, codec: c}, nil
+}
+
+// conveneArgs are the flags the benchmark adds to `convene serve`: the
+// admission limits are lifted (mixer.max, a count of mixers, 200 by
+// default; mixer.cores, the mixers' measured load, 0.8 of the node's CPUs),
+// so that the frames on time decide how many sessions a core mixes, as
+// they do for AudioBridge, which has no such limit. ServeArgs come after
+// and may set them again.
+func conveneArgs(cfg Config) []string {
+	return append([]string{"-mixer-max", "100000", "-mixer-cores", "64"}, cfg.ServeArgs...)
 }
 
 func (c *conveneMixer) pid() int        { return c.n.PID() }
