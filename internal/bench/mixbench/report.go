@@ -47,8 +47,8 @@ func Format(res Result) string {
 			continue
 		}
 		fmt.Fprintf(&b, "## %s\n\n", codecTitle[codec])
-		b.WriteString("| system | sessions | frames received | late | starved | jitter mean / max ms | latest ms | server CPU (cores) | CPU ms/s per session | sessions per core | machine busy / steal | others' CPU (cores) | mixer's missed ticks | pass |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("| system | sessions | frames received | late | starved | jitter mean / max ms | latest ms | server CPU (cores) | CPU ms/s per session | sessions per core | load's CPU (cores) | machine busy / steal | others' CPU (cores) | mixer's missed ticks | pass |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range ss {
 			for _, p := range s.Points {
 				n := strconv.Itoa(p.Sessions)
@@ -60,9 +60,9 @@ func Format(res Result) string {
 				if p.MissedTicks >= 0 {
 					missed = fmt.Sprintf("%.0f", p.MissedTicks)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %.2f%% | %.2f%% | %d | %.2f / %.2f | %.0f | %.3f | %.2f | %.0f | %.0f%% / %.0f%% | %.2f | %s | %s |\n",
+				fmt.Fprintf(&b, "| %s | %s | %.2f%% | %.2f%% | %d | %.2f / %.2f | %.0f | %.3f | %.2f | %.0f | %.2f | %.0f%% / %.0f%% | %.2f | %s | %s |\n",
 					s.System, n, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
-					p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Steal, p.Others, missed, yes(p.OK))
+					p.CPU, p.CPUPerSession, p.PerCore, p.LoadCPU, p.MachineBusy, p.Steal, p.Others, missed, yes(p.OK))
 			}
 		}
 		b.WriteString("\n")

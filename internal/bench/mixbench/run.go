@@ -57,6 +57,8 @@ type Point struct {
 	// MachineBusy and Steal are the machine's shares over the window.
 	MachineBusy float64 `json:"machine_busy_pct"`
 	Steal       float64 `json:"steal_pct"`
+	// LoadCPU is the benchmark process's CPU (the members), in cores.
+	LoadCPU float64 `json:"load_cpu_cores"`
 	// Others is the CPU, in cores, that neither the server nor the load
 	// used over the window: other work on a shared machine.
 	Others float64 `json:"others_cores"`
@@ -231,9 +233,9 @@ const othersMax = 0.3
 
 func logPoint(w io.Writer, s Series, p Point) {
 	q := p.Quality
-	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core machine %.0f%% others %.2f cores steal %.0f%% missed-ticks=%.0f ok=%v\n",
+	fmt.Fprintf(w, "  %s/%s sessions=%d received=%.3f%% late=%.3f%% starved=%d jitter=%.2f/%.2fms late-max=%.1fms cpu=%.3f cores %.2f ms/s per session %.0f sessions/core load %.2f cores machine %.0f%% others %.2f cores steal %.0f%% missed-ticks=%.0f ok=%v\n",
 		s.System, s.Codec, p.Sessions, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
-		p.CPU, p.CPUPerSession, p.PerCore, p.MachineBusy, p.Others, p.Steal, p.MissedTicks, p.OK)
+		p.CPU, p.CPUPerSession, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.Steal, p.MissedTicks, p.OK)
 }
 
 // step plays the members once and measures the server over the window.
@@ -289,7 +291,8 @@ func step(ctx context.Context, cfg Config, srv server, load *Load, ms []*Member,
 	if el := b.at.Sub(a.at).Seconds(); el > 0 && !a.at.IsZero() {
 		p.CPU = (b.cpu - a.cpu) / el
 		p.MachineBusy, p.Steal = b.m.Since(a.m)
-		p.Others = max(0, p.MachineBusy/100*float64(runtime.NumCPU())-p.CPU-(b.self-a.self)/el)
+		p.LoadCPU = (b.self - a.self) / el
+		p.Others = max(0, p.MachineBusy/100*float64(runtime.NumCPU())-p.CPU-p.LoadCPU)
 	}
 	if p.CPU > 0 {
 		p.CPUPerSession = p.CPU * 1000 / float64(n)
