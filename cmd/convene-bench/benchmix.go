@@ -35,6 +35,7 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	profile := fs.Bool("profile", false, "save a CPU profile of Convene over each step's window in -out")
 	pin := fs.Bool("pin", runtime.NumCPU() >= 2, "give each server CPU 0 to itself and run the members on the other CPUs")
 	nice := fs.Int("nice", -10, "niceness of both servers (negative needs root; 0 leaves it)")
+	note := fs.String("note", "", "a note for the report (the machine's state, say)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -73,7 +74,7 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	res, err := mixbench.Run(ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
 		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, Profile: *profile,
-		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice})
+		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice, Notes: nonEmpty(*note)})
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench mixer:", err)
 		return 1
@@ -86,4 +87,11 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, mixbench.Format(res))
 	fmt.Fprintln(stdout, "report:", path)
 	return 0
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

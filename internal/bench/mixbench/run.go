@@ -41,6 +41,8 @@ type Config struct {
 	Pin bool
 	// Nice is the servers' niceness (both alike; see proc.Nice).
 	Nice int
+	// Notes are added to the report (the machine's state, say).
+	Notes []string
 }
 
 // Point is one step: Sessions sessions of 10 members.
@@ -109,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Notes = append(res.Notes, fmt.Sprintf("`convene serve` ran with `%s`: the admission limits lifted (mixer.max, a count of mixers, 200 by default; mixer.cores, the mixers' measured load, 0.8 of the node's CPUs by default), so that frames on time decide, as for AudioBridge, which has no such limit",
 		strings.Join(conveneArgs(cfg), " ")),
 		"AudioBridge: rooms at 8000 Hz (G.711) or 48000 Hz (Opus), plain RTP participants with codec pcmu or opus; Opus participants with Convene's encoder settings (32 kbit/s, complexity 5, in-band FEC for 5% loss)")
+	res.Notes = append(res.Notes, cfg.Notes...)
 	share := cfg.Budget / time.Duration(max(1, len(cfg.Codecs)*len(cfg.Systems)))
 	for _, name := range cfg.Codecs {
 		c, ok := Codecs[name]
