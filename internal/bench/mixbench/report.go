@@ -85,7 +85,7 @@ func Format(res Result) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\"others' CPU\" is what neither the server nor the load used over the window (other work on a shared machine); a step that misses the bar is measured again once, and twice more while others took over %.1f of a core.\n\n", othersMax)
-	b.WriteString("\"mixer's missed ticks\" is Convene's convene_mixer_missed_ticks_total over the window (frames its mixers' tickers dropped, counted once a mixer is five or more behind); Janus does not say.\n\n")
+	b.WriteString("\"mixer's missed ticks\" is Convene's convene_mixer_missed_ticks_total over the window (frames its mixers skipped: a mixer woken late makes the frames it owes, up to five at once, and skips the rest); Janus does not say.\n\n")
 	if res.Pinned {
 		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the members (this benchmark's process) on the other CPUs. "+
 			"\"sessions per core\" is sessions / the server's CPU over the window: what a whole core would carry at that load, if it scales.\n\n", proc.ServerCPU)
