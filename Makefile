@@ -53,6 +53,7 @@ bench: test-deps build-bench microbench
 	./$(BENCH) sip -out bench/results
 	./$(BENCH) relay -out bench/results
 	./$(BENCH) webrtc -out bench/results
+	./$(BENCH) mixer -out bench/results
 	cd web && node bench/jointime.mjs ../bench/results
 
 bench-quick: test-deps build-bench

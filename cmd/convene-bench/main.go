@@ -8,6 +8,7 @@
 //	convene-bench relay [flags]   RTP relay beside rtpengine and the machine probe
 //	convene-bench load [flags]    drive a running node with the seed's streams
 //	convene-bench webrtc [flags]  WebRTC subscribers beside Janus VideoRoom
+//	convene-bench mixer [flags]   audio mixing beside Janus AudioBridge
 //
 // The benchmarks run the server as child processes (`convene serve`,
 // `convene relay`): the binary given by -convene, by default the `convene`
@@ -39,6 +40,7 @@ commands:
   relay     the RTP relay beside rtpengine and the machine probe (make bench)
   load      drive a running node with the seed's audio/video streams and measure
   webrtc    WebRTC subscribers of one publisher beside Janus VideoRoom (make bench)
+  mixer     audio mixing sessions of 10 members beside Janus AudioBridge (make bench)
   version   print the version
 
 The benchmarks start the server binary given by -convene (default: the
@@ -64,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return loadCmd(args[1:], stdout, stderr)
 	case "webrtc":
 		return benchRTCCmd(args[1:], stdout, stderr)
+	case "mixer":
+		return benchMixCmd(args[1:], stdout, stderr)
 	case "rtc-load":
 		return rtcLoadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":

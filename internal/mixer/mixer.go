@@ -212,29 +212,67 @@ func (m *Mixer) run() {
 	}()
 	t := time.NewTicker(frame)
 	defer t.Stop()
-	next := time.Now().Add(frame)
+	next := time.Now().Add(frame) // when the next frame is due
 	for {
 		select {
-		case now := <-t.C:
-			start := time.Now()
-			if m.crash.Load() {
-				panic("mixer: crash injected")
-			}
-			m.tick(now)
-			took := time.Since(start)
-			m.o.Metrics.tick(time.Since(next), took)
-			m.beats.Add(1)
-			load := 0.95*m.Load() + 0.05*took.Seconds()/frame.Seconds()
-			m.load.Store(math.Float64bits(load))
-			next = next.Add(frame)
-			if d := time.Since(next); d > 5*frame { // the ticker dropped ticks: count from now
-				m.o.Metrics.lateTicks.Add(float64(d / frame))
-				next = time.Now().Add(frame)
+		case <-t.C:
+			// One tick per frame due, however late the ticker woke this
+			// goroutine (the ticker drops what it could not deliver): a
+			// frame left out would be a hole in every output and, since
+			// the timestamps count ticks, would shift every later frame
+			// 20 ms behind its place. Frames due up to half a frame from
+			// now are made now; a buffered wake-up ahead of time makes none.
+			for made := 0; ; made++ {
+				tick, skip := owed(time.Now(), next, made)
+				if skip > 0 {
+					m.o.Metrics.lateTicks.Add(float64(skip))
+					m.skip(uint32(skip))
+					next = next.Add(time.Duration(skip) * frame)
+				}
+				if !tick {
+					break
+				}
+				if m.crash.Load() {
+					panic("mixer: crash injected")
+				}
+				start := time.Now()
+				m.tick(start)
+				took := time.Since(start)
+				m.o.Metrics.tick(time.Since(next), took)
+				m.beats.Add(1)
+				load := 0.95*m.Load() + 0.05*took.Seconds()/frame.Seconds()
+				m.load.Store(math.Float64bits(load))
+				next = next.Add(frame)
 			}
 		case <-m.stop:
 			return
 		}
 	}
+}
+
+// maxCatchUp is how many late frames a mixer makes at once before it skips
+// the rest (100 ms: what a jitter buffer at the far end can absorb).
+const maxCatchUp = 5
+
+// owed says what a mixer does at now when its next frame is due at next
+// and it has made made frames since it woke: make a frame when it is due
+// (or due within half a frame), or wait; once it has made maxCatchUp and
+// is still behind, skip the frames due so far instead of making them.
+func owed(now, next time.Time, made int) (tick bool, skip int) {
+	if now.Before(next.Add(-frame / 2)) {
+		return false, 0
+	}
+	if made < maxCatchUp {
+		return true, 0
+	}
+	return false, int(now.Sub(next)/frame) + 1
+}
+
+// skip leaves n frames out of every output, advancing the timestamps.
+func (m *Mixer) skip(n uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ticks += n
 }
 
 // tick mixes one 20 ms frame and sends it to every output.

@@ -150,15 +150,15 @@ func (u *UDPListeners) run(sock, fd int) {
 		now := u.clock.Now()
 		for i := 0; i < int(r); i++ {
 			size := int(msgs[i].n)
-			st := parseControl(oob[i][:msgs[i].hdr.Controllen])
+			st := ParseControl(oob[i][:msgs[i].hdr.Controllen])
 			l := u.listener(sock, st)
 			if l == nil {
 				u.stray.Add(1)
 				continue
 			}
 			at := now
-			if st.stamped {
-				at = st.stamp - u.clock.epoch
+			if st.Stamped {
+				at = st.Stamp - u.clock.epoch
 			} else {
 				l.Unstamped++
 			}
@@ -173,12 +173,12 @@ func (u *UDPListeners) run(sock, fd int) {
 
 // listener returns the listener a datagram on socket sock was addressed to,
 // or nil when it was for no listener of that socket.
-func (u *UDPListeners) listener(sock int, c control) *Listener {
-	if !c.hasDst {
+func (u *UDPListeners) listener(sock int, c Control) *Listener {
+	if !c.HasDst {
 		return nil
 	}
-	i := c.dst - u.base
-	if c.dst < u.base || int(i) >= len(u.listeners) || int(i)%len(u.fds) != sock {
+	i := c.Dst - u.base
+	if c.Dst < u.base || int(i) >= len(u.listeners) || int(i)%len(u.fds) != sock {
 		return nil
 	}
 	return u.listeners[i]
@@ -187,17 +187,17 @@ func (u *UDPListeners) listener(sock int, c control) *Listener {
 // pollInterval is how long an idle reader sleeps between polls.
 const pollInterval = 500 * time.Microsecond
 
-// control is what the control messages of one datagram say.
-type control struct {
-	stamp   int64 // SCM_TIMESTAMPNS (CLOCK_REALTIME) as Unix nanoseconds
-	stamped bool
-	dst     uint32 // IP_PKTINFO's ipi_addr: the header's destination
-	hasDst  bool
+// Control is what the control messages of one datagram say.
+type Control struct {
+	Stamp   int64 // SCM_TIMESTAMPNS (CLOCK_REALTIME) as Unix nanoseconds
+	Stamped bool
+	Dst     uint32 // IP_PKTINFO's ipi_addr: the header's destination
+	HasDst  bool
 }
 
-// parseControl walks the control messages of one datagram.
-func parseControl(oob []byte) control {
-	var c control
+// ParseControl walks the control messages of one datagram.
+func ParseControl(oob []byte) Control {
+	var c Control
 	for len(oob) >= unix.SizeofCmsghdr {
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 		if h.Len < unix.SizeofCmsghdr || int(h.Len) > len(oob) {
@@ -207,11 +207,11 @@ func parseControl(oob []byte) control {
 		switch {
 		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= 16:
 			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
-			c.stamp, c.stamped = ts.Nano(), true
+			c.Stamp, c.Stamped = ts.Nano(), true
 		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
 			pi := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
 			a := pi.Addr
-			c.dst, c.hasDst = uint32(a[0])<<24|uint32(a[1])<<16|uint32(a[2])<<8|uint32(a[3]), true
+			c.Dst, c.HasDst = uint32(a[0])<<24|uint32(a[1])<<16|uint32(a[2])<<8|uint32(a[3]), true
 		}
 		oob = oob[min(len(oob), unix.CmsgSpace(int(h.Len)-unix.CmsgLen(0))):]
 	}

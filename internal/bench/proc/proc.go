@@ -2,7 +2,8 @@
 // machine: it stops the child processes they start (nodes, peers) by their
 // PID, politely first, then for certain, and reads CPU times from /proc
 // (the machine's busy and stolen share, a process's or a process tree's
-// CPU seconds).
+// CPU seconds); it pins a measured server to a CPU of its own and the
+// benchmark off it.
 package proc
 
 import (

@@ -18,8 +18,8 @@ type delayer interface {
 const delayMetric = "convene_webrtc_forward_delay_seconds_bucket"
 
 func (n *conveneNode) delayBuckets() map[float64]float64 {
-	req, _ := http.NewRequest("GET", n.url+"/metrics", nil)
-	req.Header.Set("X-API-Key", n.key)
+	req, _ := http.NewRequest("GET", n.URL+"/metrics", nil)
+	req.Header.Set("X-API-Key", n.Key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil

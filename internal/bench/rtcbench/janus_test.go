@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/bench/janus"
 	"github.com/convene/convene/internal/rtctest"
 )
 
@@ -18,12 +19,12 @@ func TestJanusRoom(t *testing.T) {
 	if _, err := exec.LookPath("janus"); err != nil {
 		t.Skip("janus is not installed (make bench installs it)")
 	}
-	j, err := StartJanus(t.TempDir(), false)
+	j, err := startJanus(t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Stop()
-	pub, offer, err := rtctest.NewPublisher(rtctest.Options{Audio: true, Video: true, Simulcast: true, Interface: janusIf})
+	pub, offer, err := rtctest.NewPublisher(rtctest.Options{Audio: true, Video: true, Simulcast: true, Interface: janus.Interface})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestJanusRoom(t *testing.T) {
 	defer cancel()
 	feed, closeJ, err := JanusPublish(ctx, j.URL, pub, offer)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, j.log.String())
+		t.Fatalf("%v\n%s", err, j.Log())
 	}
 	defer closeJ()
 	go pub.Media(ctx)
@@ -43,6 +44,6 @@ func TestJanusRoom(t *testing.T) {
 	var res LoadResult
 	json.Unmarshal(out.Bytes(), &res)
 	if res.Joined != 2 || res.Received == 0 || res.Error != "" {
-		t.Fatalf("through Janus: %+v\n%s", res, j.log.String())
+		t.Fatalf("through Janus: %+v\n%s", res, j.Log())
 	}
 }

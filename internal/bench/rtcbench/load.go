@@ -14,6 +14,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
+	"github.com/convene/convene/internal/bench/janus"
 	"github.com/convene/convene/internal/rtctest"
 )
 
@@ -71,13 +72,13 @@ type subscriber struct {
 // receive, measures for cfg.Window and writes the result as JSON to out.
 func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer) error {
 	subs := make([]*subscriber, cfg.N)
-	var js *janusSession
+	var js *janus.Session
 	if cfg.System == "janus" {
 		var err error
-		if js, err = newJanusSession(ctx, cfg.URL); err != nil {
+		if js, err = janus.NewSession(ctx, cfg.URL); err != nil {
 			return err
 		}
-		defer js.close()
+		defer js.Close()
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -258,25 +259,25 @@ func histPct(h []uint64, p float64) float64 {
 }
 
 // janusSubscribe joins the VideoRoom as a subscriber of feed.
-func janusSubscribe(ctx context.Context, js *janusSession, feed int64, s *subscriber) error {
-	h, err := js.attach(ctx)
+func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subscriber) error {
+	h, err := js.Attach(ctx, "janus.plugin.videoroom")
 	if err != nil {
 		return err
 	}
-	ev, err := h.message(ctx, map[string]any{"request": "join", "ptype": "subscriber", "room": JanusRoom,
+	ev, err := h.Message(ctx, map[string]any{"request": "join", "ptype": "subscriber", "room": Room,
 		"streams": []map[string]any{{"feed": feed}}}, nil, "attached")
 	if err != nil {
 		return err
 	}
-	if s.c, err = rtctest.NewViewer(rtctest.Options{Interface: janusIf}); err != nil {
+	if s.c, err = rtctest.NewViewer(rtctest.Options{Interface: janus.Interface}); err != nil {
 		return err
 	}
 	s.close = s.c.Close
-	ans, err := s.c.AnswerOffer(jsepSDP(ev))
+	ans, err := s.c.AnswerOffer(janus.SDP(ev))
 	if err != nil {
 		return err
 	}
-	if _, err = h.message(ctx, map[string]any{"request": "start"}, map[string]any{"type": "answer", "sdp": ans}, "event"); err != nil {
+	if _, err = h.Message(ctx, map[string]any{"request": "start"}, map[string]any{"type": "answer", "sdp": ans}, "event"); err != nil {
 		return err
 	}
 	// Equal quality: the highest simulcast layer, as Convene's subscribers
@@ -284,8 +285,8 @@ func janusSubscribe(ctx context.Context, js *janusSession, feed int64, s *subscr
 	// layer, and numbers rid layers in the reverse of the SDP's l;m;h
 	// order: its substream 0 is our "h" (checked by the packet rate each
 	// subscriber gets, the same as Convene's).
-	if mid := videoMid(jsepSDP(ev)); mid != "" {
-		_, err = h.message(ctx, map[string]any{"request": "configure", "streams": []map[string]any{{"mid": mid, "substream": 0, "temporal": 2}}}, nil, "")
+	if mid := videoMid(janus.SDP(ev)); mid != "" {
+		_, err = h.Message(ctx, map[string]any{"request": "configure", "streams": []map[string]any{{"mid": mid, "substream": 0, "temporal": 2}}}, nil, "")
 	}
 	return err
 }
@@ -307,26 +308,26 @@ func videoMid(sdp string) string {
 
 // JanusPublish joins the VideoRoom as the publisher and returns its feed.
 func JanusPublish(ctx context.Context, url string, pub *rtctest.Client, offer string) (int64, func(), error) {
-	js, err := newJanusSession(ctx, url)
+	js, err := janus.NewSession(ctx, url)
 	if err != nil {
 		return 0, nil, err
 	}
-	h, err := js.attach(ctx)
+	h, err := js.Attach(ctx, "janus.plugin.videoroom")
 	if err != nil {
-		js.close()
+		js.Close()
 		return 0, nil, err
 	}
-	ev, err := h.message(ctx, map[string]any{"request": "joinandconfigure", "ptype": "publisher", "room": JanusRoom, "display": "pub",
+	ev, err := h.Message(ctx, map[string]any{"request": "joinandconfigure", "ptype": "publisher", "room": Room, "display": "pub",
 		"audio": true, "video": true}, map[string]any{"type": "offer", "sdp": offer}, "joined")
 	if err != nil {
-		js.close()
+		js.Close()
 		return 0, nil, err
 	}
 	if os.Getenv("JANUS_DEBUG") != "" {
-		fmt.Fprintln(os.Stderr, jsepSDP(ev))
+		fmt.Fprintln(os.Stderr, janus.SDP(ev))
 	}
-	if err := pub.SetAnswer(jsepSDP(ev)); err != nil {
-		js.close()
+	if err := pub.SetAnswer(janus.SDP(ev)); err != nil {
+		js.Close()
 		return 0, nil, err
 	}
 	pd := ev["plugindata"].(map[string]any)["data"].(map[string]any)
@@ -335,11 +336,11 @@ func JanusPublish(ctx context.Context, url string, pub *rtctest.Client, offer st
 	for pub.Pub.ConnectionState() != webrtc.PeerConnectionStateConnected {
 		select {
 		case <-ctx.Done():
-			js.close()
+			js.Close()
 			return 0, nil, fmt.Errorf("the publisher's connection to janus: %s", pub.Pub.ConnectionState())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	return int64(id), js.close, nil
+	return int64(id), js.Close, nil
 }

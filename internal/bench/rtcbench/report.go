@@ -3,6 +3,7 @@ package rtcbench
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/convene/convene/internal/bench/proc"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,7 +74,7 @@ func Format(res Result) string {
 	}
 	b.WriteString("\"node's own delay\" is Convene's convene_webrtc_forward_delay_seconds over the window (a packet queued for a subscriber until sent), as the upper bound of its histogram bucket: latency beyond it is spent outside the node (the kernel, the load process).\n\n")
 	if res.Pinned {
-		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the load process and the publisher on the other CPUs, so a server's count is what one core of its own serves, not what the load process leaves it. \"server CPU\" above 1 core cannot happen; \"machine busy\" covers both.\n\n", serverCPU)
+		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the load process and the publisher on the other CPUs, so a server's count is what one core of its own serves, not what the load process leaves it. \"server CPU\" above 1 core cannot happen; \"machine busy\" covers both.\n\n", proc.ServerCPU)
 	} else {
 		b.WriteString("The subscribers' load process shares the machine with the server: where the machine is near 100% busy, latency and loss are the load process's as much as the server's.\n\n")
 	}

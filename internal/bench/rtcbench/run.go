@@ -7,16 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/convene/convene/internal/bench/convene"
+	"github.com/convene/convene/internal/bench/janus"
 	"github.com/convene/convene/internal/bench/proc"
 	"github.com/convene/convene/internal/rtctest"
 )
@@ -98,7 +96,7 @@ const (
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Window: cfg.Window.String()}
 	if cfg.Pin {
-		if err := pinSelf(); err != nil {
+		if err := proc.PinSelf(); err != nil {
 			return res, err
 		}
 		res.Pinned = true
@@ -166,7 +164,7 @@ func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.T
 		}
 		srv = n
 		cleanup = append(cleanup, n.stop)
-		s.Version = n.version
+		s.Version = n.Version
 		sid, err := n.session()
 		if err != nil {
 			return s, err
@@ -177,7 +175,7 @@ func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.T
 		}
 		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		pub, err := rtctest.Dial(dctx, n.url, sid, tok, opt)
+		pub, err := rtctest.Dial(dctx, n.URL, sid, tok, opt)
 		if err != nil {
 			return s, err
 		}
@@ -186,7 +184,7 @@ func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.T
 			return s, err
 		}
 		go pub.Media(mctx)
-		base = LoadConfig{System: "convene", URL: n.url, Session: sid}
+		base = LoadConfig{System: "convene", URL: n.URL, Session: sid}
 		base.Tokens = nil
 		s.Note = ""
 		stepTokens := func(k int) ([]string, error) {
@@ -202,14 +200,14 @@ func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.T
 		}
 		return steps(ctx, cfg, s, srv, base, stepTokens, end)
 	case "janus":
-		j, err := StartJanus(filepath.Join(cfg.Tmp, "janus-"+scenario), cfg.Pin)
+		j, err := startJanus(filepath.Join(cfg.Tmp, "janus-"+scenario), cfg.Pin)
 		if err != nil {
 			return s, err
 		}
 		srv = pidStop{j.PID(), j.Stop}
 		cleanup = append(cleanup, j.Stop)
 		s.Version = j.Version
-		opt.Interface = janusIf
+		opt.Interface = janus.Interface
 		pub, offer, err := rtctest.NewPublisher(opt)
 		if err != nil {
 			return s, err
@@ -219,7 +217,7 @@ func runSeries(ctx context.Context, cfg Config, sys, scenario string, end time.T
 		defer cancel()
 		feed, closeJ, err := JanusPublish(dctx, j.URL, pub, offer)
 		if err != nil {
-			return s, fmt.Errorf("janus publisher: %w (%s)", err, lastLines(j.log.String(), 3))
+			return s, fmt.Errorf("janus publisher: %w (%s)", err, lastLines(j.Log(), 3))
 		}
 		cleanup = append(cleanup, closeJ)
 		go pub.Media(mctx)
@@ -348,107 +346,29 @@ func step(ctx context.Context, cfg Config, srv server, lc LoadConfig) (Point, er
 	return p, nil
 }
 
-// conveneNode is a `convene serve` child process.
-type conveneNode struct {
-	cmd     *exec.Cmd
-	url     string
-	key     string
-	version string
-	log     bytes.Buffer
-}
-
-func freeTCP() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func freeUDPPort() int {
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
+// conveneNode is the node a run measures, with what rtcbench asks of it.
+type conveneNode struct{ *convene.Node }
 
 func startConvene(cfg Config) (*conveneNode, error) {
-	dir, err := os.MkdirTemp(cfg.Tmp, "node-")
+	n, err := convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Pin: cfg.Pin, Args: cfg.ServeArgs})
 	if err != nil {
 		return nil, err
 	}
-	n := &conveneNode{key: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
-	port := freeTCP()
-	n.url = "http://127.0.0.1:" + strconv.Itoa(port)
-	n.cmd = exec.Command(cfg.Convene, "serve", "-data-dir", dir, "-http-addr", "127.0.0.1:"+strconv.Itoa(port), "-rtp-port", "0",
-		"-sip-listen", "127.0.0.1:0", "-webrtc-udp-port", strconv.Itoa(freeUDPPort()), "-auth-api-keys", n.key,
-		"-sessions-max-members", "5000", "-http-ws-max-per-session", "5000", "-log-level", "warn", "-http-pprof")
-	n.cmd.Args = append(n.cmd.Args, cfg.ServeArgs...)
-	if cfg.Pin {
-		onServerCPU(n.cmd)
-	}
-	n.cmd.Stdout, n.cmd.Stderr = &syncWriter{w: &n.log}, &syncWriter{w: &n.log}
-	if err := n.cmd.Start(); err != nil {
-		return nil, err
-	}
-	out, _ := exec.Command(cfg.Convene, "version").Output()
-	n.version = strings.TrimSpace(string(out))
-	for i := 0; i < 100; i++ {
-		if resp, err := http.Get(n.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return n, nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	n.stop()
-	return nil, fmt.Errorf("convene did not start: %s", n.log.String())
+	return &conveneNode{n}, nil
 }
 
-func (n *conveneNode) pid() int { return n.cmd.Process.Pid }
-
-func (n *conveneNode) profile(seconds int, path string) {
-	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", n.url, max(1, seconds)))
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	if f, err := os.Create(path); err == nil {
-		io.Copy(f, resp.Body)
-		f.Close()
-	}
-}
-func (n *conveneNode) stop() { proc.Stop(n.cmd, 5*time.Second) }
-
-func (n *conveneNode) api(method, path string, body any, out any) error {
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, n.url+path, bytes.NewReader(b))
-	req.Header.Set("X-API-Key", n.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		m, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, m)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
+func (n *conveneNode) pid() int                         { return n.PID() }
+func (n *conveneNode) stop()                            { n.Stop() }
+func (n *conveneNode) profile(seconds int, path string) { n.Profile(seconds, path) }
 
 func (n *conveneNode) session() (string, error) {
 	var s struct{ ID string }
-	err := n.api("POST", "/api/v1/sessions", map[string]string{"name": "bench"}, &s)
+	err := n.API("POST", "/api/v1/sessions", map[string]string{"name": "bench"}, &s)
 	return s.ID, err
 }
 
 func (n *conveneNode) join(sid string) (string, error) {
 	var j struct{ Token struct{ Token string } }
-	err := n.api("POST", "/api/v1/sessions/"+sid+"/members", map[string]string{"name": "sub", "role": "participant"}, &j)
+	err := n.API("POST", "/api/v1/sessions/"+sid+"/members", map[string]string{"name": "sub", "role": "participant"}, &j)
 	return j.Token.Token, err
 }

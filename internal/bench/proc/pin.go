@@ -1,0 +1,69 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// ServerCPU is the CPU a measured server gets to itself when a benchmark
+// pins: the load runs on the others, so that on a small machine the load's
+// cost does not decide how much a server serves.
+const ServerCPU = 0
+
+// PinSelf moves every thread of this process (and so the processes it
+// starts) off the server's CPU.
+func PinSelf() error {
+	if runtime.NumCPU() < 2 {
+		return fmt.Errorf("pinning needs 2 CPUs, this machine has %d", runtime.NumCPU())
+	}
+	var set unix.CPUSet
+	for c := range runtime.NumCPU() {
+		if c != ServerCPU {
+			set.Set(c)
+		}
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return fmt.Errorf("pin thread %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
+// OnServerCPU makes cmd start on the server's CPU alone (through taskset,
+// which keeps the PID).
+func OnServerCPU(cmd *exec.Cmd) {
+	path, err := exec.LookPath("taskset")
+	if err != nil {
+		return
+	}
+	cmd.Args = append([]string{"taskset", "-c", strconv.Itoa(ServerCPU)}, cmd.Args...)
+	cmd.Path = path
+}
+
+// Nice makes cmd start at niceness n (through nice, which keeps the PID);
+// a negative n needs root. A benchmark on a machine shared with other work
+// gives every server it compares the same niceness, so that the others'
+// processes take less of the server's CPU, and no server more than
+// another for having more threads.
+func Nice(cmd *exec.Cmd, n int) {
+	path, err := exec.LookPath("nice")
+	if err != nil || n == 0 {
+		return
+	}
+	cmd.Args = append([]string{"nice", "-n", strconv.Itoa(n)}, cmd.Args...)
+	cmd.Path = path
+}
