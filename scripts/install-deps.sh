@@ -23,6 +23,8 @@ need cc gcc
 need pkg-config pkg-config
 pkg-config --exists opus 2>/dev/null || apt_pkgs+=(libopus-dev)
 pkg-config --exists opusfile 2>/dev/null || apt_pkgs+=(libopusfile-dev)
+# G.722 (wideband phones) goes through cgo to spandsp's codec.
+pkg-config --exists spandsp 2>/dev/null || apt_pkgs+=(libspandsp-dev)
 if [ "$what" = test ]; then
   need ffmpeg ffmpeg
   need ip iproute2

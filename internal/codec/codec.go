@@ -12,9 +12,28 @@ import (
 
 // Spec is one codec of an RTP stream.
 type Spec struct {
-	Name string // "PCMU", "PCMA", "L16", "opus" (as SDP spells them)
-	Rate int    // RTP clock rate in Hz
-	PT   uint8  // RTP payload type
+	Name string // "PCMU", "PCMA", "L16", "opus", "G722" (as SDP spells them)
+	Rate int    // sample rate of its PCM in Hz
+	// Clock is the RTP clock rate when it is not Rate: G.722 samples at
+	// 16 kHz on an 8 kHz clock (RFC 3551 §4.5.2). 0 means Rate.
+	Clock int
+	PT    uint8 // RTP payload type
+}
+
+// RTPClock is the rate the codec's RTP timestamps count at.
+func (s Spec) RTPClock() int {
+	if s.Clock != 0 {
+		return s.Clock
+	}
+	return s.Rate
+}
+
+// ToSamples converts a count of RTP clock ticks into PCM samples.
+func (s Spec) ToSamples(ticks uint32) uint32 {
+	if s.Clock == 0 || s.Clock == s.Rate {
+		return ticks
+	}
+	return ticks * uint32(s.Rate/s.Clock)
 }
 
 // The codecs with a static payload type (RFC 3551) and the usual Opus one.
@@ -22,15 +41,16 @@ var (
 	PCMU = Spec{Name: "PCMU", Rate: 8000, PT: 0}
 	PCMA = Spec{Name: "PCMA", Rate: 8000, PT: 8}
 	Opus = Spec{Name: "opus", Rate: 48000, PT: 111}
+	G722 = Spec{Name: "G722", Rate: 16000, Clock: 8000, PT: 9}
 )
 
 // ErrUnknown is a codec, rate or payload type the node cannot decode.
 var ErrUnknown = errors.New("codec: unknown codec")
 
 // Parse reads a codec as an rtpmap names it, "PCMU", "PCMA/8000",
-// "opus/48000/2" or "L16/16000", with an optional payload type after a
-// colon ("opus/48000/2:96"). Without one, a static codec gets its own
-// (0, 8), Opus 111 and L16 96.
+// "opus/48000/2", "G722/8000" or "L16/16000", with an optional payload
+// type after a colon ("opus/48000/2:96"). Without one, a static codec gets
+// its own (0, 8, 9), Opus 111 and L16 96.
 func Parse(s string) (Spec, error) {
 	spec, pt, hasPT := strings.Cut(strings.TrimSpace(s), ":")
 	parts := strings.Split(spec, "/")
@@ -42,20 +62,24 @@ func Parse(s string) (Spec, error) {
 		c = PCMA
 	case "OPUS":
 		c = Opus
+	case "G722":
+		c = G722
 	case "L16":
 		c = Spec{Name: "L16", Rate: 16000, PT: 96}
 	default:
-		return Spec{}, fmt.Errorf("%w %q: use PCMU, PCMA, opus/48000/2 or L16/<rate>", ErrUnknown, parts[0])
+		return Spec{}, fmt.Errorf("%w %q: use PCMU, PCMA, G722, opus/48000/2 or L16/<rate>", ErrUnknown, parts[0])
 	}
 	if len(parts) > 1 {
 		r, err := strconv.Atoi(parts[1])
 		if err != nil {
 			return Spec{}, fmt.Errorf("%w: rate %q", ErrUnknown, parts[1])
 		}
-		if r != c.Rate && c.Name != "L16" {
-			return Spec{}, fmt.Errorf("%w: %s runs at %d Hz, not %d", ErrUnknown, c.Name, c.Rate, r)
+		if r != c.RTPClock() && c.Name != "L16" {
+			return Spec{}, fmt.Errorf("%w: %s's RTP clock runs at %d Hz, not %d", ErrUnknown, c.Name, c.RTPClock(), r)
 		}
-		c.Rate = r
+		if c.Name == "L16" {
+			c.Rate = r
+		}
 	}
 	if c.Name == "L16" && c.Rate != 8000 && c.Rate != 16000 && c.Rate != 48000 {
 		return Spec{}, fmt.Errorf("%w: L16 at 8000, 16000 or 48000 Hz, not %d", ErrUnknown, c.Rate)
@@ -76,6 +100,9 @@ func Parse(s string) (Spec, error) {
 // FrameSamples is the samples in a 20 ms frame at the codec's rate.
 func (s Spec) FrameSamples() int { return s.Rate / 50 }
 
+// FrameTicks is how far a 20 ms frame advances the RTP timestamp.
+func (s Spec) FrameTicks() int { return s.RTPClock() / 50 }
+
 // Decoder turns one stream's payloads into PCM at the codec's rate.
 type Decoder interface {
 	// Decode writes the samples of payload into pcm and returns how many.
@@ -90,16 +117,22 @@ type Encoder interface {
 
 // NewDecoder returns a decoder for s.
 func NewDecoder(s Spec) (Decoder, error) {
-	if s.Name == "opus" {
+	switch s.Name {
+	case "opus":
 		return newOpusDecoder()
+	case "G722":
+		return newG722Decoder()
 	}
 	return stateless(s)
 }
 
 // NewEncoder returns an encoder for s.
 func NewEncoder(s Spec) (Encoder, error) {
-	if s.Name == "opus" {
+	switch s.Name {
+	case "opus":
 		return newOpusEncoder()
+	case "G722":
+		return newG722Encoder()
 	}
 	return stateless(s)
 }

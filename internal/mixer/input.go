@@ -36,7 +36,7 @@ type input struct {
 }
 
 // specOf is the codec of a track: from what its sender said, else its
-// payload type (static G.711), else the link's configured one.
+// payload type (static G.711, G.722), else the link's configured one.
 func specOf(t *broker.Track, fallback codec.Spec) (codec.Spec, bool) {
 	info := t.Info()
 	pt, havePT := t.PayloadType()
@@ -51,6 +51,8 @@ func specOf(t *broker.Track, fallback codec.Spec) (codec.Spec, bool) {
 		return codec.PCMU, true
 	case c == "audio/pcma":
 		return codec.PCMA, true
+	case c == "audio/g722":
+		return codec.G722, true
 	}
 	if havePT {
 		switch pt {
@@ -58,6 +60,8 @@ func specOf(t *broker.Track, fallback codec.Spec) (codec.Spec, bool) {
 			return codec.PCMU, true
 		case 8:
 			return codec.PCMA, true
+		case 9:
+			return codec.G722, true
 		}
 		if fallback.Name != "" && fallback.PT == pt {
 			return fallback, true
@@ -113,7 +117,7 @@ func (in *input) push(b []byte, now time.Time) dropReason {
 	if err != nil || n == 0 {
 		return dropUndecodable
 	}
-	in.frames.add(ts, in.scratch[:n], in.jb.Push)
+	in.frames.add(in.spec.ToSamples(ts), in.scratch[:n], in.jb.Push) // framed in samples (G.722's clock runs at half its rate)
 	in.last = now
 	return dropNone
 }

@@ -497,7 +497,7 @@ func (m *Mixer) encode(o *Output, own []*input) *media.Packet {
 	buf := pk.Buffer()
 	buf[0], buf[1] = 0x80, o.Codec.PT&0x7f
 	binary.BigEndian.PutUint16(buf[2:], m.seq)
-	binary.BigEndian.PutUint32(buf[4:], m.ticks*uint32(o.Codec.FrameSamples()))
+	binary.BigEndian.PutUint32(buf[4:], m.ticks*uint32(o.Codec.FrameTicks()))
 	binary.BigEndian.PutUint32(buf[8:], m.ssrc)
 	n, err := c.enc.Encode(pcm, buf[12:])
 	if err != nil {

@@ -182,6 +182,45 @@ func TestPhoneTakesTheFloorWithDTMF(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "the floor to be free after the phone hung up", func() bool { return holder() == "" })
 }
 
+// TestWidebandPhones: two baresip phones dial a session in G.722 (16 kHz
+// audio); one says 440 Hz, the other 6 kHz, a tone no G.711 path carries
+// (its band ends at 4 kHz). Each hears the other's tone in its wideband mix
+// and not its own.
+func TestWidebandPhones(t *testing.T) {
+	n, ctx := newBaresipNode(t, "alice", "bobby")
+	s := createSession(t, n, "wideband")
+	dial := "/dial sip:" + s.ID + "@" + n.SIPAddr()
+	phones := map[string]*testutil.Baresip{}
+	for user, tone := range map[string]int{"alice": 440, "bobby": 6000} {
+		phones[user] = testutil.StartBaresip(t, ctx, testutil.BaresipConfig{User: user, Password: carolPass, Domain: "convene.test",
+			Proxy: n.SIPAddr(), Tone: tone, Codecs: "G722/16000/1", QuitAfter: 8 * time.Second, Commands: []string{dial}})
+	}
+	for _, p := range phones {
+		_ = p.Cmd.Wait()
+	}
+	for user, want := range map[string][2]float64{"alice": {6000, 440}, "bobby": {440, 6000}} {
+		var pcm []int16
+		rate := 0
+		for _, w := range phones[user].Decoded(t) {
+			if len(w.PCM) > len(pcm) {
+				pcm, rate = w.PCM, w.Rate
+			}
+		}
+		if rate != 16000 || len(pcm) < 3*rate {
+			t.Fatalf("%s decoded %d samples at %d Hz, want G.722's 16 kHz\n%s", user, len(pcm), rate, phones[user].Output())
+		}
+		pcm = pcm[2*rate:]
+		other, own := audio.ToneShare(pcm, want[0], rate), audio.ToneShare(pcm, want[1], rate)
+		t.Logf("%s hears %v Hz %.2f, its own %v Hz %.2f", user, want[0], other, want[1], own)
+		if other < 0.2 {
+			t.Errorf("%s: the other phone's %v Hz holds %.2f of what it hears", user, want[0], other)
+		}
+		if own > 0.05 {
+			t.Errorf("%s: its own %v Hz holds %.2f of what it hears", user, want[1], own)
+		}
+	}
+}
+
 // TestBaresipTakesTheFloorWithDTMF: a real phone (baresip) dials a
 // session under floor control and presses * and 1 (RFC 4733 events,
 // through its menu's sndcode): it then holds the audio floor, and its

@@ -155,6 +155,8 @@ func parseOffer(body []byte) (offer, error) {
 				o.codec, o.rtpmap = "PCMU:"+f, "PCMU/8000"
 			case pt == 8 || strings.EqualFold(name, "PCMA/8000"):
 				o.codec, o.rtpmap = "PCMA:"+f, "PCMA/8000"
+			case pt == 9 || strings.EqualFold(name, "G722/8000"):
+				o.codec, o.rtpmap = "G722:"+f, "G722/8000"
 			case strings.HasPrefix(strings.ToLower(name), "opus/48000"):
 				o.codec, o.rtpmap = "opus/48000/2:"+f, "opus/48000/2"
 			default:
@@ -163,7 +165,7 @@ func parseOffer(body []byte) (offer, error) {
 			o.pt = uint8(pt)
 			return o, nil
 		}
-		return offer{}, errors.New("sdp: no audio codec the node mixes (PCMU, PCMA, opus)")
+		return offer{}, errors.New("sdp: no audio codec the node mixes (PCMU, PCMA, G722, opus)")
 	}
 	return offer{}, errors.New("sdp: no audio stream")
 }

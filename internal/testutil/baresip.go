@@ -79,6 +79,7 @@ audio_player aubridge,nowhere
 audio_alert aubridge,nowhere
 module_path /usr/lib/baresip/modules
 module g711.so
+module g722.so
 module ausine.so
 module aubridge.so
 module sndfile.so

@@ -35,6 +35,8 @@ func Source(t *broker.Track) (codec.Spec, bool) {
 		return codec.PCMU, true
 	case "audio/pcma":
 		return codec.PCMA, true
+	case "audio/g722":
+		return codec.G722, true
 	case "":
 		pt, ok := t.PayloadType()
 		switch {
@@ -42,6 +44,8 @@ func Source(t *broker.Track) (codec.Spec, bool) {
 			return codec.PCMU, true
 		case ok && pt == 8:
 			return codec.PCMA, true
+		case ok && pt == 9:
+			return codec.G722, true
 		}
 	}
 	return codec.Spec{}, false
@@ -326,14 +330,14 @@ func (w *worker) packet(b []byte) {
 		m.dropped.WithLabelValues("undecodable").Inc()
 		return
 	}
-	ratio := uint32(48000 / w.s.src.Rate)
+	ratio := uint32(48000 / w.s.src.RTPClock())
 	if !w.have || ts != w.next {
 		// The first packet, or a gap or jump (silence, loss): a fresh
 		// frame grid from here.
 		w.buf, w.have = w.buf[:0], true
 		w.ts = ts * ratio
 	}
-	w.next = ts + uint32(n)
+	w.next = ts + uint32(n*w.s.src.RTPClock()/w.s.src.Rate) // clock ticks (G.722: half its samples)
 	k := w.rs.Resample(w.up, w.pcm[:n])
 	w.buf = append(w.buf, w.up[:k]...)
 	for len(w.buf) >= 960 {

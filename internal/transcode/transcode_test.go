@@ -147,6 +147,52 @@ func TestPhoneReachesBrowsersInOpus(t *testing.T) {
 	}
 }
 
+// TestWidebandPhoneReachesBrowsers: a G.722 phone (16 kHz audio on an
+// 8 kHz RTP clock) reaches a browser as Opus with its 6 kHz tone, which
+// only a wideband path carries, at the right pace (50 frames a second).
+func TestWidebandPhoneReachesBrowsers(t *testing.T) {
+	h := NewHub(Options{})
+	defer h.Close()
+	r := broker.NewRoom("s")
+	tr, _ := r.Join(broker.Member{ID: "phone", Kind: media.Audio, Sends: true, Info: broker.TrackInfo{Codec: "audio/G722"}})
+	enc, err := codec.NewEncoder(codec.G722)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	stop, err := h.ToOpus(r, tr, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var phase float64
+	for i := range 100 { // 2 s
+		pcm := make([]int16, 320)
+		for j := range pcm {
+			pcm[j] = int16(8000 * math.Sin(phase))
+			phase += 2 * math.Pi * 6000 / 16000
+		}
+		pk := media.NewPacket()
+		buf := pk.Buffer()
+		buf[0], buf[1] = 0x80, 9
+		binary.BigEndian.PutUint16(buf[2:], uint16(i))
+		binary.BigEndian.PutUint32(buf[4:], uint32(i*160))
+		binary.BigEndian.PutUint32(buf[8:], 7)
+		n, _ := enc.Encode(pcm, buf[12:])
+		pk.SetLen(12 + n)
+		tr.Publish(pk)
+		time.Sleep(time.Millisecond)
+	}
+	waitFor(t, func() bool { return b.packets() >= 99 })
+	x := b.heard()
+	if sh := audio.ToneShare(x[len(x)/2:], 6000, 48000); sh < 0.5 {
+		t.Errorf("the browser hears 6 kHz at %.2f of the energy", sh)
+	}
+	if got := len(x); got < 99*960 || got > 101*960 {
+		t.Errorf("2 s of G.722 became %d samples at 48 kHz, want 96,000", got)
+	}
+}
+
 // TestCrashedTranscoderIsRestarted: the stream's goroutine panics; the
 // supervisor starts a fresh one and the receiver hears Opus again.
 func TestCrashedTranscoderIsRestarted(t *testing.T) {
