@@ -127,6 +127,7 @@ type engine struct {
 	cfg     Config
 	setting webrtc.SettingEngine
 	udp     net.PacketConn // single-port mode
+	batch   *batchConn     // udp's writes in bursts (IPv4 single-port mode)
 	tcp     net.Listener   // ICE-TCP
 }
 
@@ -162,7 +163,12 @@ func newEngine(cfg Config) (*engine, error) {
 		_ = c.SetReadBuffer(8 << 20)
 		_ = c.SetWriteBuffer(8 << 20)
 		e.udp = c
-		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), c))
+		var mc net.PacketConn = c
+		if addr.Is4() && !addr.IsUnspecified() {
+			e.batch = newBatchConn(c)
+			mc = e.batch
+		}
+		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), mc))
 	} else if err := s.SetEphemeralUDPPortRange(cfg.PortMin, cfg.PortMax); err != nil {
 		return nil, fmt.Errorf("webrtc port range: %w", err)
 	}
@@ -187,6 +193,21 @@ func (e *engine) close() {
 	}
 	if e.tcp != nil {
 		e.tcp.Close()
+	}
+}
+
+// hold and release bracket a writer goroutine's burst of writes, which
+// then leave in sendmmsg batches (batchConn); without batching they do
+// nothing.
+func (e *engine) hold() {
+	if e.batch != nil {
+		e.batch.hold()
+	}
+}
+
+func (e *engine) release() {
+	if e.batch != nil {
+		e.batch.release()
 	}
 }
 
