@@ -101,6 +101,13 @@ func (p *Peer) enqueue(d *downTrack, pk *media.Packet, from *broker.Track) {
 	}
 }
 
+// opusSink is the broker.Sink a transcoder feeds a down track through. A
+// struct, not a broker.SinkFunc: the hub keeps its outputs as map keys,
+// and a func value cannot be hashed.
+type opusSink struct{ d *downTrack }
+
+func (s opusSink) Deliver(pk *media.Packet, from *broker.Track) { s.d.p.enqueue(s.d, pk, from) }
+
 // resync asks the control goroutine to compare the subscriber connection
 // with the room.
 func (p *Peer) resync() {
@@ -251,9 +258,7 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 		return nil, err
 	}
 	if g711 && hub != nil {
-		stop, err := hub.ToOpus(p.broom, t, broker.SinkFunc(func(pk *media.Packet, from *broker.Track) {
-			p.enqueue(d, pk, from)
-		}))
+		stop, err := hub.ToOpus(p.broom, t, opusSink{d})
 		if err != nil {
 			_ = p.sub.RemoveTrack(d.sender)
 			return nil, err
