@@ -14,6 +14,7 @@ import (
 	"github.com/pion/interceptor/pkg/twcc"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
+	"golang.org/x/sys/unix"
 
 	"github.com/convene/convene/internal/transcode"
 )
@@ -162,6 +163,7 @@ func newEngine(cfg Config) (*engine, error) {
 		// at net.core.rmem_max and wmem_max).
 		_ = c.SetReadBuffer(8 << 20)
 		_ = c.SetWriteBuffer(8 << 20)
+		dontFragment(c)
 		e.udp = c
 		var mc net.PacketConn = c
 		if addr.Is4() && !addr.IsUnspecified() {
@@ -209,6 +211,21 @@ func (e *engine) release() {
 	if e.batch != nil {
 		e.batch.release()
 	}
+}
+
+// dontFragment sets DF on what the single-port socket sends, as the plain
+// RTP socket does (udpmux): WebRTC keeps its datagrams under 1,200 bytes
+// of payload for any path, and the kernel then skips the hashed IP ID it
+// computes per fragmentable datagram.
+func dontFragment(c *net.UDPConn) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
+	})
 }
 
 // UDPPort returns the single UDP port in use (0 if none).
