@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/net/ipv4"
 )
@@ -45,6 +46,10 @@ type batchConn struct {
 	free    []*batch
 
 	sendMu sync.Mutex // one batch on the socket at a time, in order
+
+	// Counted for metrics: sendmmsg batches, the datagrams in them, and
+	// those the kernel refused.
+	batches, datagrams, failed atomic.Uint64
 }
 
 // batch is one sendmmsg call's datagrams. The conn owns every batch:
@@ -100,7 +105,7 @@ func (c *batchConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 // WriteToAddrPort queues b for to while a writer holds the conn, else
 // sends it. b is the caller's again when this returns: a queued datagram
 // is a copy. An error in a batch's send is not reported to the writer
-// (UDP would not have told it either): that datagram is lost.
+// (UDP would not have told it either): that datagram is lost, and counted.
 func (c *batchConn) WriteToAddrPort(b []byte, to netip.AddrPort) (int, error) {
 	ip := to.Addr().Unmap()
 	if len(b) > maxDatagram || !ip.Is4() {
@@ -153,11 +158,14 @@ func (c *batchConn) flush() {
 	ms := p.msgs[:p.n]
 	for len(ms) > 0 {
 		n, err := c.pc.WriteBatch(ms, 0)
-		if err != nil {
-			n = max(n, 1) // skip the datagram the kernel refused
+		if err != nil || n <= 0 {
+			n = max(n, 0) + 1 // skip the datagram the kernel refused
+			c.failed.Add(1)
 		}
-		ms = ms[n:]
+		ms = ms[min(n, len(ms)):]
 	}
+	c.batches.Add(1)
+	c.datagrams.Add(uint64(p.n))
 	p.n = 0
 	c.mu.Lock()
 	c.free = append(c.free, p)
