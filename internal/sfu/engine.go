@@ -294,6 +294,9 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
 		return nil, err
 	}
+	if estimate != nil {
+		reg.Add(pooledAttrsFactory{}) // added last: the outermost writer
+	}
 	if estimate == nil {
 		if err := webrtc.ConfigureSimulcastExtensionHeaders(m); err != nil {
 			return nil, err
