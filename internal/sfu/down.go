@@ -411,20 +411,45 @@ func (p *Peer) setLayer(track string, layer int) error {
 // CPU) instead of a goroutine per subscriber: a packet fanned out to
 // hundreds of subscribers wakes a few goroutines, not hundreds, and the
 // scheduler's queueing no longer stretches the latency tail.
+//
+// A burst is what the queue holds when the writer wakes: its packets are
+// written while the writer holds the socket, so they leave together in
+// sendmmsg batches (engine.hold), and the delay of each is observed once
+// the burst has gone out.
 func (s *SFU) work(ch chan outPkt) {
+	var queued []time.Time // the burst's packets' enqueue times
 	for {
+		var o outPkt
 		select {
-		case o := <-ch:
-			p := o.d.p
-			if p.ctx.Err() == nil {
-				o.d.write(o.p, o.t)
-				s.m.delay.Observe(time.Since(o.at).Seconds())
-			}
-			p.inflight.Add(-1)
-			o.p.Release()
+		case o = <-ch:
 		case <-s.done:
 			return
 		}
+		s.eng.hold()
+		for {
+			p := o.d.p
+			if p.ctx.Err() == nil {
+				o.d.write(o.p, o.t)
+				queued = append(queued, o.at)
+			}
+			p.inflight.Add(-1)
+			o.p.Release()
+			if len(queued) >= batchMax {
+				break // bound the burst: later packets must not wait on it
+			}
+			select {
+			case o = <-ch:
+				continue
+			default:
+			}
+			break
+		}
+		s.eng.release()
+		now := time.Now()
+		for _, at := range queued {
+			s.m.delay.Observe(now.Sub(at).Seconds())
+		}
+		queued = queued[:0]
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/pion/interceptor/pkg/twcc"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
+	"golang.org/x/sys/unix"
 
 	"github.com/convene/convene/internal/transcode"
 )
@@ -127,6 +128,7 @@ type engine struct {
 	cfg     Config
 	setting webrtc.SettingEngine
 	udp     net.PacketConn // single-port mode
+	batch   *batchConn     // udp's writes in bursts (IPv4 single-port mode)
 	tcp     net.Listener   // ICE-TCP
 }
 
@@ -161,8 +163,14 @@ func newEngine(cfg Config) (*engine, error) {
 		// at net.core.rmem_max and wmem_max).
 		_ = c.SetReadBuffer(8 << 20)
 		_ = c.SetWriteBuffer(8 << 20)
+		dontFragment(c)
 		e.udp = c
-		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), c))
+		var mc net.PacketConn = c
+		if addr.Is4() && !addr.IsUnspecified() {
+			e.batch = newBatchConn(c)
+			mc = e.batch
+		}
+		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), mc))
 	} else if err := s.SetEphemeralUDPPortRange(cfg.PortMin, cfg.PortMax); err != nil {
 		return nil, fmt.Errorf("webrtc port range: %w", err)
 	}
@@ -188,6 +196,36 @@ func (e *engine) close() {
 	if e.tcp != nil {
 		e.tcp.Close()
 	}
+}
+
+// hold and release bracket a writer goroutine's burst of writes, which
+// then leave in sendmmsg batches (batchConn); without batching they do
+// nothing.
+func (e *engine) hold() {
+	if e.batch != nil {
+		e.batch.hold()
+	}
+}
+
+func (e *engine) release() {
+	if e.batch != nil {
+		e.batch.release()
+	}
+}
+
+// dontFragment sets DF on what the single-port socket sends, as the plain
+// RTP socket does (udpmux): WebRTC keeps its datagrams under 1,200 bytes
+// of payload for any path, and the kernel then skips the hashed IP ID it
+// computes per fragmentable datagram.
+func dontFragment(c *net.UDPConn) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
+	})
 }
 
 // UDPPort returns the single UDP port in use (0 if none).
@@ -255,6 +293,9 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 	}
 	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
 		return nil, err
+	}
+	if estimate != nil {
+		reg.Add(pooledAttrsFactory{}) // added last: the outermost writer
 	}
 	if estimate == nil {
 		if err := webrtc.ConfigureSimulcastExtensionHeaders(m); err != nil {

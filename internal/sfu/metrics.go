@@ -1,6 +1,10 @@
 package sfu
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the SFU's Prometheus collectors (Register adds them).
 type Metrics struct {
@@ -15,10 +19,11 @@ type Metrics struct {
 	switches  prometheus.Counter
 	estimate  prometheus.Histogram
 	delay     prometheus.Histogram
+	batch     []prometheus.Collector // the single-port socket's sendmmsg batches
 }
 
-func newMetrics() *Metrics {
-	return &Metrics{
+func newMetrics(b *batchConn) *Metrics {
+	m := &Metrics{
 		peers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_webrtc_peers",
 			Help: "WebRTC peers (a browser, WHIP or WHEP client) now."}),
 		tracks: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "convene_webrtc_tracks",
@@ -44,9 +49,22 @@ func newMetrics() *Metrics {
 			Help:    "Time from a packet's arrival at a subscriber's queue to its send (the node's own share of latency).",
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}}),
 	}
+	if b != nil {
+		load := func(a *atomic.Uint64) func() float64 { return func() float64 { return float64(a.Load()) } }
+		m.batch = []prometheus.Collector{
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_send_batches_total",
+				Help: "sendmmsg calls on the single UDP port; datagrams / batches is the mean batch."}, load(&b.batches)),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_send_batched_datagrams_total",
+				Help: "Datagrams sent in sendmmsg batches on the single UDP port."}, load(&b.datagrams)),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_send_batch_errors_total",
+				Help: "Datagrams of a batch the kernel refused (lost)."}, load(&b.failed)),
+		}
+	}
+	return m
 }
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
 	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay)
+	r.MustRegister(m.batch...)
 }

@@ -65,7 +65,7 @@ func New(cfg Config, sessions Sessions) (*SFU, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SFU{cfg: cfg, eng: eng, sessions: sessions, log: cfg.Logger, m: newMetrics(), rooms: map[string]*room{}, done: make(chan struct{})}
+	s := &SFU{cfg: cfg, eng: eng, sessions: sessions, log: cfg.Logger, m: newMetrics(eng.batch), rooms: map[string]*room{}, done: make(chan struct{})}
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		ch := make(chan outPkt, 64*cfg.Queue)
 		s.workers = append(s.workers, ch)
