@@ -65,7 +65,9 @@ type Receiver struct {
 	c        *Conversation
 	self     MemberID
 	peers    []peer
-	active   map[MemberID]struct{} // senders with held messages
+	heads    heldHeap             // the head of each sender's queue (and stale entries)
+	ready    heldHeap             // deliverable heads (and stale entries)
+	blocked  map[MemberID][]*held // heads waiting for that member's next messages
 	held     int
 	dups     uint64
 	forcing  []Dep               // messages being forced, to stop on cycles
@@ -82,6 +84,7 @@ type held struct {
 	m        Message
 	deadline time.Time
 	late     bool
+	gone     bool // delivered
 }
 
 // Receiver returns the receiver of member self.
@@ -90,7 +93,7 @@ func (c *Conversation) Receiver(self MemberID) (*Receiver, error) {
 		return nil, ErrMember
 	}
 	r := &Receiver{c: c, self: self, peers: make([]peer, len(c.spec.Members)),
-		active: map[MemberID]struct{}{}, frontier: map[MemberID]uint64{}}
+		blocked: map[MemberID][]*held{}, frontier: map[MemberID]uint64{}}
 	for i := range r.peers {
 		r.peers[i].next = 1
 	}
@@ -138,8 +141,11 @@ func (r *Receiver) Receive(msg Message, now time.Time) ([]Delivery, error) {
 		}
 		h := &held{m: msg, deadline: deadline.Add(r.c.delta), late: now.Sub(msg.Sent) > r.c.delta}
 		p.insert(h)
-		r.active[msg.Sender] = struct{}{}
 		r.held++
+		if p.queue[0] == h {
+			r.heads.push(h)
+			r.evaluate(h)
+		}
 		if h.late {
 			out = r.force(h, Late, out)
 		}
@@ -188,14 +194,49 @@ func (r *Receiver) expire(now time.Time, inclusive bool, out []Delivery) []Deliv
 // earliest is the held head of a sender queue with the earliest deadline
 // (then the lowest sender).
 func (r *Receiver) earliest() *held {
-	var best *held
-	for s := range r.active {
-		h := r.peers[s].queue[0]
-		if best == nil || before(h, best) {
-			best = h
+	for len(r.heads) > 0 {
+		h := r.heads[0]
+		if r.isHead(h) {
+			return h
+		}
+		r.heads.pop()
+	}
+	return nil
+}
+
+func (r *Receiver) isHead(h *held) bool {
+	q := r.peers[h.m.Sender].queue
+	return !h.gone && len(q) > 0 && q[0] == h
+}
+
+// evaluate files head h as ready, or as blocked on what it waits for
+// (its own sender's next message: nothing to file, the sender's advance
+// evaluates its head).
+func (r *Receiver) evaluate(h *held) {
+	if h.m.Seq != r.peers[h.m.Sender].next {
+		return
+	}
+	for _, d := range h.m.Context {
+		if d.Member != r.self && r.peers[d.Member].next <= d.Seq {
+			r.blocked[d.Member] = append(r.blocked[d.Member], h)
+			return
 		}
 	}
-	return best
+	r.ready.push(h)
+}
+
+// advanced re-evaluates what may wait for member m after its next moved.
+func (r *Receiver) advanced(m MemberID) {
+	if q := r.peers[m].queue; len(q) > 0 {
+		r.evaluate(q[0])
+	}
+	hs := r.blocked[m]
+	delete(r.blocked, m)
+	for _, h := range hs {
+		if r.isHead(h) {
+			r.evaluate(h)
+		}
+	}
 }
 
 func before(a, b *held) bool {
@@ -208,23 +249,22 @@ func before(a, b *held) bool {
 // drain delivers, earliest deadline first, every head whose predecessor
 // and dependencies are delivered.
 func (r *Receiver) drain(out []Delivery) []Delivery {
-	for {
-		var best *held
-		for s := range r.active {
-			h := r.peers[s].queue[0]
-			if h.m.Seq == r.peers[s].next && r.satisfied(&h.m) && (best == nil || before(h, best)) {
-				best = h
-			}
+	for len(r.ready) > 0 {
+		h := r.ready.pop()
+		if !r.isHead(h) || h.m.Seq != r.peers[h.m.Sender].next {
+			continue
 		}
-		if best == nil {
-			return out
+		if !r.satisfied(&h.m) {
+			r.evaluate(h)
+			continue
 		}
 		st := Delivered
-		if best.late {
+		if h.late {
 			st = Late
 		}
-		out = r.deliver(best, st, nil, out)
+		out = r.deliver(h, st, nil, out)
 	}
+	return out
 }
 
 func (r *Receiver) satisfied(m *Message) bool {
@@ -267,6 +307,7 @@ func (r *Receiver) force(h *held, st Status, out []Delivery) []Delivery {
 			missing = append(missing, g)
 			p.addGap(g)
 			p.next = last + 1
+			r.advanced(d.Member)
 		}
 	}
 	for _, d := range h.m.Context {
@@ -290,8 +331,10 @@ func (r *Receiver) force(h *held, st Status, out []Delivery) []Delivery {
 
 func (r *Receiver) deliver(h *held, st Status, missing []Gap, out []Delivery) []Delivery {
 	r.remove(h)
+	h.gone = true
 	p := &r.peers[h.m.Sender]
 	p.next = max(p.next, h.m.Seq+1)
+	r.advanced(h.m.Sender)
 	for _, d := range h.m.Context {
 		if q, ok := r.frontier[d.Member]; ok && q <= d.Seq {
 			delete(r.frontier, d.Member)
@@ -310,8 +353,9 @@ func (r *Receiver) remove(h *held) {
 	}
 	p.queue = slices.Delete(p.queue, i, i+1)
 	r.held--
-	if len(p.queue) == 0 {
-		delete(r.active, h.m.Sender)
+	if i == 0 && len(p.queue) > 0 {
+		r.heads.push(p.queue[0])
+		r.evaluate(p.queue[0])
 	}
 }
 

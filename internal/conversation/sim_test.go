@@ -18,6 +18,7 @@ type sim struct {
 	q      eventQueue
 	msgs   []*simMsg
 	now    time.Time
+	ticks  []time.Time // per receiver: the tick last scheduled
 	onSend func(*simMsg)
 	// onDeliver sees each delivery at receiver r.
 	onDeliver func(r int, now time.Time, d Delivery)
@@ -80,7 +81,8 @@ func newSim(tb testing.TB, cfg simConfig) *sim {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &sim{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.seed, 17)), now: simEpoch}
+	s := &sim{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.seed, 17)), now: simEpoch,
+		ticks: make([]time.Time, cfg.members)}
 	for i := range cfg.members {
 		p, err := c.Participant(MemberID(i))
 		if err != nil {
@@ -136,7 +138,8 @@ func (s *sim) deliver(r int, ds []Delivery) {
 			s.onDeliver(r, s.now, d)
 		}
 	}
-	if at, ok := s.ps[r].NextDeadline(); ok {
+	if at, ok := s.ps[r].NextDeadline(); ok && !at.Equal(s.ticks[r]) {
+		s.ticks[r] = at
 		s.push(event{at: at, kind: 2, who: r})
 	}
 }
