@@ -20,6 +20,8 @@ type sim struct {
 	now    time.Time
 	ticks  []time.Time // per receiver: the tick last scheduled
 	onSend func(*simMsg)
+	// onEvent sees each arrival and tick before the receiver does.
+	onEvent func(e event)
 	// onDeliver sees each delivery at receiver r.
 	onDeliver func(r int, now time.Time, d Delivery)
 }
@@ -32,6 +34,7 @@ type simConfig struct {
 	minDelay   time.Duration
 	maxDelay   time.Duration
 	loss       float64
+	dup        float64 // chance that an arrival comes twice
 	seed       uint64
 	fullVector bool // keep each message's full causal watermark (for checks)
 }
@@ -73,8 +76,13 @@ var simEpoch = time.UnixMilli(1_700_000_000_000)
 
 func newSim(tb testing.TB, cfg simConfig) *sim {
 	spec := cfg.spec
-	spec.Members = make([]string, cfg.members)
+	if len(spec.Members) == 0 {
+		spec.Members = make([]string, cfg.members)
+	}
 	for i := range spec.Members {
+		if spec.Members[i] != "" {
+			continue
+		}
 		spec.Members[i] = string(rune('A'+i%26)) + string(rune('0'+i/26%10)) + string(rune('0'+i/260))
 	}
 	c, err := New(spec)
@@ -108,6 +116,9 @@ func (s *sim) run(tb testing.TB) {
 	for s.q.Len() > 0 {
 		e := heap.Pop(&s.q).(event)
 		s.now = e.at
+		if s.onEvent != nil && e.kind != 0 {
+			s.onEvent(e)
+		}
 		switch e.kind {
 		case 0:
 			if s.now.After(end) {
@@ -167,6 +178,9 @@ func (s *sim) send(tb testing.TB, who int) {
 		d := s.cfg.minDelay + s.jitter(s.cfg.maxDelay-s.cfg.minDelay)
 		sm.arrival[r] = s.now.Add(d)
 		s.push(event{at: sm.arrival[r], kind: 1, who: r, msg: sm})
+		if s.rng.Float64() < s.cfg.dup {
+			s.push(event{at: sm.arrival[r].Add(s.jitter(s.cfg.maxDelay)), kind: 1, who: r, msg: sm})
+		}
 	}
 	if s.onSend != nil {
 		s.onSend(sm)
