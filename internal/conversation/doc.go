@@ -66,5 +66,7 @@
 // vectors testdata/vectors/*.json and testdata/wire.json.
 //
 // Files: spec.go (Spec, Δ), message.go (the header and its wire form),
-// receiver.go (the Receiver), heap.go, participant.go (sending).
+// delivery.go (what a receiver hands out), receiver.go (the Receiver),
+// order.go (when it delivers, what it declares missing), peer.go (per
+// sender state), heap.go, participant.go (sending).
 package conversation
