@@ -59,9 +59,11 @@ bench: test-deps build-bench microbench
 bench-quick: test-deps build-bench
 	./$(BENCH) broker -quick -out bench/results $(BENCHARGS)
 
-# Micro-benchmarks of the hot path (allocations per packet, fan-out rate).
+# Micro-benchmarks of the hot path (allocations per packet, fan-out rate) and
+# the conversation context's bytes per message against members.
 microbench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/broker/ ./internal/udpmux/ ./internal/relay/
+	$(GO) test -run '^$$' -bench ContextSize -benchtime 1x ./internal/conversation/
 
 # Run each fuzzer for a short while (FUZZTIME=30s by default).
 FUZZTIME ?= 30s
