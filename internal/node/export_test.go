@@ -1,0 +1,148 @@
+package node
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/convene/convene/internal/export"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// recordFFmpeg records 3 s of ffmpeg's tone (PCMU) and test card (VP8)
+// sent into a session, and returns the stopped recording.
+func recordFFmpeg(t *testing.T, n *Node, dataDir string) (sid string, rec recordingJSON) {
+	t.Helper()
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	s := createSession(t, n, "exported")
+	audioTee, videoTee := newTee(t), newTee(t)
+	al := addLink(t, n, s.ID, map[string]any{"remote": audioTee.remote(), "kind": "audio", "direction": "sendonly"})
+	vl := addLink(t, n, s.ID, map[string]any{"remote": videoTee.remote(), "kind": "video", "direction": "sendonly"})
+	if code := call(t, "POST", n.URL()+"/api/v1/sessions/"+s.ID+"/recordings", map[string]string{"title": "export me"}, &rec); code != 201 {
+		t.Fatalf("start recording: %d", code)
+	}
+	audioTee.run(al)
+	videoTee.run(vl)
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", "sine=frequency=440:duration=3",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=3",
+		"-map", "0:a", "-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", "rtp://"+audioTee.target(),
+		"-map", "1:v", "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "300k", "-f", "rtp", "rtp://"+videoTee.target())
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ffmpeg: %v", err)
+	}
+	audioTee.wg.Wait()
+	videoTee.wg.Wait()
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/stop", map[string]any{}, &rec); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	return s.ID, rec
+}
+
+type probed struct {
+	Streams []struct {
+		CodecName string `json:"codec_name"`
+		CodecType string `json:"codec_type"`
+		Width     int    `json:"width"`
+	} `json:"streams"`
+	Format struct {
+		Duration string `json:"duration"`
+	} `json:"format"`
+}
+
+// TestExportFFmpeg: a recording of ffmpeg's PCMU tone and VP8 test card
+// exports as WebM (one VP8 and one Opus stream: the G.711 is transcoded),
+// Ogg/Opus and WAV; ffprobe reads each with a duration within 10% of the
+// recording's, and ffmpeg decodes each to the end without an error. A
+// participant may not export (403), a format that is not known is 400,
+// and the streams were placed within 100 ms of each other (ffmpeg starts
+// both at once).
+func TestExportFFmpeg(t *testing.T) {
+	ffprobe := testutil.NeedBinary(t, "ffprobe")
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	url := n.URL() + "/api/v1/recordings/" + rec.ID + "/export?format="
+
+	_, ptok := joinAs(t, n, sid, "Pat", "participant")
+	if code := callAs(t, ptok, "GET", url+"webm", nil, nil); code != 403 {
+		t.Errorf("a participant exports: %d, want 403", code)
+	}
+	if code := call(t, "GET", url+"mp4", nil, nil); code != 400 {
+		t.Errorf("format mp4: %d, want 400", code)
+	}
+
+	x, err := export.Open(filepath.Join(dataDir, "recordings", rec.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Audio) != 1 || len(x.Video) != 1 {
+		b, _ := exec.Command("sh", "-c", "cat "+filepath.Join(dataDir, "recordings", rec.ID)+"/*.json").Output()
+		t.Fatalf("%d audio and %d video streams: %s", len(x.Audio), len(x.Video), b)
+	}
+	a, v := x.Audio[0], x.Video[0]
+	t.Logf("audio starts at %v (%s), video at %v (%s); %v in all", a.Start, a.Aligned, v.Start, v.Aligned, x.Duration)
+	if d := a.Start - v.Start; d > 100e6 || d < -100e6 {
+		t.Errorf("audio and video %v apart", d)
+	}
+
+	for _, c := range []struct {
+		format string
+		codecs []string
+	}{{"webm", []string{"vp8", "opus"}}, {"ogg", []string{"opus"}}, {"wav", []string{"pcm_s16le"}}} {
+		req, _ := http.NewRequest("GET", url+c.format, nil)
+		req.Header.Set("X-API-Key", testAPIKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "out."+c.format)
+		f, _ := os.Create(path)
+		size, err := io.Copy(f, resp.Body)
+		resp.Body.Close()
+		f.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d, %v", c.format, resp.StatusCode, err)
+		}
+		if cl := resp.Header.Get("Content-Length"); cl != "" && cl != strconv.FormatInt(size, 10) {
+			t.Errorf("%s: Content-Length %s, got %d bytes", c.format, cl, size)
+		}
+		out, err := exec.Command(ffprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
+		if err != nil {
+			t.Fatalf("%s: ffprobe: %v", c.format, err)
+		}
+		var p probed
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range p.Streams {
+			got = append(got, s.CodecName)
+		}
+		if len(got) != len(c.codecs) {
+			t.Errorf("%s: streams %v, want %v", c.format, got, c.codecs)
+		}
+		for i := range got {
+			if i < len(c.codecs) && got[i] != c.codecs[i] {
+				t.Errorf("%s: streams %v, want %v", c.format, got, c.codecs)
+			}
+		}
+		dur, _ := strconv.ParseFloat(p.Format.Duration, 64)
+		want := float64(rec.DurationMS) / 1000
+		if dur < 0.9*want || dur > 1.1*want {
+			t.Errorf("%s: duration %.3f s, the recording's %.3f s", c.format, dur, want)
+		}
+		dec := exec.Command(ffmpeg, "-v", "error", "-xerror", "-i", path, "-f", "null", "-")
+		if b, err := dec.CombinedOutput(); err != nil || len(b) > 0 {
+			t.Errorf("%s: ffmpeg decodes with %v: %s", c.format, err, b)
+		}
+		t.Logf("%s: %d bytes, %v, %.3f s (recording %.3f s)", c.format, size, got, dur, want)
+	}
+}
