@@ -66,7 +66,10 @@ func TestPlaceBySenderReports(t *testing.T) {
 	if d := sb.Start - sa.Start; !near(d, 500*time.Millisecond, time.Millisecond) || sa.Aligned != "sender_report" || sb.Aligned != "sender_report" {
 		t.Errorf("b starts %v after a (%s, %s), want 500ms by sender reports", d, sa.Aligned, sb.Aligned)
 	}
-	if !near(sc.Start, 700*time.Millisecond, time.Millisecond) || sc.Aligned != "arrival" {
+	if !near(sb.Shift-sa.Shift, -50*time.Millisecond, time.Millisecond) {
+		t.Errorf("b's arrivals shifted %v against a's, want -50ms", sb.Shift-sa.Shift)
+	}
+	if !near(sc.Start, 700*time.Millisecond, time.Millisecond) || sc.Aligned != "arrival" || sc.Shift != 0 {
 		t.Errorf("c starts at %v (%s), want 700ms by arrival", sc.Start, sc.Aligned)
 	}
 }

@@ -30,6 +30,10 @@ type Stream struct {
 	Packets int
 	// Aligned says how Start was found: "sender_report" or "arrival".
 	Aligned string
+	// Shift is how far the alignment moved the stream from where its
+	// packets arrived: a packet's place on the time line is its arrival
+	// offset plus Shift (playback replays arrivals, export timestamps).
+	Shift time.Duration
 }
 
 // At returns where the RTP timestamp unwrapped (FirstTS plus ticks, as
@@ -182,6 +186,7 @@ func Open(dir string) (*Recording, error) {
 			shift := ntpStart[s] - d - s.Start
 			s.Start += shift
 			s.End += shift
+			s.Shift += shift
 			s.Aligned = "sender_report"
 		}
 	}
@@ -196,6 +201,7 @@ func Open(dir string) (*Recording, error) {
 		}
 		if s.Start < 0 { // a sender whose clock runs ahead of the first arrival
 			s.End -= s.Start
+			s.Shift -= s.Start
 			s.Start = 0
 		}
 		rec.Duration = max(rec.Duration, s.End)
