@@ -13,6 +13,7 @@ import (
 
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
@@ -68,6 +69,9 @@ type Options struct {
 	RTC *sfu.SFU
 	// Recordings record sessions (recordings.go); nil answers 503.
 	Recordings *recording.Service
+	// Playbacks play recordings into sessions (playbacks.go); nil
+	// answers 503.
+	Playbacks *playback.Service
 	// MaxExports caps the recordings exported at a time (export.go;
 	// default 2).
 	MaxExports int
@@ -171,6 +175,10 @@ func New(o Options) *Server {
 	s.route("DELETE /api/v1/recordings/{rid}", s.deleteRecording)
 	s.route("POST /api/v1/recordings/{rid}/stop", s.stopRecording)
 	s.route("GET /api/v1/recordings/{rid}/export", s.exportRecording)
+	s.route("POST /api/v1/recordings/{rid}/play", s.playRecording)
+	s.route("GET /api/v1/playbacks/{pid}", s.getPlayback)
+	s.route("POST /api/v1/playbacks/{pid}/control", s.controlPlayback)
+	s.route("DELETE /api/v1/playbacks/{pid}", s.stopPlayback)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			o.UI.ServeHTTP(w, r)

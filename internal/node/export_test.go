@@ -1,14 +1,18 @@
 package node
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/convene/convene/internal/export"
 	"github.com/convene/convene/internal/testutil"
@@ -145,4 +149,138 @@ func TestExportFFmpeg(t *testing.T) {
 		}
 		t.Logf("%s: %d bytes, %v, %.3f s (recording %.3f s)", c.format, size, got, dur, want)
 	}
+}
+
+// TestPlayIntoSession: the chair plays a recording of ffmpeg's PCMU tone
+// and VP8 test card back into its session, where a plain RTP receiver
+// link gets every recorded audio packet: new SSRC, sequence numbers by
+// one, the recorded gaps; a pause holds them back; a participant may
+// read the playback but not control it; at the end the playback's member
+// has left and the playback is gone.
+func TestPlayIntoSession(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	_, ctok := joinAs(t, n, sid, "Chair", "chair")
+	_, ptok := joinAs(t, n, sid, "Pat", "participant")
+	recorded, _ := readDump(t, filepath.Join(dataDir, "recordings", rec.ID, audioFile(t, n, rec.ID)))
+
+	rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	addLink(t, n, sid, map[string]any{"remote": rx.LocalAddr().String(), "kind": "audio", "direction": "recvonly"})
+	type got struct {
+		at  time.Time
+		pkt []byte
+	}
+	var mu sync.Mutex
+	var heard []got
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := rx.Read(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			heard = append(heard, got{time.Now(), append([]byte(nil), buf[:k]...)})
+			mu.Unlock()
+		}
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(heard) }
+
+	url := n.URL() + "/api/v1/recordings/" + rec.ID + "/play"
+	if code := callAs(t, ptok, "POST", url, map[string]any{"session": sid}, nil); code != 403 {
+		t.Errorf("a participant plays: %d, want 403", code)
+	}
+	if code := callAs(t, ctok, "POST", url, map[string]any{"session": sid, "speed": 3}, nil); code != 400 {
+		t.Errorf("speed 3: %d, want 400", code)
+	}
+	var pb struct {
+		ID, Member, State string
+		PositionMS        int64  `json:"position_ms"`
+		Sent              uint64 `json:"packets_sent"`
+	}
+	if code := callAs(t, ctok, "POST", url, map[string]any{"session": sid}, &pb); code != 201 || pb.State != "playing" {
+		t.Fatalf("the chair plays: %d %+v", code, pb)
+	}
+	pbURL := n.URL() + "/api/v1/playbacks/" + pb.ID
+	if !hasMember(t, n, sid, pb.Member) {
+		t.Errorf("the playback's member %s is not in the session", pb.Member)
+	}
+
+	testutil.WaitFor(t, 3*time.Second, "20 packets played", func() bool { return count() > 20 })
+	if code := callAs(t, ptok, "POST", pbURL+"/control", map[string]any{"action": "pause"}, nil); code != 403 {
+		t.Errorf("a participant pauses: %d, want 403", code)
+	}
+	if code := callAs(t, ptok, "GET", pbURL, nil, &pb); code != 200 {
+		t.Errorf("a participant reads the playback: %d", code)
+	}
+	if code := callAs(t, ctok, "POST", pbURL+"/control", map[string]any{"action": "pause"}, &pb); code != 200 || pb.State != "paused" {
+		t.Fatalf("pause: %d %+v", code, pb)
+	}
+	time.Sleep(100 * time.Millisecond) // what was on its way
+	before := count()
+	time.Sleep(500 * time.Millisecond)
+	if c := count(); c != before {
+		t.Errorf("%d packets arrived while paused", c-before)
+	}
+	if code := callAs(t, ctok, "POST", pbURL+"/control", map[string]any{"action": "resume"}, &pb); code != 200 || pb.State != "playing" {
+		t.Fatalf("resume: %d %+v", code, pb)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the playback's end", func() bool {
+		return call(t, "GET", pbURL, nil, nil) == 404
+	})
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) != len(recorded) {
+		t.Fatalf("the receiver got %d packets, the recording holds %d", len(heard), len(recorded))
+	}
+	for i, h := range heard {
+		p, r := h.pkt, recorded[i]
+		if string(p[12:]) != string(r[12:]) {
+			t.Fatalf("packet %d: payload differs", i)
+		}
+		if binary.BigEndian.Uint32(p[8:]) == binary.BigEndian.Uint32(r[8:]) {
+			t.Errorf("packet %d keeps the recorded SSRC", i)
+		}
+		if i > 0 && binary.BigEndian.Uint16(p[2:]) != binary.BigEndian.Uint16(heard[i-1].pkt[2:])+1 {
+			t.Fatalf("packet %d: sequence %d after %d", i, binary.BigEndian.Uint16(p[2:]), binary.BigEndian.Uint16(heard[i-1].pkt[2:]))
+		}
+	}
+	if hasMember(t, n, sid, pb.Member) {
+		t.Errorf("the playback's member %s is still in the session", pb.Member)
+	}
+}
+
+// audioFile is the recording's audio RTP stream file.
+func audioFile(t *testing.T, n *Node, rid string) string {
+	t.Helper()
+	var rec recordingJSON
+	call(t, "GET", n.URL()+"/api/v1/recordings/"+rid, nil, &rec)
+	for _, f := range rec.Files {
+		if f.Kind == "audio" && !f.RTCPOnly {
+			return f.File
+		}
+	}
+	t.Fatalf("no audio stream in %+v", rec.Files)
+	return ""
+}
+
+// hasMember reports whether a session has a member.
+func hasMember(t *testing.T, n *Node, sid, member string) bool {
+	t.Helper()
+	var ms struct {
+		Members []struct{ ID string } `json:"members"`
+	}
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+sid+"/members", nil, &ms)
+	for _, m := range ms.Members {
+		if m.ID == member {
+			return true
+		}
+	}
+	return false
 }

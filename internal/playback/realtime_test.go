@@ -84,7 +84,7 @@ func TestRealClock(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if st := pb.State(); !st.Ended || st.Sent != 285 {
+	if st := pb.Status(); !st.Ended || st.Sent != 285 {
 		t.Errorf("state %+v", st)
 	}
 	pb.Stop()

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// State is what a Playback reports about itself.
-type State struct {
+// Status is what a Playback reports about itself.
+type Status struct {
 	Playing    bool          `json:"playing"`
 	Ended      bool          `json:"ended"`
 	Position   time.Duration `json:"-"`
@@ -17,18 +17,19 @@ type State struct {
 }
 
 // Playback runs a Player on a clock in a goroutine that owns it; its
-// methods are safe for concurrent use.
+// methods are safe for concurrent use. Once it stopped (Done), its methods
+// do nothing and Status reports where it stopped.
 type Playback struct {
 	clock Clock
 	req   chan func(*Player, time.Time)
 	done  chan struct{}
 	stop  context.CancelFunc
+	final Status // written before done closes
 }
 
 // Start plays p from its position on clock, sending its packets through
-// emit (from the Playback's goroutine), until Stop, or ctx ends; the last
-// packet does not end it (a seek may go back), Stop does. Start takes
-// over p: it closes it when it stops.
+// emit (from the Playback's goroutine), until its last packet, Stop, or
+// the end of ctx. Start takes over p: it closes it when it stops.
 func Start(ctx context.Context, p *Player, clock Clock, emit Emit) *Playback {
 	ctx, cancel := context.WithCancel(ctx)
 	pb := &Playback{clock: clock, req: make(chan func(*Player, time.Time)), done: make(chan struct{}), stop: cancel}
@@ -39,9 +40,13 @@ func Start(ctx context.Context, p *Player, clock Clock, emit Emit) *Playback {
 func (pb *Playback) run(ctx context.Context, p *Player, emit Emit) {
 	defer close(pb.done)
 	defer p.Close()
+	defer func() { pb.final = stateOf(p, pb.clock.Now()) }()
 	p.Play(pb.clock.Now())
 	for {
-		wait, _ := p.Step(pb.clock.Now(), emit)
+		wait, done := p.Step(pb.clock.Now(), emit)
+		if done {
+			return
+		}
 		var timer <-chan time.Time
 		if wait >= 0 {
 			timer = pb.clock.After(wait)
@@ -68,18 +73,11 @@ func (pb *Playback) do(f func(*Player, time.Time)) bool {
 	}
 }
 
-// Pause pauses; Resume plays on (after the end, from the start).
+// Pause stops the clock; nothing is sent until Resume.
 func (pb *Playback) Pause() { pb.do(func(p *Player, now time.Time) { p.Pause(now) }) }
 
-// Resume plays on from where it paused; after the end it starts over.
-func (pb *Playback) Resume() {
-	pb.do(func(p *Player, now time.Time) {
-		if p.Ended() {
-			_ = p.Seek(now, 0)
-		}
-		p.Play(now)
-	})
-}
+// Resume plays on from where it paused.
+func (pb *Playback) Resume() { pb.do(func(p *Player, now time.Time) { p.Play(now) }) }
 
 // Seek moves to a position.
 func (pb *Playback) Seek(to time.Duration) (err error) {
@@ -93,18 +91,22 @@ func (pb *Playback) SetSpeed(s float64) (err error) {
 	return err
 }
 
-// State reports where the playback is.
-func (pb *Playback) State() (st State) {
-	if !pb.do(func(p *Player, now time.Time) {
-		st = State{Playing: p.Playing(), Ended: p.Ended(), Position: p.Position(now), Speed: p.Speed()}
-		st.DurationMS = p.Duration().Milliseconds()
-		for _, t := range p.Tracks {
-			st.Sent += t.Sent
-		}
-	}) {
-		st.Ended = true
+// Status reports where the playback is.
+func (pb *Playback) Status() (st Status) {
+	if !pb.do(func(p *Player, now time.Time) { st = stateOf(p, now) }) {
+		<-pb.done
+		return pb.final
 	}
+	return st
+}
+
+func stateOf(p *Player, now time.Time) Status {
+	st := Status{Playing: p.Playing(), Ended: p.Ended(), Position: p.Position(now), Speed: p.Speed(),
+		DurationMS: p.Duration().Milliseconds()}
 	st.PositionMS = st.Position.Milliseconds()
+	for _, t := range p.Tracks {
+		st.Sent += t.Sent
+	}
 	return st
 }
 
