@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -10,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/convene/convene/internal/export"
+	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 )
 
@@ -283,4 +286,46 @@ func hasMember(t *testing.T, n *Node, sid, member string) bool {
 		}
 	}
 	return false
+}
+
+// TestPlayToWHEP: a WHEP viewer pinned to a playback's member receives
+// the recording's audio and video (the PCMU as PCMU or Opus, the VP8 as
+// it was recorded) through the existing WHEP path. The playback is paused while
+// the viewer connects.
+func TestPlayToWHEP(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	var pb struct{ ID, Member, State string }
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", map[string]any{"session": sid}, &pb); code != 201 {
+		t.Fatalf("play: %d", code)
+	}
+	pbURL := n.URL() + "/api/v1/playbacks/" + pb.ID
+	if code := call(t, "POST", pbURL+"/control", map[string]any{"action": "pause"}, &pb); code != 200 {
+		t.Fatalf("pause: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	view, vres, err := rtctest.WHEP(ctx, n.URL(), sid, joinToken(t, n, sid, "listener"), "member="+pb.Member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	defer vres.Delete(context.Background())
+	if code := call(t, "POST", pbURL+"/control", map[string]any{"action": "resume"}, &pb); code != 200 || pb.State != "playing" {
+		t.Fatalf("resume: %d %+v", code, pb)
+	}
+	waitMedia(t, view, "", "audio", "video")
+	for _, r := range view.Received() {
+		t.Logf("the WHEP viewer received %s %s: %d packets", r.Kind, r.Codec, r.Packets.Load())
+		// The answer names the pinned track's codec where the viewer
+		// offered it (PCMU), else Opus through the transcoder.
+		if r.Kind == "video" && !strings.EqualFold(r.Codec, "video/VP8") ||
+			r.Kind == "audio" && !strings.EqualFold(r.Codec, "audio/opus") && !strings.EqualFold(r.Codec, "audio/PCMU") {
+			t.Errorf("%s as %s", r.Kind, r.Codec)
+		}
+	}
+	if code := call(t, "DELETE", pbURL, nil, &pb); code != 200 && code != 404 {
+		t.Errorf("stop: %d", code)
+	}
 }
