@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -157,7 +158,7 @@ func (p *Player) Position(now time.Time) time.Duration {
 	if !p.playing {
 		return p.pos0
 	}
-	return min(p.duration, p.pos0+time.Duration(float64(now.Sub(p.at0))*p.speed))
+	return min(p.duration, p.pos0+time.Duration(math.Round(float64(now.Sub(p.at0))*p.speed)))
 }
 
 // Play starts or resumes playing at now.
@@ -257,7 +258,8 @@ func (p *Player) Step(now time.Time, emit Emit) (wait time.Duration, done bool) 
 			return -1, true
 		}
 		if t.at > pos {
-			return time.Duration(float64(t.at-pos) / p.speed), false
+			// Rounded up, so the position then has reached the packet.
+			return max(time.Nanosecond, time.Duration(math.Ceil(float64(t.at-pos)/p.speed))), false
 		}
 		t.rw.rewrite(t.next, now)
 		t.Sent++
