@@ -290,8 +290,9 @@ func hasMember(t *testing.T, n *Node, sid, member string) bool {
 
 // TestPlayToWHEP: a WHEP viewer pinned to a playback's member receives
 // the recording's audio and video (the PCMU as PCMU or Opus, the VP8 as
-// it was recorded) through the existing WHEP path. The playback is paused while
-// the viewer connects.
+// it was recorded) through the existing WHEP path. The playback is paused
+// while the viewer connects; stopped, its member leaves; a playback whose
+// session finishes stops.
 func TestPlayToWHEP(t *testing.T) {
 	dataDir := t.TempDir()
 	n := startNode(t, testConfig(t, dataDir))
@@ -325,7 +326,19 @@ func TestPlayToWHEP(t *testing.T) {
 			t.Errorf("%s as %s", r.Kind, r.Codec)
 		}
 	}
-	if code := call(t, "DELETE", pbURL, nil, &pb); code != 200 && code != 404 {
-		t.Errorf("stop: %d", code)
+	if code := call(t, "DELETE", pbURL, nil, &pb); code != 200 || pb.State != "stopped" {
+		t.Errorf("stop: %d %+v", code, pb)
 	}
+	testutil.WaitFor(t, 5*time.Second, "the stopped playback's member to leave", func() bool { return !hasMember(t, n, sid, pb.Member) })
+
+	// A playback whose session finishes stops with it.
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", map[string]any{"session": sid, "speed": 0.5}, &pb); code != 201 {
+		t.Fatalf("play again: %d", code)
+	}
+	if code := call(t, "DELETE", n.URL()+"/api/v1/sessions/"+sid, nil, nil); code != 200 && code != 204 {
+		t.Fatalf("finish the session: %d", code)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the playback to stop with its session", func() bool {
+		return call(t, "GET", n.URL()+"/api/v1/playbacks/"+pb.ID, nil, nil) == 404
+	})
 }
