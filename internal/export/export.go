@@ -86,6 +86,17 @@ func report(progress Progress, at, total time.Duration) {
 	}
 }
 
+// reporter calls progress each time at reaches another whole second.
+func reporter(progress Progress, total time.Duration) func(at time.Duration) {
+	next := time.Duration(0)
+	return func(at time.Duration) {
+		if at >= next {
+			progress(at.Truncate(time.Second), total)
+			next = at.Truncate(time.Second) + time.Second
+		}
+	}
+}
+
 func (rec *Recording) writeWAV(w io.Writer, progress Progress) error {
 	if len(rec.Audio) == 0 {
 		return ErrNoStreams
@@ -328,8 +339,10 @@ func (rec *Recording) writeWebM(w io.Writer, progress Progress) error {
 			return err
 		}
 	}
+	tick := reporter(progress, rec.Duration)
 	for !vdone || !adone {
 		if !vdone && (adone || vat <= aat) {
+			tick(vat)
 			// The writer keeps the slice until its goroutine has written
 			// it: hand it a copy.
 			if _, err := vw.Write(vkey, int64(vat/time.Millisecond), bytes.Clone(vf)); err != nil {
@@ -343,7 +356,7 @@ func (rec *Recording) writeWebM(w io.Writer, progress Progress) error {
 		if _, err := aw.Write(true, int64(aat/time.Millisecond), bytes.Clone(af)); err != nil {
 			return err
 		}
-		report(progress, aat, rec.Duration)
+		tick(aat)
 		if err := nextAudio(); err != nil {
 			return err
 		}
