@@ -3,6 +3,7 @@ module github.com/convene/convene
 go 1.26.0
 
 require (
+	github.com/at-wat/ebml-go v0.19.4
 	github.com/cilium/ebpf v0.22.0
 	github.com/coder/websocket v1.8.14
 	github.com/emiago/sipgo v1.7.2

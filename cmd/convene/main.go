@@ -39,6 +39,7 @@ func usage(w io.Writer) {
 commands:
   serve     run a node: HTTP API, media broker, embedded NATS, SQLite catalog
   users     SIP accounts: add, list, delete (passwords kept only as digests)
+  recordings export  a recording to WebM, Ogg/Opus or WAV
   keys new  make a new operator API key (printed once; only its digest is kept)
   relay     the RTP relay alone with rtpengine's ng control protocol (-relay-ng-addr)
   version   print the version
@@ -57,6 +58,8 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], env, stdout, stderr)
 	case "users":
 		return usersCmd(args[1:], env, os.Stdin, stdout, stderr)
+	case "recordings":
+		return recordingsCmd(args[1:], env, stdout, stderr)
 	case "keys":
 		return keysCmd(args[1:], env, stdout, stderr)
 	case "relay":

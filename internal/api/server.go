@@ -13,6 +13,7 @@ import (
 
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
@@ -68,6 +69,12 @@ type Options struct {
 	RTC *sfu.SFU
 	// Recordings record sessions (recordings.go); nil answers 503.
 	Recordings *recording.Service
+	// Playbacks play recordings into sessions (playbacks.go); nil
+	// answers 503.
+	Playbacks *playback.Service
+	// MaxExports caps the recordings exported at a time (export.go;
+	// default 2).
+	MaxExports int
 	// UI serves the web app at every path outside /api/ (nil: a plain
 	// index page at /).
 	UI http.Handler
@@ -82,6 +89,7 @@ type Server struct {
 	// fallbackSigner signs tokens when there is no Access.
 	fallbackSigner *auth.Signer
 	ws             wsCount
+	exports        chan struct{} // one token per running export
 }
 
 // New returns the node's HTTP handler.
@@ -91,6 +99,9 @@ func New(o Options) *Server {
 	}
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
+	}
+	if o.MaxExports <= 0 {
+		o.MaxExports = 2
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Second
@@ -105,7 +116,7 @@ func New(o Options) *Server {
 		o.WSPing = 30 * time.Second
 	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry),
-		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil)}
+		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: make(chan struct{}, o.MaxExports)}
 	s.route("GET /healthz", s.healthz)
 	if o.Pprof {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -163,6 +174,11 @@ func New(o Options) *Server {
 	s.route("PATCH /api/v1/recordings/{rid}", s.updateRecording)
 	s.route("DELETE /api/v1/recordings/{rid}", s.deleteRecording)
 	s.route("POST /api/v1/recordings/{rid}/stop", s.stopRecording)
+	s.route("GET /api/v1/recordings/{rid}/export", s.exportRecording)
+	s.route("POST /api/v1/recordings/{rid}/play", s.playRecording)
+	s.route("GET /api/v1/playbacks/{pid}", s.getPlayback)
+	s.route("POST /api/v1/playbacks/{pid}/control", s.controlPlayback)
+	s.route("DELETE /api/v1/playbacks/{pid}", s.stopPlayback)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			o.UI.ServeHTTP(w, r)

@@ -20,6 +20,7 @@ import (
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/mixer"
+	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/relay"
 	"github.com/convene/convene/internal/relay/ng"
@@ -60,8 +61,10 @@ type Node struct {
 	rtc       *sfu.SFU
 	// recordings record sessions; set before any session event can fire.
 	recordings *recording.Service
-	ln         net.Listener
-	http       *http.Server
+	// playbacks play recordings into sessions.
+	playbacks *playback.Service
+	ln        net.Listener
+	http      *http.Server
 
 	hbCancel context.CancelFunc
 	hbDone   chan struct{}
@@ -136,6 +139,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -174,6 +178,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Users:      n.sipUsers,
 		Dialler:    n.sip,
 		Recordings: n.recordings,
+		Playbacks:  n.playbacks,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
@@ -253,6 +258,7 @@ func (n *Node) Drain(ctx context.Context) error {
 			n.log.Warn("http shutdown", "err", err)
 			n.http.Close()
 		}
+		n.playbacks.Close()  // their members leave while the sessions are there
 		n.recordings.Close() // before the rooms go: each recording ends "finished"
 		n.sessions.Drain()
 		n.stopErr = n.closeAll()
@@ -271,6 +277,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.http != nil {
 		n.http.Close()
+	}
+	if n.playbacks != nil {
+		n.playbacks.Close()
 	}
 	if n.recordings != nil {
 		n.recordings.Close()

@@ -209,3 +209,24 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	s.log.Info("recording deleted", "recording", id, "bytes", r.SizeBytes)
 	return nil
 }
+
+// Dir returns the directory of a recording's files for reading them
+// (export, playback). A recording still being written is ErrConflict; one
+// whose catalog entry points outside the recordings directory, or whose
+// directory is gone, is ErrNotFound.
+func (s *Service) Dir(ctx context.Context, id string) (string, error) {
+	r, err := s.get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if r = s.current(r); r.State == string(recorder.StateRecording) {
+		return "", fmt.Errorf("%w: recording %s is still being written", ErrConflict, id)
+	}
+	if !s.inRoot(r.Dir) {
+		return "", fmt.Errorf("%w: %s has no files here", ErrNotFound, id)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, recorder.ManifestFile)); err != nil {
+		return "", fmt.Errorf("%w: %s has no manifest", ErrNotFound, id)
+	}
+	return r.Dir, nil
+}

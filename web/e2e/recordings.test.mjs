@@ -72,6 +72,25 @@ test('the chair records a meeting; the catalog lists, finds, renames and deletes
   await ops.getByLabel('Description', { exact: true }).fill('Ada and Bob on the recorder');
   await ops.getByRole('button', { name: 'Save' }).click();
   await ops.getByText('Design review, week 48').waitFor();
+  // Play: the recording, exported as WebM, plays in the page (its video
+  // decodes and time advances).
+  await ops.getByRole('button', { name: /^Play/ }).click();
+  const player = ops.getByTestId('player');
+  await player.waitFor({ timeout: 30_000 });
+  await waitFor(
+    () => player.evaluate((v) => v.readyState >= 2 && v.currentTime > 0.5 && v.videoWidth > 0 && { t: v.currentTime, w: v.videoWidth, d: v.duration }),
+    20_000,
+    'the recording to play in the page',
+  );
+  // Download: an Ogg/Opus file of its audio.
+  const [dl] = await Promise.all([
+    ops.waitForEvent('download'),
+    ops.getByRole('combobox', { name: /^Download/ }).selectOption('ogg'),
+  ]);
+  assert.match(dl.suggestedFilename(), /\.ogg$/);
+  const file = await dl.path();
+  const { statSync } = await import('node:fs');
+  assert.ok(statSync(file).size > 1000, 'the Ogg file is ' + statSync(file).size + ' bytes');
   await ops.screenshot({ path: join(artifacts, 'recordings.png') });
   if (process.env.SCREENSHOT_RECORDINGS) await ops.screenshot({ path: process.env.SCREENSHOT_RECORDINGS });
   const [rec] = (await node.api('GET', '/recordings')).recordings;

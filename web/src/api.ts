@@ -13,10 +13,14 @@ export class ApiError extends Error {
   }
 }
 
+function authHeaders(creds: Creds): Record<string, string> {
+  if (creds.key) return { 'X-API-Key': creds.key };
+  if (creds.token) return { Authorization: 'Bearer ' + creds.token };
+  return {};
+}
+
 export async function api<T>(method: string, path: string, creds: Creds, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = {};
-  if (creds.key) headers['X-API-Key'] = creds.key;
-  else if (creds.token) headers['Authorization'] = 'Bearer ' + creds.token;
+  const headers = authHeaders(creds);
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const resp = await fetch('/api/v1' + path, {
     method,
@@ -98,3 +102,15 @@ export const stopRecording = (c: Creds, rid: string) => api<Recording>('POST', `
 export const updateRecording = (c: Creds, rid: string, title: string, description: string) =>
   api<Recording>('PATCH', `/recordings/${rid}`, c, { title, description });
 export const deleteRecording = (c: Creds, rid: string) => api<unknown>('DELETE', `/recordings/${rid}`, c);
+
+// exportRecording fetches a recording as one file a player opens: WebM
+// (VP8 and Opus, in sync) or Ogg/Opus or WAV for its audio.
+export async function exportRecording(c: Creds, rid: string, format: 'webm' | 'ogg' | 'wav'): Promise<Blob> {
+  const resp = await fetch(`/api/v1/recordings/${rid}/export?format=${format}`, { headers: authHeaders(c) });
+  if (!resp.ok) {
+    const data = await resp.json().catch(() => ({}));
+    const e = data?.error ?? {};
+    throw new ApiError(resp.status, e.code ?? 'error', e.message ?? resp.statusText);
+  }
+  return resp.blob();
+}

@@ -1,11 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
-import { deleteRecording, listRecordings, stopRecording, updateRecording, type Recording } from '../api';
+import { deleteRecording, exportRecording, listRecordings, stopRecording, updateRecording, type Recording } from '../api';
 import { duration, size } from '../format';
 import { navigate } from '../route';
 import { KEY, KeyForm } from './Home';
 
-// Recordings: the catalog (issue 15) — search, rename, stop, delete. The
-// operator's page: it uses the node's API key, as Home does.
+// Recordings: the catalog (issue 15) — search, play (the recording
+// exported as WebM, its streams in sync), download, rename, stop, delete.
+// The operator's page: it uses the node's API key, as Home does.
 export function Recordings() {
   const [key, setKey] = useState(localStorage.getItem(KEY) ?? '');
   if (!key) return <KeyForm onKey={(k) => (localStorage.setItem(KEY, k), setKey(k))} />;
@@ -20,6 +21,37 @@ function Catalog({ apiKey }: { apiKey: string }) {
   const [err, setErr] = useState('');
   const [editing, setEditing] = useState<string>();
   const [deleting, setDeleting] = useState<string>();
+  const [playing, setPlaying] = useState<{ id: string; url: string }>();
+  const [busy, setBusy] = useState<string>(); // what is being fetched, for the status line
+
+  useEffect(() => () => playing && URL.revokeObjectURL(playing.url), [playing]);
+
+  // play fetches the recording as WebM (its streams in sync) and plays it
+  // in the page; download saves it in the chosen format.
+  const play = (r: Recording) =>
+    act(async () => {
+      setBusy(`Preparing ${r.title || 'the recording'}…`);
+      try {
+        const blob = await exportRecording(creds, r.id, 'webm');
+        setPlaying({ id: r.id, url: URL.createObjectURL(blob) });
+      } finally {
+        setBusy(undefined);
+      }
+    });
+  const download = (r: Recording, format: 'webm' | 'ogg' | 'wav') =>
+    act(async () => {
+      setBusy(`Exporting ${r.title || 'the recording'} as ${format.toUpperCase()}…`);
+      try {
+        const url = URL.createObjectURL(await exportRecording(creds, r.id, format));
+        const a = document.createElement('a');
+        a.href = url;
+        a.download = `${(r.title || r.id).replace(/[^\w.-]+/g, '_')}.${format}`;
+        a.click();
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      } finally {
+        setBusy(undefined);
+      }
+    });
 
   const load = () => listRecordings(creds, query).then(setRecs, (e) => setErr(e.message));
   useEffect(() => {
@@ -65,6 +97,11 @@ function Catalog({ apiKey }: { apiKey: string }) {
           {err}
         </p>
       )}
+      {busy && (
+        <p role="status" class="muted">
+          {busy}
+        </p>
+      )}
       {recs === undefined ? (
         <p class="muted">Loading…</p>
       ) : recs.length === 0 ? (
@@ -87,6 +124,9 @@ function Catalog({ apiKey }: { apiKey: string }) {
               </div>
               {r.description && <p class="muted">{r.description}</p>}
               {r.error && <p class="error">{r.error}</p>}
+              {playing?.id === r.id && (
+                <video class="playback" src={playing.url} controls autoplay aria-label={`Playing ${r.title || 'the recording'}`} data-testid="player" />
+              )}
               {editing === r.id ? (
                 <EditForm
                   rec={r}
@@ -99,6 +139,29 @@ function Catalog({ apiKey }: { apiKey: string }) {
                     <button onClick={() => act(() => stopRecording(creds, r.id))} aria-label={`Stop recording ${r.title}`}>
                       Stop
                     </button>
+                  )}
+                  {r.state !== 'recording' && r.streams > 0 && (
+                    <>
+                      <button onClick={() => play(r)} aria-label={`Play ${r.title || 'the recording'}`}>
+                        Play
+                      </button>
+                      <label>
+                        <span class="sr-only">Download {r.title || 'the recording'} as</span>
+                        <select
+                          value=""
+                          onChange={(e) => {
+                            const f = (e.target as HTMLSelectElement).value as 'webm' | 'ogg' | 'wav';
+                            (e.target as HTMLSelectElement).value = '';
+                            if (f) download(r, f);
+                          }}
+                        >
+                          <option value="">Download…</option>
+                          <option value="webm">WebM (video and audio)</option>
+                          <option value="ogg">Ogg/Opus (audio)</option>
+                          <option value="wav">WAV (audio)</option>
+                        </select>
+                      </label>
+                    </>
                   )}
                   <button onClick={() => setEditing(r.id)} aria-label={`Rename ${r.title || 'the recording'}`}>
                     Rename

@@ -1,0 +1,344 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/export"
+	"github.com/convene/convene/internal/rtctest"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// recordFFmpeg records 3 s of ffmpeg's tone (PCMU) and test card (VP8)
+// sent into a session, and returns the stopped recording.
+func recordFFmpeg(t *testing.T, n *Node, dataDir string) (sid string, rec recordingJSON) {
+	t.Helper()
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	s := createSession(t, n, "exported")
+	audioTee, videoTee := newTee(t), newTee(t)
+	al := addLink(t, n, s.ID, map[string]any{"remote": audioTee.remote(), "kind": "audio", "direction": "sendonly"})
+	vl := addLink(t, n, s.ID, map[string]any{"remote": videoTee.remote(), "kind": "video", "direction": "sendonly"})
+	if code := call(t, "POST", n.URL()+"/api/v1/sessions/"+s.ID+"/recordings", map[string]string{"title": "export me"}, &rec); code != 201 {
+		t.Fatalf("start recording: %d", code)
+	}
+	audioTee.run(al)
+	videoTee.run(vl)
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", "sine=frequency=440:duration=3",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=3",
+		"-map", "0:a", "-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", "rtp://"+audioTee.target(),
+		"-map", "1:v", "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "300k", "-f", "rtp", "rtp://"+videoTee.target())
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ffmpeg: %v", err)
+	}
+	audioTee.wg.Wait()
+	videoTee.wg.Wait()
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/stop", map[string]any{}, &rec); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	return s.ID, rec
+}
+
+type probed struct {
+	Streams []struct {
+		CodecName string `json:"codec_name"`
+		CodecType string `json:"codec_type"`
+		Width     int    `json:"width"`
+	} `json:"streams"`
+	Format struct {
+		Duration string `json:"duration"`
+	} `json:"format"`
+}
+
+// TestExportFFmpeg: a recording of ffmpeg's PCMU tone and VP8 test card
+// exports as WebM (one VP8 and one Opus stream: the G.711 is transcoded),
+// Ogg/Opus and WAV; ffprobe reads each with a duration within 10% of the
+// recording's, and ffmpeg decodes each to the end without an error. A
+// participant may not export (403), a format that is not known is 400,
+// and the streams were placed within 100 ms of each other (ffmpeg starts
+// both at once).
+func TestExportFFmpeg(t *testing.T) {
+	ffprobe := testutil.NeedBinary(t, "ffprobe")
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	url := n.URL() + "/api/v1/recordings/" + rec.ID + "/export?format="
+
+	_, ptok := joinAs(t, n, sid, "Pat", "participant")
+	if code := callAs(t, ptok, "GET", url+"webm", nil, nil); code != 403 {
+		t.Errorf("a participant exports: %d, want 403", code)
+	}
+	if code := call(t, "GET", url+"mp4", nil, nil); code != 400 {
+		t.Errorf("format mp4: %d, want 400", code)
+	}
+
+	x, err := export.Open(filepath.Join(dataDir, "recordings", rec.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Audio) != 1 || len(x.Video) != 1 {
+		b, _ := exec.Command("sh", "-c", "cat "+filepath.Join(dataDir, "recordings", rec.ID)+"/*.json").Output()
+		t.Fatalf("%d audio and %d video streams: %s", len(x.Audio), len(x.Video), b)
+	}
+	a, v := x.Audio[0], x.Video[0]
+	t.Logf("audio starts at %v (%s), video at %v (%s); %v in all", a.Start, a.Aligned, v.Start, v.Aligned, x.Duration)
+	if d := a.Start - v.Start; d > 100e6 || d < -100e6 {
+		t.Errorf("audio and video %v apart", d)
+	}
+
+	for _, c := range []struct {
+		format string
+		codecs []string
+	}{{"webm", []string{"vp8", "opus"}}, {"ogg", []string{"opus"}}, {"wav", []string{"pcm_s16le"}}} {
+		req, _ := http.NewRequest("GET", url+c.format, nil)
+		req.Header.Set("X-API-Key", testAPIKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "out."+c.format)
+		f, _ := os.Create(path)
+		size, err := io.Copy(f, resp.Body)
+		resp.Body.Close()
+		f.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d, %v", c.format, resp.StatusCode, err)
+		}
+		if cl := resp.Header.Get("Content-Length"); cl != "" && cl != strconv.FormatInt(size, 10) {
+			t.Errorf("%s: Content-Length %s, got %d bytes", c.format, cl, size)
+		}
+		out, err := exec.Command(ffprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
+		if err != nil {
+			t.Fatalf("%s: ffprobe: %v", c.format, err)
+		}
+		var p probed
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range p.Streams {
+			got = append(got, s.CodecName)
+		}
+		if len(got) != len(c.codecs) {
+			t.Errorf("%s: streams %v, want %v", c.format, got, c.codecs)
+		}
+		for i := range got {
+			if i < len(c.codecs) && got[i] != c.codecs[i] {
+				t.Errorf("%s: streams %v, want %v", c.format, got, c.codecs)
+			}
+		}
+		dur, _ := strconv.ParseFloat(p.Format.Duration, 64)
+		want := float64(rec.DurationMS) / 1000
+		if dur < 0.9*want || dur > 1.1*want {
+			t.Errorf("%s: duration %.3f s, the recording's %.3f s", c.format, dur, want)
+		}
+		dec := exec.Command(ffmpeg, "-v", "error", "-xerror", "-i", path, "-f", "null", "-")
+		if b, err := dec.CombinedOutput(); err != nil || len(b) > 0 {
+			t.Errorf("%s: ffmpeg decodes with %v: %s", c.format, err, b)
+		}
+		t.Logf("%s: %d bytes, %v, %.3f s (recording %.3f s)", c.format, size, got, dur, want)
+	}
+}
+
+// TestPlayIntoSession: the chair plays a recording of ffmpeg's PCMU tone
+// and VP8 test card back into its session, where a plain RTP receiver
+// link gets every recorded audio packet: new SSRC, sequence numbers by
+// one, the recorded gaps; a pause holds them back; a participant may
+// read the playback but not control it; at the end the playback's member
+// has left and the playback is gone.
+func TestPlayIntoSession(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	_, ctok := joinAs(t, n, sid, "Chair", "chair")
+	_, ptok := joinAs(t, n, sid, "Pat", "participant")
+	recorded, _ := readDump(t, filepath.Join(dataDir, "recordings", rec.ID, audioFile(t, n, rec.ID)))
+
+	rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	addLink(t, n, sid, map[string]any{"remote": rx.LocalAddr().String(), "kind": "audio", "direction": "recvonly"})
+	type got struct {
+		at  time.Time
+		pkt []byte
+	}
+	var mu sync.Mutex
+	var heard []got
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := rx.Read(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			heard = append(heard, got{time.Now(), append([]byte(nil), buf[:k]...)})
+			mu.Unlock()
+		}
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(heard) }
+
+	url := n.URL() + "/api/v1/recordings/" + rec.ID + "/play"
+	if code := callAs(t, ptok, "POST", url, map[string]any{"session": sid}, nil); code != 403 {
+		t.Errorf("a participant plays: %d, want 403", code)
+	}
+	if code := callAs(t, ctok, "POST", url, map[string]any{"session": sid, "speed": 3}, nil); code != 400 {
+		t.Errorf("speed 3: %d, want 400", code)
+	}
+	var pb struct {
+		ID, Member, State string
+		PositionMS        int64  `json:"position_ms"`
+		Sent              uint64 `json:"packets_sent"`
+	}
+	if code := callAs(t, ctok, "POST", url, map[string]any{"session": sid}, &pb); code != 201 || pb.State != "playing" {
+		t.Fatalf("the chair plays: %d %+v", code, pb)
+	}
+	pbURL := n.URL() + "/api/v1/playbacks/" + pb.ID
+	if !hasMember(t, n, sid, pb.Member) {
+		t.Errorf("the playback's member %s is not in the session", pb.Member)
+	}
+
+	testutil.WaitFor(t, 3*time.Second, "20 packets played", func() bool { return count() > 20 })
+	if code := callAs(t, ptok, "POST", pbURL+"/control", map[string]any{"action": "pause"}, nil); code != 403 {
+		t.Errorf("a participant pauses: %d, want 403", code)
+	}
+	if code := callAs(t, ptok, "GET", pbURL, nil, &pb); code != 200 {
+		t.Errorf("a participant reads the playback: %d", code)
+	}
+	if code := callAs(t, ctok, "POST", pbURL+"/control", map[string]any{"action": "pause"}, &pb); code != 200 || pb.State != "paused" {
+		t.Fatalf("pause: %d %+v", code, pb)
+	}
+	time.Sleep(100 * time.Millisecond) // what was on its way
+	before := count()
+	time.Sleep(500 * time.Millisecond)
+	if c := count(); c != before {
+		t.Errorf("%d packets arrived while paused", c-before)
+	}
+	if code := callAs(t, ctok, "POST", pbURL+"/control", map[string]any{"action": "resume"}, &pb); code != 200 || pb.State != "playing" {
+		t.Fatalf("resume: %d %+v", code, pb)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the playback's end", func() bool {
+		return call(t, "GET", pbURL, nil, nil) == 404
+	})
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) != len(recorded) {
+		t.Fatalf("the receiver got %d packets, the recording holds %d", len(heard), len(recorded))
+	}
+	for i, h := range heard {
+		p, r := h.pkt, recorded[i]
+		if string(p[12:]) != string(r[12:]) {
+			t.Fatalf("packet %d: payload differs", i)
+		}
+		if binary.BigEndian.Uint32(p[8:]) == binary.BigEndian.Uint32(r[8:]) {
+			t.Errorf("packet %d keeps the recorded SSRC", i)
+		}
+		if i > 0 && binary.BigEndian.Uint16(p[2:]) != binary.BigEndian.Uint16(heard[i-1].pkt[2:])+1 {
+			t.Fatalf("packet %d: sequence %d after %d", i, binary.BigEndian.Uint16(p[2:]), binary.BigEndian.Uint16(heard[i-1].pkt[2:]))
+		}
+	}
+	if hasMember(t, n, sid, pb.Member) {
+		t.Errorf("the playback's member %s is still in the session", pb.Member)
+	}
+}
+
+// audioFile is the recording's audio RTP stream file.
+func audioFile(t *testing.T, n *Node, rid string) string {
+	t.Helper()
+	var rec recordingJSON
+	call(t, "GET", n.URL()+"/api/v1/recordings/"+rid, nil, &rec)
+	for _, f := range rec.Files {
+		if f.Kind == "audio" && !f.RTCPOnly {
+			return f.File
+		}
+	}
+	t.Fatalf("no audio stream in %+v", rec.Files)
+	return ""
+}
+
+// hasMember reports whether a session has a member.
+func hasMember(t *testing.T, n *Node, sid, member string) bool {
+	t.Helper()
+	var ms struct {
+		Members []struct{ ID string } `json:"members"`
+	}
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+sid+"/members", nil, &ms)
+	for _, m := range ms.Members {
+		if m.ID == member {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPlayToWHEP: a WHEP viewer pinned to a playback's member receives
+// the recording's audio and video (the PCMU as PCMU or Opus, the VP8 as
+// it was recorded) through the existing WHEP path. The playback is paused
+// while the viewer connects; stopped, its member leaves; a playback whose
+// session finishes stops.
+func TestPlayToWHEP(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	var pb struct{ ID, Member, State string }
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", map[string]any{"session": sid}, &pb); code != 201 {
+		t.Fatalf("play: %d", code)
+	}
+	pbURL := n.URL() + "/api/v1/playbacks/" + pb.ID
+	if code := call(t, "POST", pbURL+"/control", map[string]any{"action": "pause"}, &pb); code != 200 {
+		t.Fatalf("pause: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	view, vres, err := rtctest.WHEP(ctx, n.URL(), sid, joinToken(t, n, sid, "listener"), "member="+pb.Member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	defer vres.Delete(context.Background())
+	if code := call(t, "POST", pbURL+"/control", map[string]any{"action": "resume"}, &pb); code != 200 || pb.State != "playing" {
+		t.Fatalf("resume: %d %+v", code, pb)
+	}
+	waitMedia(t, view, "", "audio", "video")
+	for _, r := range view.Received() {
+		t.Logf("the WHEP viewer received %s %s: %d packets", r.Kind, r.Codec, r.Packets.Load())
+		// The answer names the pinned track's codec where the viewer
+		// offered it (PCMU), else Opus through the transcoder.
+		if r.Kind == "video" && !strings.EqualFold(r.Codec, "video/VP8") ||
+			r.Kind == "audio" && !strings.EqualFold(r.Codec, "audio/opus") && !strings.EqualFold(r.Codec, "audio/PCMU") {
+			t.Errorf("%s as %s", r.Kind, r.Codec)
+		}
+	}
+	if code := call(t, "DELETE", pbURL, nil, &pb); code != 200 || pb.State != "stopped" {
+		t.Errorf("stop: %d %+v", code, pb)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the stopped playback's member to leave", func() bool { return !hasMember(t, n, sid, pb.Member) })
+
+	// A playback whose session finishes stops with it.
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", map[string]any{"session": sid, "speed": 0.5}, &pb); code != 201 {
+		t.Fatalf("play again: %d", code)
+	}
+	if code := call(t, "DELETE", n.URL()+"/api/v1/sessions/"+sid, nil, nil); code != 200 && code != 204 {
+		t.Fatalf("finish the session: %d", code)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the playback to stop with its session", func() bool {
+		return call(t, "GET", n.URL()+"/api/v1/playbacks/"+pb.ID, nil, nil) == 404
+	})
+}
