@@ -71,7 +71,7 @@ test('the chair records a meeting; the catalog lists, finds, renames and deletes
   await ops.getByLabel('Title', { exact: true }).fill('Design review, week 48');
   await ops.getByLabel('Description', { exact: true }).fill('Ada and Bob on the recorder');
   await ops.getByRole('button', { name: 'Save' }).click();
-  await ops.getByText('Design review, week 48').waitFor();
+  await ops.getByText('Design review, week 48', { exact: true }).waitFor();
   // Play: the recording, exported as WebM, plays in the page (its video
   // decodes and time advances).
   await ops.getByRole('button', { name: /^Play/ }).click();
@@ -82,6 +82,8 @@ test('the chair records a meeting; the catalog lists, finds, renames and deletes
     20_000,
     'the recording to play in the page',
   );
+  await ops.screenshot({ path: join(artifacts, 'recordings.png') });
+  if (process.env.SCREENSHOT_RECORDINGS) await ops.screenshot({ path: process.env.SCREENSHOT_RECORDINGS });
   // Download: an Ogg/Opus file of its audio.
   const [dl] = await Promise.all([
     ops.waitForEvent('download'),
@@ -91,8 +93,6 @@ test('the chair records a meeting; the catalog lists, finds, renames and deletes
   const file = await dl.path();
   const { statSync } = await import('node:fs');
   assert.ok(statSync(file).size > 1000, 'the Ogg file is ' + statSync(file).size + ' bytes');
-  await ops.screenshot({ path: join(artifacts, 'recordings.png') });
-  if (process.env.SCREENSHOT_RECORDINGS) await ops.screenshot({ path: process.env.SCREENSHOT_RECORDINGS });
   const [rec] = (await node.api('GET', '/recordings')).recordings;
   assert.equal(rec.title, 'Design review, week 48');
   assert.equal(rec.description, 'Ada and Bob on the recorder');
