@@ -15,6 +15,7 @@ import (
 	"github.com/convene/convene/internal/codec"
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/supervise"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // phone publishes a PCMU tone in packets of n samples.
@@ -122,7 +123,7 @@ func TestPhoneReachesBrowsersInOpus(t *testing.T) {
 		p.send(240)
 		time.Sleep(time.Millisecond)
 	}
-	waitFor(t, func() bool { return b.packets() >= 149 })
+	testutil.WaitFor(t, 10*time.Second, "the second browser's 3 s of Opus", func() bool { return b.packets() >= 149 })
 	if got := promtest.ToFloat64(m.frames); got < 149 || got > 151 {
 		t.Errorf("%v frames encoded for 3 s of audio and two receivers, want 150", got)
 	}
@@ -183,7 +184,7 @@ func TestWidebandPhoneReachesBrowsers(t *testing.T) {
 		tr.Publish(pk)
 		time.Sleep(time.Millisecond)
 	}
-	waitFor(t, func() bool { return b.packets() >= 99 })
+	testutil.WaitFor(t, 10*time.Second, "2 s of the wideband phone as Opus", func() bool { return b.packets() >= 99 })
 	x := b.heard()
 	if sh := audio.ToneShare(x[len(x)/2:], 6000, 48000); sh < 0.5 {
 		t.Errorf("the browser hears 6 kHz at %.2f of the energy", sh)
@@ -225,23 +226,12 @@ func TestCrashedTranscoderIsRestarted(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, func() bool { return a.packets() >= 10 })
+	testutil.WaitFor(t, 10*time.Second, "Opus before the crash", func() bool { return a.packets() >= 10 })
 	h.Crash(tr)
-	waitFor(t, func() bool { return promtest.ToFloat64(m.restarts) == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the supervisor's restart", func() bool { return promtest.ToFloat64(m.restarts) == 1 })
 	n := a.packets()
-	waitFor(t, func() bool { return a.packets() >= n+10 })
+	testutil.WaitFor(t, 10*time.Second, "Opus after the restart", func() bool { return a.packets() >= n+10 })
 	if promtest.ToFloat64(m.crashes) != 1 {
 		t.Errorf("crashes %v", promtest.ToFloat64(m.crashes))
-	}
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
