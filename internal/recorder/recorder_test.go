@@ -3,6 +3,7 @@ package recorder
 import (
 	"bytes"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,5 +234,29 @@ func TestOverflowDrops(t *testing.T) {
 	}
 	if !found || man.Dropped[dropQueueFull] != st.Dropped[dropQueueFull] {
 		t.Errorf("manifest: slow_disk event %v, dropped %v", found, man.Dropped)
+	}
+}
+
+// TestAsksVideoForAKeyframe: a recording that starts mid-stream asks each
+// video track it taps for a keyframe (a browser sends one only when asked,
+// and the recording cannot be decoded before it), audio tracks not.
+func TestAsksVideoForAKeyframe(t *testing.T) {
+	room := broker.NewRoom("s")
+	var asked atomic.Int32
+	room.Join(broker.Member{ID: "cam", Kind: media.Video, Sends: true, Keyframe: func() { asked.Add(1) }})
+	room.Join(broker.Member{ID: "mic", Kind: media.Audio, Sends: true, Keyframe: func() { t.Error("an audio track was asked for a keyframe") }})
+	rec, err := Start(room, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Stop()
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the video track was asked for %d keyframes, want 1", n)
+	}
+	room.Join(broker.Member{ID: "cam2", Kind: media.Video, Sends: true, Keyframe: func() { asked.Add(1) }})
+	for deadline := time.Now().Add(5 * time.Second); asked.Load() != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the video track that came later was asked for %d keyframes, want 1", asked.Load()-1)
+		}
 	}
 }

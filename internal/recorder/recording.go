@@ -144,10 +144,16 @@ func (r *Recording) drop(reason string) {
 // It runs from OnChange (before a new main-session track's first packet)
 // and on the writer's flush timer (tracks in subgroups, which OnChange
 // does not announce to a main-session member).
+//
+// A video track tapped mid-stream is asked for a keyframe (after the lock:
+// the request calls into its publisher's link), so that its recording
+// can be decoded from its start rather than from the publisher's next
+// keyframe, which a browser sends only when asked.
 func (r *Recording) scan() {
+	var video []*broker.Track
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stopping {
+		r.mu.Unlock()
 		return
 	}
 	live := map[*broker.Track]bool{}
@@ -155,12 +161,19 @@ func (r *Recording) scan() {
 		live[t] = true
 		if r.taps[t] == nil {
 			r.taps[t] = r.room.Tap(t, r.tapID, r.sink)
+			if t.Kind() == media.Video {
+				video = append(video, t)
+			}
 		}
 	}
 	for t := range r.taps {
 		if !live[t] {
 			delete(r.taps, t) // its track is gone, and the tap with it
 		}
+	}
+	r.mu.Unlock()
+	for _, t := range video {
+		t.RequestKeyframe()
 	}
 }
 

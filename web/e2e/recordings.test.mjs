@@ -77,11 +77,17 @@ test('the chair records a meeting; the catalog lists, finds, renames and deletes
   await ops.getByRole('button', { name: /^Play/ }).click();
   const player = ops.getByTestId('player');
   await player.waitFor({ timeout: 30_000 });
+  let seen;
   await waitFor(
-    () => player.evaluate((v) => v.readyState >= 2 && v.currentTime > 0.5 && v.videoWidth > 0 && { t: v.currentTime, w: v.videoWidth, d: v.duration }),
+    async () => {
+      seen = await player.evaluate((v) => ({ state: v.readyState, t: v.currentTime, w: v.videoWidth, d: v.duration, ended: v.ended, paused: v.paused, err: v.error && v.error.message }));
+      return seen.state >= 2 && seen.t > 0.5 && seen.w > 0 && seen;
+    },
     20_000,
     'the recording to play in the page',
-  );
+  ).catch((e) => {
+    throw new Error(`${e.message}; the player: ${JSON.stringify(seen)}`);
+  });
   await ops.screenshot({ path: join(artifacts, 'recordings.png') });
   if (process.env.SCREENSHOT_RECORDINGS) await ops.screenshot({ path: process.env.SCREENSHOT_RECORDINGS });
   // Download: an Ogg/Opus file of its audio.
