@@ -590,3 +590,50 @@ func TestSpeakersMutesAndICEConfig(t *testing.T) {
 		t.Fatalf("media.muted %v", d)
 	}
 }
+
+// TestWHEPViewerOfAPhoneHearsOpus: a WHEP viewer that arrives when the
+// session's only audio is G.711 (ffmpeg's PCMU, as a phone's) gets an Opus
+// track, the tone transcoded, rather than a PCMU track that a browser's
+// Opus speaker could not later be forwarded into.
+func TestWHEPViewerOfAPhoneHearsOpus(t *testing.T) {
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "phone only")
+	src := freePortPair(t)
+	fm, _ := joinMember(t, n, s.ID, "Tone")
+	ff := addLink(t, n, s.ID, map[string]any{"remote": fmt.Sprintf("127.0.0.1:%d", src), "kind": "audio", "direction": "sendonly", "member": fm})
+	cmd := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "sine=frequency=440:duration=6",
+		"-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", fmt.Sprintf("rtp://127.0.0.1:%d?localrtpport=%d&localrtcpport=%d", ff.Local.RTPPort, src, src+1))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	testutil.WaitFor(t, 10*time.Second, "ffmpeg's PCMU in the session", func() bool {
+		var sess sessionJSON
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		return len(sess.Tracks) == 1 && sess.Tracks[0].Packets > 10
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	view, res, err := rtctest.WHEP(ctx, n.URL(), s.ID, joinToken(t, n, s.ID, "listener"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	defer res.Delete(context.Background())
+	var pcm []int16
+	testutil.WaitFor(t, 10*time.Second, "the viewer to decode a second of audio", func() bool {
+		for _, r := range view.Received() {
+			if r.Kind == "audio" {
+				if !strings.EqualFold(r.Codec, "audio/opus") {
+					t.Fatalf("the WHEP viewer's audio is %q, want audio/opus", r.Codec)
+				}
+				pcm = r.PCM()
+			}
+		}
+		return len(pcm) >= 48000
+	})
+	if sh := audio.ToneShare(pcm[len(pcm)/2:], 440, 48000); sh < 0.5 {
+		t.Errorf("the viewer hears 440 Hz at %.2f of the energy", sh)
+	}
+}

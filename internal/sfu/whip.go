@@ -133,7 +133,12 @@ func (p *Peer) answerViewer(offer string) (string, error) {
 		if kind == media.Video {
 			codec = codecVP8.RTPCodecCapability
 		}
-		if t := have[kind]; t != nil {
+		// The viewer's one track of a kind switches between sources. Its
+		// audio stays Opus when the node transcodes: a G.711 or G.722
+		// source (a phone) reaches it through the transcoder, and a
+		// browser's Opus as it is — a PCMU track chosen because a phone
+		// happened to be first could carry no browser's voice.
+		if t := have[kind]; t != nil && (kind == media.Video || p.s.cfg.Transcode == nil) {
 			pt, ok := t.PayloadType()
 			if c, ok := codecFor(t.Info().Codec, kind == media.Audio, pt, ok); ok {
 				codec = c
