@@ -63,6 +63,43 @@ type probed struct {
 	} `json:"format"`
 }
 
+// download GETs an export as the operator into a file named for format.
+func download(t *testing.T, url, format string) (path string, size int64) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-API-Key", testAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "out."+format)
+	f, _ := os.Create(path)
+	size, err = io.Copy(f, resp.Body)
+	resp.Body.Close()
+	f.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: %d, %v", format, resp.StatusCode, err)
+	}
+	if cl := resp.Header.Get("Content-Length"); cl != "" && cl != strconv.FormatInt(size, 10) {
+		t.Errorf("%s: Content-Length %s, got %d bytes", format, cl, size)
+	}
+	return path, size
+}
+
+// probe reads a file's streams and duration with ffprobe.
+func probe(t *testing.T, ffprobe, path string) probed {
+	t.Helper()
+	out, err := exec.Command(ffprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
+	if err != nil {
+		t.Fatalf("%s: ffprobe: %v", path, err)
+	}
+	var p probed
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestExportFFmpeg: a recording of ffmpeg's PCMU tone and VP8 test card
 // exports as WebM (one VP8 and one Opus stream: the G.711 is transcoded),
 // Ogg/Opus and WAV; ffprobe reads each with a duration within 10% of the
@@ -104,31 +141,8 @@ func TestExportFFmpeg(t *testing.T) {
 		format string
 		codecs []string
 	}{{"webm", []string{"vp8", "opus"}}, {"ogg", []string{"opus"}}, {"wav", []string{"pcm_s16le"}}} {
-		req, _ := http.NewRequest("GET", url+c.format, nil)
-		req.Header.Set("X-API-Key", testAPIKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "out."+c.format)
-		f, _ := os.Create(path)
-		size, err := io.Copy(f, resp.Body)
-		resp.Body.Close()
-		f.Close()
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%s: %d, %v", c.format, resp.StatusCode, err)
-		}
-		if cl := resp.Header.Get("Content-Length"); cl != "" && cl != strconv.FormatInt(size, 10) {
-			t.Errorf("%s: Content-Length %s, got %d bytes", c.format, cl, size)
-		}
-		out, err := exec.Command(ffprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
-		if err != nil {
-			t.Fatalf("%s: ffprobe: %v", c.format, err)
-		}
-		var p probed
-		if err := json.Unmarshal(out, &p); err != nil {
-			t.Fatal(err)
-		}
+		path, size := download(t, url+c.format, c.format)
+		p := probe(t, ffprobe, path)
 		var got []string
 		for _, s := range p.Streams {
 			got = append(got, s.CodecName)

@@ -139,7 +139,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
-	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Logger: log.With("component", "playback")})
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -179,6 +179,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Dialler:    n.sip,
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
+		MaxExports: cfg.Recording.Exports,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
