@@ -28,9 +28,9 @@ func (r *Receiver) Resume(m MemberID, seq uint64) {
 	}
 }
 
-// Resume continues the participant's sequence after seq, the last it
-// sent before (a page that reloads).
-func (p *Participant) Resume(seq uint64) {
+// ResumeSending continues the participant's sequence after seq, the last
+// it sent before (a page that reloads).
+func (p *Participant) ResumeSending(seq uint64) {
 	if seq > p.seq {
 		p.seq = seq
 	}

@@ -33,7 +33,7 @@ func TestGrowAndResume(t *testing.T) {
 		t.Fatalf("seq 6: %+v", out)
 	}
 	p, _ := c.Participant(1)
-	p.Resume(7)
+	p.ResumeSending(7)
 	if msg, _ := p.Send(1, nil, now); msg.Seq != 8 || p.Seq() != 8 {
 		t.Errorf("resumed at 7, sent %d", msg.Seq)
 	}

@@ -58,7 +58,7 @@ func dialChat(t *testing.T, n *Node, sid, tok string) *chatter {
 	if ch.p, err = conv.Participant(conversation.MemberID(ch.hello.Self)); err != nil {
 		t.Fatal(err)
 	}
-	ch.p.Resume(ch.hello.Last[ch.hello.Self])
+	ch.p.ResumeSending(ch.hello.Last[ch.hello.Self])
 	return ch
 }
 

@@ -401,8 +401,8 @@ function takeGap(p: Peer, seq: number): boolean {
 // delivered since its previous message that nothing later depends on.
 export class Participant extends Receiver {
   private seq = 0;
-  // resume continues after seq, the last message sent before (a reload).
-  resume(seq: number): void {
+  // resumeSending continues after seq, the last message sent before (a reload).
+  resumeSending(seq: number): void {
     if (seq > this.seq) this.seq = seq;
   }
   get lastSeq(): number {

@@ -143,7 +143,7 @@ describe('members joining and pages reloading', () => {
     const out = r.receive(m, 1000);
     expect(out.map((d) => [d.message.seq, d.status, d.missing.length])).toEqual([[5, 'delivered', 0]]);
     const p = conv.participant(1);
-    p.resume(7);
+    p.resumeSending(7);
     expect(p.send(1, new Uint8Array(), 1000).seq).toBe(8);
     expect(p.lastSeq).toBe(8);
   });
