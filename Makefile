@@ -59,11 +59,12 @@ bench: test-deps build-bench microbench
 bench-quick: test-deps build-bench
 	./$(BENCH) broker -quick -out bench/results $(BENCHARGS)
 
-# Micro-benchmarks of the hot path (allocations per packet, fan-out rate) and
-# the conversation context's bytes per message against members.
+# Micro-benchmarks of the hot path (allocations per packet, fan-out rate),
+# the conversation context's bytes per message against members and the
+# delivery latency ordering adds (the seed's workload, simulated).
 microbench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/broker/ ./internal/udpmux/ ./internal/relay/
-	$(GO) test -run '^$$' -bench ContextSize -benchtime 1x ./internal/conversation/
+	$(GO) test -run '^$$' -bench 'ContextSize|OrderingHold' -benchtime 1x ./internal/conversation/
 
 # Run each fuzzer for a short while (FUZZTIME=30s by default).
 FUZZTIME ?= 30s
