@@ -53,7 +53,11 @@ func Format(r Result) string {
 			fmt.Fprintf(&b, "\nHighest passing rate: **%d msg/s** (%.0f deliveries/s); there the node did %.0f messages and %.0f deliveries a second per core.",
 				s.MaxOK, t.Deliveries, t.MsgsPerCore, t.DeliveriesPerCore)
 			if t.Profile != "" {
-				fmt.Fprintf(&b, " CPU profile of the node at that step: `%s` (not committed).", t.Profile)
+				fmt.Fprintf(&b, " CPU profile of the node at that step: `%s` (not committed)", t.Profile)
+				if len(t.Where) > 0 {
+					fmt.Fprintf(&b, "; its samples: %s", shares(t.Where))
+				}
+				b.WriteString(".")
 			}
 			b.WriteString("\n")
 		} else {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,6 +90,8 @@ type Point struct {
 	OK                bool    `json:"ok"`
 	Why               string  `json:"why,omitempty"`
 	Profile           string  `json:"profile,omitempty"`
+	// Where is how the profile's samples divide (see where).
+	Where []Share `json:"where,omitempty"`
 }
 
 // Series is sessions of one size.
@@ -302,6 +305,9 @@ func measure(ctx context.Context, cfg Config, n *convene.Node, sessions []*sessi
 	}
 	b := sampleNow(n.PID())
 	prof.Wait()
+	if p.Profile != "" {
+		p.Where = where(filepath.Join(cfg.Out, p.Profile))
+	}
 	var e2e, order hist
 	var ctxBytes uint64
 	i := 0
@@ -351,23 +357,30 @@ func measure(ctx context.Context, cfg Config, n *convene.Node, sessions []*sessi
 
 // verdict says whether a step passed, and why not.
 func verdict(p Point, window time.Duration) (bool, string) {
-	switch {
-	case p.Gone > 0:
-		return false, fmt.Sprintf("%d sockets gone (hung up by the node as too slow)", p.Gone)
-	case p.Refused > 0:
-		return false, fmt.Sprintf("%d refused (%s)", p.Refused, p.Refusal)
-	case p.Lost > 0:
-		return false, fmt.Sprintf("%d deliveries missing", p.Lost)
-	case p.E2E.P99 >= float64(maxP99.Milliseconds()):
-		return false, fmt.Sprintf("p99 %.1f ms", p.E2E.P99)
-	case float64(p.Sent) < keptUp*float64(p.Offered)*window.Seconds():
-		return false, fmt.Sprintf("the members sent %d of %.0f: the load could not keep up", p.Sent, float64(p.Offered)*window.Seconds())
+	var why []string
+	if p.Gone > 0 {
+		why = append(why, fmt.Sprintf("%d sockets gone (hung up by the node as too slow)", p.Gone))
 	}
-	return true, ""
+	if p.Refused > 0 {
+		why = append(why, fmt.Sprintf("%d refused (%s)", p.Refused, p.Refusal))
+	}
+	if p.Lost > 0 {
+		why = append(why, fmt.Sprintf("%d deliveries missing", p.Lost))
+	}
+	if p.E2E.P99 >= float64(maxP99.Milliseconds()) {
+		why = append(why, fmt.Sprintf("p99 %.1f ms", p.E2E.P99))
+	}
+	if offered := float64(p.Offered) * window.Seconds(); float64(p.Sent) < keptUp*offered {
+		why = append(why, fmt.Sprintf("the members sent %d of %.0f: the load could not keep up", p.Sent, offered))
+	}
+	return len(why) == 0, strings.Join(why, "; ")
 }
 
 func logPoint(w io.Writer, size int, p Point) {
 	fmt.Fprintf(w, "  %d members × %d sessions, %d msg/s offered: accepted %.0f/s, deliveries %.0f/s, e2e p50 %.2f p99 %.2f ms, ordering p50 %.3f p99 %.3f ms, lost %d, refused %d, gone %d, node %.2f cores (%.0f msg/s, %.0f deliveries/s a core), load %.2f cores, machine %.0f%% steal %.0f%%, ok=%v %s\n",
 		size, p.Sessions, p.Offered, p.Accepted, p.Deliveries, p.E2E.P50, p.E2E.P99, p.Order.P50, p.Order.P99, p.Lost, p.Refused, p.Gone,
 		p.CPU, p.MsgsPerCore, p.DeliveriesPerCore, p.LoadCPU, p.MachineBusy, p.Steal, p.OK, p.Why)
+	if len(p.Where) > 0 {
+		fmt.Fprintf(w, "    node's CPU: %s\n", shares(p.Where))
+	}
 }
