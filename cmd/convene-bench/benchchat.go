@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/convene/convene/internal/bench/chatbench"
-	"github.com/convene/convene/internal/bench/loadgen"
 )
 
 // benchChatCmd measures a session's conversation through the node and
@@ -56,21 +50,13 @@ func benchChatCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "convene-bench chat: bad -members, -rates or -size (≥ %d): %v\n", chatbench.StampLen, err)
 		return 2
 	}
-	lock := lockBench("chat", *wait, stderr)
-	if lock == nil {
+	h := holdBench("chat", *wait, *out, stderr)
+	if h == nil {
 		return 1
 	}
-	defer lock.Close()
-	_ = loadgen.FileLimit()
-	tmp := benchDirs("chat", *out, stderr)
-	if tmp == "" {
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := chatbench.Run(ctx, chatbench.Config{Convene: bin, Members: sizes, Rates: steps, Rate: *rate, Size: *size,
-		Window: *window, Drain: *drain, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, Profile: *profile, Pin: *pin,
+	defer h.release()
+	res, err := chatbench.Run(h.Ctx, chatbench.Config{Convene: bin, Members: sizes, Rates: steps, Rate: *rate, Size: *size,
+		Window: *window, Drain: *drain, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, Profile: *profile, Pin: *pin,
 		ServeArgs: strings.Fields(*serveArgs), Notes: nonEmpty(*note)})
 	if err != nil && len(res.Series) == 0 {
 		fmt.Fprintln(stderr, "convene-bench chat:", err)
@@ -88,17 +74,4 @@ func benchChatCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// positiveInts parses a comma-separated list of positive integers.
-func positiveInts(list string) ([]int, error) {
-	var ns []int
-	for _, f := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("bad number %q", f)
-		}
-		ns = append(ns, n)
-	}
-	return ns, nil
 }
