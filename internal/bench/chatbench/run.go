@@ -275,7 +275,8 @@ func measure(ctx context.Context, cfg Config, n *convene.Node, sessions []*sessi
 	var prof sync.WaitGroup
 	if cfg.Profile && cfg.Out != "" {
 		p.Profile = fmt.Sprintf("%s-chat-%dm-%d.pprof", time.Now().UTC().Format("2006-01-02-150405"), len(sessions[0].members), rate)
-		prof.Go(func() { n.Profile(int(cfg.Window.Seconds()), filepath.Join(cfg.Out, p.Profile)) })
+		path := filepath.Join(cfg.Out, p.Profile)
+		prof.Go(func() { n.Profile(int(cfg.Window.Seconds()), path) })
 	}
 	a := sampleNow(n.PID())
 	until := a.at.Add(cfg.Window)
