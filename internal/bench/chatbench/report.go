@@ -111,7 +111,7 @@ func Write(dir string, r Result) (string, error) {
 	}
 	md := fmt.Sprintf(`# Conversations through the node — %s
 
-%s on loopback (host %s, %d CPUs; %s), driven by `+"`convene-bench chat`"+`
+One `+"`convene serve`"+` (%s) on loopback (host %s, %d CPUs; %s), driven by `+"`convene-bench chat`"+`
 (internal/bench/chatbench): every member a Go client (package conversation's
 Participant) on its own conversation WebSocket, sending chat lines of %d
 bytes at most %.0f a second (the node's cap a socket is 100), each step %s.
