@@ -64,7 +64,8 @@ type Point struct {
 	Accepted   float64 `json:"accepted_msgs_per_s"`
 	Deliveries float64 `json:"deliveries_per_s"`
 	// Expected deliveries are the accepted messages times the other
-	// members of their session; Lost the ones that never came.
+	// members of their session; Lost the ones not read within the
+	// drain after the last send (on TCP: still queued, not dropped).
 	Expected uint64 `json:"expected_deliveries"`
 	Received uint64 `json:"received_deliveries"`
 	Lost     uint64 `json:"lost_deliveries"`
@@ -112,6 +113,7 @@ type Result struct {
 	CPUs    int       `json:"cpus"`
 	Version string    `json:"version"`
 	Window  string    `json:"window"`
+	Drain   string    `json:"drain"`
 	Rate    float64   `json:"max_msgs_per_s_per_member"`
 	Size    int       `json:"payload_bytes"`
 	Pinned  bool      `json:"pinned"`
@@ -123,7 +125,7 @@ type Result struct {
 // Run measures each series on a node of its own.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	host, _ := os.Hostname()
-	res := Result{Date: time.Now().UTC(), Host: host, CPUs: runtime.NumCPU(), Window: cfg.Window.String(), Rate: cfg.Rate, Size: cfg.Size}
+	res := Result{Date: time.Now().UTC(), Host: host, CPUs: runtime.NumCPU(), Window: cfg.Window.String(), Drain: cfg.Drain.String(), Rate: cfg.Rate, Size: cfg.Size}
 	if cfg.Rate <= 0 || cfg.Rate > chat.Rate {
 		return res, fmt.Errorf("a member's rate %.0f/s: it must be above 0 and at most the node's cap, %d/s", cfg.Rate, chat.Rate)
 	}
@@ -366,7 +368,7 @@ func verdict(p Point, window time.Duration) (bool, string) {
 		why = append(why, fmt.Sprintf("%d refused (%s)", p.Refused, p.Refusal))
 	}
 	if p.Lost > 0 {
-		why = append(why, fmt.Sprintf("%d deliveries missing", p.Lost))
+		why = append(why, fmt.Sprintf("%d deliveries missing after the drain", p.Lost))
 	}
 	if p.E2E.P99 >= float64(maxP99.Milliseconds()) {
 		why = append(why, fmt.Sprintf("p99 %.1f ms", p.E2E.P99))
@@ -378,8 +380,8 @@ func verdict(p Point, window time.Duration) (bool, string) {
 }
 
 func logPoint(w io.Writer, size int, p Point) {
-	fmt.Fprintf(w, "  %d members × %d sessions, %d msg/s offered: accepted %.0f/s, deliveries %.0f/s, e2e p50 %.2f p99 %.2f ms, ordering p50 %.3f p99 %.3f ms, lost %d, refused %d, gone %d, node %.2f cores (%.0f msg/s, %.0f deliveries/s a core), load %.2f cores, machine %.0f%% steal %.0f%%, ok=%v %s\n",
-		size, p.Sessions, p.Offered, p.Accepted, p.Deliveries, p.E2E.P50, p.E2E.P99, p.Order.P50, p.Order.P99, p.Lost, p.Refused, p.Gone,
+	fmt.Fprintf(w, "  %d members × %d sessions, %d msg/s offered: accepted %.0f/s, deliveries %.0f/s, e2e p50 %.2f p99 %.2f ms, ordering p50 %.0f p99 %.0f µs, missing %d, refused %d, gone %d, node %.2f cores (%.0f msg/s, %.0f deliveries/s a core), load %.2f cores, machine %.0f%% steal %.0f%%, ok=%v %s\n",
+		size, p.Sessions, p.Offered, p.Accepted, p.Deliveries, p.E2E.P50, p.E2E.P99, 1000*p.Order.P50, 1000*p.Order.P99, p.Lost, p.Refused, p.Gone,
 		p.CPU, p.MsgsPerCore, p.DeliveriesPerCore, p.LoadCPU, p.MachineBusy, p.Steal, p.OK, p.Why)
 	if len(p.Where) > 0 {
 		fmt.Fprintf(w, "    node's CPU: %s\n", shares(p.Where))
