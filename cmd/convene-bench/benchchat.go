@@ -18,7 +18,7 @@ func benchChatCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json) and profiles; the newest *-floor.json there is quoted")
 	members := fs.String("members", "10,100", "members a session, one series each")
-	rates := fs.String("rates", "200,500,1000,2000,4000,8000", "offered messages a second across all members, in order; a series stops at the first step that fails")
+	rates := fs.String("rates", "200,500,750,1000,1500,2000,3000,4000,6000,8000", "offered messages a second across all members, in order; a series stops at the first step that fails")
 	rate := fs.Float64("member-rate", 80, "the most messages a second one member sends (the node's cap a socket is 100); more sessions when a step needs it")
 	size := fs.Int("size", 64, "payload bytes of a message (a chat line; at least 10)")
 	window := fs.Duration("window", 5*time.Second, "how long each step sends")
