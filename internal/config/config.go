@@ -32,6 +32,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 )
 
@@ -557,6 +558,8 @@ func (c Config) Validate() error {
 	case DriverPostgres:
 		if c.Catalog.DSN == "" {
 			bad("catalog.dsn", c.Catalog.DSN, "required with the postgres driver")
+		} else if err := checkPostgresDSN(c.Catalog.DSN); err != nil {
+			bad("catalog.dsn", "(not shown: it may hold a password)", "%v", err)
 		}
 	default:
 		bad("catalog.driver", c.Catalog.Driver, "want %s or %s", DriverSQLite, DriverPostgres)
@@ -615,6 +618,16 @@ func checkHostPort(s string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return errors.New("want host:port with a port in 0..65535")
+	}
+	return nil
+}
+
+// checkPostgresDSN accepts what the catalog's driver (pgx) does: a
+// postgres:// or postgresql:// URL or a key=value string. Its error never
+// repeats the DSN; pgx's own redacts passwords only as far as it can parse.
+func checkPostgresDSN(dsn string) error {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return errors.New("want a postgres://user:password@host:port/database URL or a key=value string that PostgreSQL's libpq would take")
 	}
 	return nil
 }

@@ -386,6 +386,15 @@ func TestValidate(t *testing.T) {
 		{"nats bad listen", func(c *Config) { c.NATS.Listen = "4222" }, "nats.listen"},
 		{"postgres", func(c *Config) { c.Catalog.Driver = "postgres"; c.Catalog.DSN = "postgres://x/y" }, ""},
 		{"postgres no dsn", func(c *Config) { c.Catalog.Driver = "postgres" }, "catalog.dsn"},
+		{"postgres key=value", func(c *Config) {
+			c.Catalog.Driver, c.Catalog.DSN = "postgres", "host=db.example dbname=convene user=convene password=pw sslmode=verify-full"
+		}, ""},
+		{"postgres bad port", func(c *Config) {
+			c.Catalog.Driver, c.Catalog.DSN = "postgres", "postgres://convene:pw@db.example:http/convene"
+		}, "catalog.dsn"},
+		{"postgres bad sslmode", func(c *Config) {
+			c.Catalog.Driver, c.Catalog.DSN = "postgres", "postgres://convene:pw@db.example/convene?sslmode=maybe"
+		}, "catalog.dsn"},
 		{"bad driver", func(c *Config) { c.Catalog.Driver = "mysql" }, "catalog.driver"},
 		{"level", func(c *Config) { c.Log.Level = "debug" }, ""},
 		{"bad level", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
@@ -457,6 +466,20 @@ func TestResolved(t *testing.T) {
 	c.Catalog.Driver, c.Catalog.DSN = DriverPostgres, ""
 	if r := c.Resolved(); r.Catalog.DSN != "" {
 		t.Errorf("postgres DSN derived: %q", r.Catalog.DSN)
+	}
+}
+
+// A bad PostgreSQL DSN is refused without showing it: it may hold a
+// password.
+func TestPostgresDSNNotShown(t *testing.T) {
+	c := Default()
+	c.Catalog.Driver, c.Catalog.DSN = DriverPostgres, "postgres://convene:s3cr3t@db.example:http/convene"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "catalog.dsn") {
+		t.Fatalf("Validate = %v, want a catalog.dsn error", err)
+	}
+	if strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("the error shows the password: %v", err)
 	}
 }
 

@@ -1,12 +1,15 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // recorder stands in for a test: it records a Skipf or Fatalf and ends the
@@ -64,5 +67,31 @@ func TestWaitFor(t *testing.T) {
 	r = as(t, func(tb testing.TB) { WaitFor(tb, 20*time.Millisecond, "never", func() bool { return false }) })
 	if !strings.Contains(r.failed, "waiting for never") {
 		t.Fatalf("a condition that never holds: failed %q; want a failure naming it", r.failed)
+	}
+}
+
+func TestPostgres(t *testing.T) {
+	p := NeedPostgres(t)
+	dsn, err := p.CreateDatabase(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var who string
+	if err := c.QueryRow(ctx, "SELECT current_user || '@' || current_database()").Scan(&who); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(who, "convene@t_testpostgres_") {
+		t.Errorf("connected as %q", who)
+	}
+	// The password is required: the same DSN without it is refused.
+	if c2, err := pgx.Connect(ctx, strings.Replace(dsn, ":"+p.Password()+"@", "@", 1)); err == nil {
+		c2.Close(ctx)
+		t.Error("connected without the password")
 	}
 }
