@@ -95,3 +95,21 @@ func TestPostgres(t *testing.T) {
 		t.Error("connected without the password")
 	}
 }
+
+func TestNATSCluster(t *testing.T) {
+	c := StartNATSCluster(t, 3)
+	if n := strings.Count(c.URLs(), ","); n != 2 {
+		t.Errorf("URLs = %q", c.URLs())
+	}
+	s := c.Servers[0]
+	if c.ByURL(s.URL()) != s {
+		t.Error("ByURL does not find the first server")
+	}
+	s.Kill(t)
+	if s.Running() {
+		t.Fatal("killed server still running")
+	}
+	c.WaitRouted(t) // the other two still route to each other
+	s.Start(t)
+	c.WaitRouted(t) // and the restarted one joins them again
+}
