@@ -60,6 +60,10 @@ type Config struct {
 	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// CapacityPPS is the RTP packets per second this node can deliver,
+	// reported in its heartbeats for the cluster's registry; 0 means
+	// unknown (issue 16 will measure it).
+	CapacityPPS float64 `yaml:"capacity_pps"`
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 }
@@ -591,6 +595,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatInterval <= 0 {
 		bad("heartbeat_interval", c.HeartbeatInterval, "must be positive")
+	}
+	if c.CapacityPPS < 0 {
+		bad("capacity_pps", c.CapacityPPS, "want 0 (unknown) or more")
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")

@@ -115,7 +115,7 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_MIXER_SPEAKERS", "CONVENE_MIXER_DEPTH", "CONVENE_MIXER_MAX", "CONVENE_MIXER_CORES",
 		"CONVENE_RECORDING_DIR", "CONVENE_RECORDING_CAPACITY_MBPS", "CONVENE_RECORDING_QUOTA_MB",
 		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
-		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
+		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_CAPACITY_PPS", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
 		"node-id", "data-dir", "http-addr", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
@@ -129,7 +129,7 @@ func TestDerivedNames(t *testing.T) {
 		"sip-tcp-idle-timeout", "sip-tcp-max-conns", "sip-tcp-max-conns-per-ip", "sip-min-password-length",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "sessions-max", "sessions-max-members",
 		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "log-level", "log-format",
-		"heartbeat-interval", "shutdown-timeout",
+		"heartbeat-interval", "capacity-pps", "shutdown-timeout",
 	}
 	var gotEnv, gotFlags []string
 	for _, k := range keys() {
@@ -401,6 +401,8 @@ func TestValidate(t *testing.T) {
 		{"json", func(c *Config) { c.Log.Format = "json" }, ""},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, "log.format"},
 		{"zero heartbeat", func(c *Config) { c.HeartbeatInterval = 0 }, "heartbeat_interval"},
+		{"capacity", func(c *Config) { c.CapacityPPS = 50000 }, ""},
+		{"negative capacity", func(c *Config) { c.CapacityPPS = -1 }, "capacity_pps"},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -1 }, "shutdown_timeout"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
 		{"relay addr any", func(c *Config) { c.Relay.Addr = "0.0.0.0" }, "relay.addr"},

@@ -22,6 +22,7 @@ import (
 	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
+	"github.com/convene/convene/internal/registry"
 	"github.com/convene/convene/internal/relay"
 	"github.com/convene/convene/internal/relay/ng"
 	"github.com/convene/convene/internal/rtplink"
@@ -45,6 +46,7 @@ type Node struct {
 
 	cat      *catalog.Store
 	bus      *bus.Bus
+	registry *registry.Registry // the cluster's nodes, from their heartbeats
 	socks    rtplink.Sockets
 	sessions *session.Service
 	mixers   *mixer.Service
@@ -101,7 +103,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	if n.bus, err = bus.Connect(ctx, bus.Options{URL: cfg.NATS.URL, Listen: cfg.NATS.Listen, NodeID: busToken(cfg.NodeID),
-		Logger: log, Version: version}); err != nil {
+		Logger: log, Version: version, Capacity: cfg.CapacityPPS}); err != nil {
+		return nil, err
+	}
+	if n.registry, err = registry.New(registry.Options{Watcher: n.bus, Logger: log}); err != nil {
 		return nil, err
 	}
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
@@ -135,7 +140,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks))
+		newMediaCollector(n.sessions, n.socks), n.registry.Collector())
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
@@ -179,6 +184,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Dialler:    n.sip,
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
+		Nodes:      n.registry,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
@@ -310,6 +316,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.socks.RTCP != nil {
 		errs = append(errs, n.socks.RTCP.Close())
+	}
+	if n.registry != nil {
+		n.registry.Close()
 	}
 	if n.bus != nil {
 		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {
