@@ -644,3 +644,18 @@ func TestProcessCPUSeconds(t *testing.T) {
 		t.Errorf("ProcessCPUSeconds: %v then %v", a, b)
 	}
 }
+
+// A NATS URL's password never reaches logs or the API: each URL of the
+// list is masked.
+func TestRedactURLs(t *testing.T) {
+	got := redactURLs("nats://convene:s3cr3t@10.0.0.1:4222, nats://10.0.0.2:4222,tls://u:p4ss@h:4222")
+	if strings.Contains(got, "s3cr3t") || strings.Contains(got, "p4ss") {
+		t.Errorf("redactURLs = %q shows a password", got)
+	}
+	if want := "nats://convene:xxxxx@10.0.0.1:4222,nats://10.0.0.2:4222,tls://u:xxxxx@h:4222"; got != want {
+		t.Errorf("redactURLs = %q, want %q", got, want)
+	}
+	if got := redactURLs("nats://u:s3cr3t@h:port"); strings.Contains(got, "s3cr3t") {
+		t.Errorf("an unparsable URL is shown: %q", got)
+	}
+}
