@@ -119,8 +119,9 @@ func New(o Options) *Server {
 	if o.WSPing <= 0 {
 		o.WSPing = 30 * time.Second
 	}
-	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry),
-		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: make(chan struct{}, o.MaxExports)}
+	exports := make(chan struct{}, o.MaxExports)
+	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry, exports),
+		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: exports}
 	s.route("GET /healthz", s.healthz)
 	if o.Pprof {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -175,6 +176,7 @@ func New(o Options) *Server {
 	s.route("POST /api/v1/sessions/{id}/recordings", s.startRecording)
 	s.route("GET /api/v1/sessions/{id}/recordings", s.listSessionRecordings)
 	s.route("GET /api/v1/recordings", s.listRecordings)
+	s.route("POST /api/v1/recordings", s.startAdHoc)
 	s.route("GET /api/v1/recordings/{rid}", s.getRecording)
 	s.route("PATCH /api/v1/recordings/{rid}", s.updateRecording)
 	s.route("DELETE /api/v1/recordings/{rid}", s.deleteRecording)

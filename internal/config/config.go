@@ -240,6 +240,13 @@ type RecordingConfig struct {
 	// QuotaMB caps the megabytes of one owner's recordings; an owner at or
 	// over it starts no new recording (507). 0 means no quota.
 	QuotaMB int64 `yaml:"quota_mb"`
+	// AdHocMax caps the ad-hoc recordings (endpoints with no session,
+	// each a UDP port pair on rtp.addr) running at once.
+	AdHocMax int `yaml:"adhoc_max"`
+	// Playbacks and Exports cap the recordings played and exported at
+	// once (each reads its files and paces or muxes them).
+	Playbacks int `yaml:"playbacks"`
+	Exports   int `yaml:"exports"`
 }
 
 // RecordingDir is where recordings go: Recording.Dir, else
@@ -343,9 +350,10 @@ const sqliteFile = "convene.db"
 // empty: they are derived by Resolved.
 func Default() Config {
 	return Config{
-		DataDir:  "./data",
-		Sessions: SessionsConfig{Max: 1000, MaxMembers: 1000},
-		Mixer:    MixerConfig{Speakers: 6, Depth: 3, Max: 200},
+		DataDir:   "./data",
+		Sessions:  SessionsConfig{Max: 1000, MaxMembers: 1000},
+		Mixer:     MixerConfig{Speakers: 6, Depth: 3, Max: 200},
+		Recording: RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -528,6 +536,15 @@ func (c Config) Validate() error {
 	}
 	if c.Recording.QuotaMB < 0 {
 		bad("recording.quota_mb", c.Recording.QuotaMB, "want 0 (no quota) or more")
+	}
+	if c.Recording.AdHocMax < 0 || c.Recording.AdHocMax > 1000 {
+		bad("recording.adhoc_max", c.Recording.AdHocMax, "want 0 (none) to 1000")
+	}
+	if c.Recording.Playbacks < 1 || c.Recording.Playbacks > 1000 {
+		bad("recording.playbacks", c.Recording.Playbacks, "want 1 to 1000")
+	}
+	if c.Recording.Exports < 1 || c.Recording.Exports > 100 {
+		bad("recording.exports", c.Recording.Exports, "want 1 to 100")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

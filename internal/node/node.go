@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
-	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Logger: log.With("component", "playback")})
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -185,6 +185,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
 		Nodes:      n.registry,
+		MaxExports: cfg.Recording.Exports,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),

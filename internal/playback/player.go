@@ -44,6 +44,7 @@ type Track struct {
 	has   bool
 	video bool
 	rw    rewriter
+	str   *stretch // audio the node can encode: played at other speeds (stretch.go)
 }
 
 // Emit is told each packet a Player sends: b is the Player's, valid until
@@ -74,6 +75,9 @@ func NewPlayer(rec *export.Recording) (*Player, error) {
 		}
 		t := &Track{Stream: s, Kind: k, SSRC: rand.Uint32() | 1, video: k == media.Video}
 		t.rw = rewriter{ssrc: t.SSRC, rate: s.Rate, speed: 1}
+		if k == media.Audio {
+			t.str = newStretch(s)
+		}
 		if err := t.open(rec.Manifest.Started); err != nil {
 			p.Close()
 			return nil, err
@@ -167,7 +171,7 @@ func (p *Player) Play(now time.Time) {
 		return
 	}
 	p.playing, p.at0 = true, now
-	p.cut()
+	p.cut(false)
 }
 
 // Pause stops the clock at now's position.
@@ -186,14 +190,23 @@ func (p *Player) SetSpeed(now time.Time, s float64) error {
 	}
 	p.pos0, p.at0 = p.Position(now), now
 	p.speed = s
-	p.cut()
+	p.cut(true)
 	return nil
 }
 
-// cut makes each track's next packet start a new run of timestamps.
-func (p *Player) cut() {
+// cut makes each track's next packet start a new run of timestamps;
+// reset also drops the stretched audio not sent yet (a seek, a new speed).
+func (p *Player) cut(reset bool) {
 	for _, t := range p.Tracks {
 		t.rw.cut(p.speed)
+		if t.str == nil {
+			continue
+		}
+		if reset {
+			t.str.reset(p.speed)
+		} else {
+			t.str.due = time.Time{}
+		}
 	}
 }
 
@@ -233,7 +246,7 @@ func (p *Player) Seek(now time.Time, to time.Duration) error {
 	}
 	p.pos0, p.at0 = to, now
 	p.ended = false
-	p.cut()
+	p.cut(true)
 	return nil
 }
 
@@ -241,31 +254,58 @@ func (p *Player) Seek(now time.Time, to time.Duration) error {
 // (wall time) until the next is due; done when the last was sent (the
 // player then counts as ended and not playing). A paused player sends
 // nothing and returns a wait of -1.
+//
+// At a speed other than 1 an audio stream the node can encode is
+// stretched (stretch.go): its recorded packets go into the stretcher when
+// their place on the time line comes, and its frames go out every 20 ms.
 func (p *Player) Step(now time.Time, emit Emit) (wait time.Duration, done bool) {
 	if !p.playing {
 		return -1, p.ended
 	}
 	pos := p.Position(now)
+	stretching := p.speed != 1
+	var t *Track
 	for {
-		var t *Track
+		t = nil
 		for _, c := range p.Tracks {
 			if c.has && (t == nil || c.at < t.at) {
 				t = c
 			}
 		}
-		if t == nil {
-			p.pos0, p.playing, p.ended = p.duration, false, true
-			return -1, true
+		if t == nil || t.at > pos {
+			break
 		}
-		if t.at > pos {
-			// Rounded up, so the position then has reached the packet.
-			return max(time.Nanosecond, time.Duration(math.Ceil(float64(t.at-pos)/p.speed))), false
+		if stretching && t.str != nil {
+			t.str.push(t.next)
+			t.str.send(t, now, emit)
+		} else {
+			t.rw.rewrite(t.next, now)
+			t.Sent++
+			emit(t, t.next)
 		}
-		t.rw.rewrite(t.next, now)
-		t.Sent++
-		emit(t, t.next)
 		if err := t.advance(); err != nil {
 			t.has = false // a bad record ends its stream; the others go on
 		}
 	}
+	wait = -1
+	if t != nil {
+		// Rounded up, so the position then has reached the packet.
+		wait = max(time.Nanosecond, time.Duration(math.Ceil(float64(t.at-pos)/p.speed)))
+	}
+	if stretching {
+		for _, c := range p.Tracks {
+			if c.str == nil {
+				continue
+			}
+			c.str.send(c, now, emit)
+			if w, ok := c.str.wait(now); ok && (wait < 0 || w < wait) {
+				wait = max(w, time.Nanosecond)
+			}
+		}
+	}
+	if wait < 0 {
+		p.pos0, p.playing, p.ended = p.duration, false, true
+		return -1, true
+	}
+	return wait, false
 }

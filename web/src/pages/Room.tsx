@@ -137,6 +137,7 @@ export function Room({ session }: { session: string }) {
     window.convene = {
       member: me,
       stats: () => r.stats(),
+      sent: () => r.sent(),
       timing: () => r.timing,
       pauseEvents: () => events.current?.pause(),
       resumeEvents: () => events.current?.resume(),
