@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -84,7 +85,8 @@ func nextCreated(sub *nats.Subscription, sid string, d time.Duration) bool {
 // processes and one PostgreSQL catalog. A session created through node A
 // is read through node B; its event, published by A, reaches a subscriber
 // on B's connection; and when the nats-server A is attached to is killed
-// and started again, A reconnects and its events reach B again.
+// and started again, A reconnects, its events reach B again and each
+// node's registry lists the other as up.
 func TestClusterOnNATSAndPostgres(t *testing.T) {
 	c := startCluster(t, "node-a", "node-b")
 	a, b := c.nodes[0], c.nodes[1]
@@ -141,6 +143,17 @@ func TestClusterOnNATSAndPostgres(t *testing.T) {
 	})
 	if code := call(t, "GET", b.URL()+"/api/v1/sessions/"+s.ID, nil, &got); code != 200 {
 		t.Fatalf("GET the new session through node B: %d", code)
+	}
+	// Each node's registry hears the other's heartbeats across the routes.
+	for _, pair := range [][2]*Node{{a, b}, {b, a}} {
+		at, other := pair[0], pair[1]
+		testutil.WaitUntil(t, 30*time.Second, func() string {
+			e, ok := listNodes(t, at)[other.cfg.NodeID]
+			if !ok || e.Stale || e.State != "up" {
+				return fmt.Sprintf("%s lists %s as %+v (listed %v)", at.cfg.NodeID, other.cfg.NodeID, e, ok)
+			}
+			return ""
+		})
 	}
 	// Node A's /healthz sees NATS and PostgreSQL again.
 	if code := call(t, "GET", a.URL()+"/healthz", nil, nil); code != 200 {
