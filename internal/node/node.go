@@ -16,6 +16,7 @@ import (
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
@@ -61,6 +62,8 @@ type Node struct {
 	sipUsers  *sipusers.Service
 	sip       *sip.Server
 	rtc       *sfu.SFU
+	// chat carries the sessions' conversations.
+	chat *chat.Service
 	// recordings record sessions; set before any session event can fire.
 	recordings *recording.Service
 	// playbacks play recordings into sessions.
@@ -144,6 +147,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
+	n.chat = chat.New(chat.Options{Catalog: n.cat, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
+		Logger: log.With("component", "chat")}, reg)
 	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
@@ -185,6 +190,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
 		Nodes:      n.registry,
+		Chat:       n.chat,
 		MaxExports: cfg.Recording.Exports,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,

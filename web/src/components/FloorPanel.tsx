@@ -1,5 +1,9 @@
 import { floorStyles, type Floor, type Member } from '../api';
 
+// floorLabel names a floor as people say it: the data floor is the
+// whiteboard's.
+export const floorLabel = (name: string) => (name === 'data' ? 'whiteboard' : name);
+
 // FloorPanel: request and release each floor, see your place in the
 // queue; a chair grants, denies, revokes and changes the style.
 export function FloorPanel(props: {
@@ -20,10 +24,10 @@ export function FloorPanel(props: {
         return (
           <div class="floor" data-testid={'floor-' + f.name} key={f.name}>
             <h3>
-              {f.name} <span class="muted">{f.style === 'none' ? 'open' : f.style.replace('_', ' ')}</span>
+              {floorLabel(f.name)} <span class="muted">{f.style === 'none' ? 'open' : f.style.replace('_', ' ')}</span>
             </h3>
             {f.style === 'none' ? (
-              <p class="muted">Open: everyone may speak.</p>
+              <p class="muted">{f.name === 'data' ? 'Open: everyone may draw.' : 'Open: everyone may speak.'}</p>
             ) : (
               <>
                 <p>

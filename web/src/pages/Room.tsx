@@ -13,6 +13,8 @@ import {
   type Member,
   type Recording,
 } from '../api';
+import { Chat, type ChatLine } from '../chat';
+import { ChatPanel } from '../components/ChatPanel';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
 import { Tile } from '../components/Tile';
@@ -51,8 +53,11 @@ export function Room({ session }: { session: string }) {
   const [callMsg, setCallMsg] = useState('');
   const [ended, setEnded] = useState('');
   const [recording, setRecording] = useState<Recording>(); // the session's running recording
+  const [lines, setLines] = useState<ChatLine[]>([]);
+  const [chatReady, setChatReady] = useState(false);
   const rtc = useRef<RTC>();
   const events = useRef<EventStream>();
+  const chat = useRef<Chat>();
 
   const names = useMemo(() => Object.fromEntries(members.map((m) => [m.id, m.name])), [members]);
   const meMember = members.find((m) => m.id === me);
@@ -147,6 +152,17 @@ export function Room({ session }: { session: string }) {
       stop = true;
       r.close();
     };
+  }, [session, token]);
+
+  useEffect(() => {
+    if (!token) return;
+    const c = new Chat(session, token, {
+      line: (l) => setLines((ls) => [...ls.slice(-499), l]),
+      state: setChatReady,
+      error: (m) => setErr('Chat: ' + m),
+    });
+    chat.current = c;
+    return () => c.close();
   }, [session, token]);
 
   const rtcRemotes = useRef(remotes);
@@ -329,6 +345,7 @@ export function Room({ session }: { session: string }) {
             </form>
           )}
         </section>
+        <ChatPanel lines={lines} ready={chatReady} send={(t) => chat.current?.send(t) ?? false} />
       </aside>
     </div>
   );
