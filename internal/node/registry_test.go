@@ -39,11 +39,12 @@ func listNodes(t *testing.T, n *Node) map[string]clusterNodeJSON {
 	return out
 }
 
-// TestNodeRegistry: two nodes on one NATS (A embeds it and listens, B
-// connects to it). Each lists both at GET /api/v1/nodes with their load
-// and configured capacity; when B is stopped, A lists it as stopped and,
-// once 5 s pass without its heartbeat, as stale, in the API and in
-// /metrics.
+// TestNodeRegistry: nodes on one NATS (A embeds it and listens, B and C
+// connect to it). A and B list both at GET /api/v1/nodes with their load
+// and configured capacity. B is stopped: A lists it as stopped and, once
+// 5 s pass without its heartbeat, as stale, in the API and in /metrics. C
+// loses its NATS connection without a word, as a killed node does: A
+// lists it as stale but not stopped.
 func TestNodeRegistry(t *testing.T) {
 	cfgA := testConfig(t, t.TempDir())
 	cfgA.NodeID, cfgA.NATS.Listen, cfgA.CapacityPPS = "node-a", "127.0.0.1:0", 20000
@@ -52,6 +53,9 @@ func TestNodeRegistry(t *testing.T) {
 	cfgB.NodeID, cfgB.NATS.URL = "node-b", a.Bus().ClientURL()
 	b := startNode(t, cfgB)
 	createSession(t, b, "on b")
+	cfgC := testConfig(t, t.TempDir())
+	cfgC.NodeID, cfgC.NATS.URL = "node-c", a.Bus().ClientURL()
+	c := startNode(t, cfgC)
 
 	if code := getAnon(t, a.URL()+"/api/v1/nodes"); code != 401 {
 		t.Errorf("GET /api/v1/nodes without the key = %d, want 401", code)
@@ -74,11 +78,23 @@ func TestNodeRegistry(t *testing.T) {
 			return ""
 		})
 	}
-	if v := metricValue(t, a, `convene_registry_nodes{state="up"}`); v != 2 {
-		t.Errorf(`convene_registry_nodes{state="up"} = %v, want 2`, v)
-	}
 
+	testutil.WaitFor(t, 30*time.Second, "node-a to hear node-c", func() bool {
+		_, ok := listNodes(t, a)["node-c"]
+		return ok
+	})
+	if v := metricValue(t, a, `convene_registry_nodes{state="up"}`); v != 3 {
+		t.Errorf(`convene_registry_nodes{state="up"} = %v, want 3`, v)
+	}
 	b.Drain(context.Background())
+	c.Bus().Conn().Close() // no draining, no stopped: its heartbeats just end
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		e := listNodes(t, a)["node-c"]
+		if e.State != "up" || !e.Stale {
+			return fmt.Sprintf("node-c %s, stale %v after %.1f s; want up and stale", e.State, e.Stale, e.AgeSeconds)
+		}
+		return ""
+	})
 	testutil.WaitUntil(t, 30*time.Second, func() string {
 		e, ok := listNodes(t, a)["node-b"]
 		if !ok {
@@ -95,7 +111,7 @@ func TestNodeRegistry(t *testing.T) {
 	if v := metricValue(t, a, `convene_registry_node_stale{node="node-b"}`); v != 1 {
 		t.Errorf(`convene_registry_node_stale{node="node-b"} = %v, want 1`, v)
 	}
-	if v := metricValue(t, a, `convene_registry_nodes{state="stale"}`); v != 1 {
-		t.Errorf(`convene_registry_nodes{state="stale"} = %v, want 1`, v)
+	if v := metricValue(t, a, `convene_registry_nodes{state="stale"}`); v != 2 {
+		t.Errorf(`convene_registry_nodes{state="stale"} = %v, want 2 (node-b, node-c)`, v)
 	}
 }
