@@ -24,14 +24,9 @@ const postgresConns = 8
 // repeats the DSN: that may hold a password.
 var ErrBadDSN = errors.New("catalog: postgres dsn does not parse as a postgres:// URL or key=value string (not shown: it may hold a password)")
 
-// CheckPostgresDSN reports whether dsn parses as pgx parses it, without
-// connecting. It returns ErrBadDSN or nil, never the parser's own error,
-// whose redaction of passwords is best effort.
-func CheckPostgresDSN(dsn string) error {
-	_, err := postgresConfig(dsn)
-	return err
-}
-
+// postgresConfig parses dsn as pgx does, without connecting. Its error is
+// ErrBadDSN, never the parser's own, whose masking of passwords is best
+// effort.
 func postgresConfig(dsn string) (*pgx.ConnConfig, error) {
 	if dsn == "" {
 		return nil, ErrBadDSN
