@@ -144,7 +144,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}
 	n.chat = chat.New(chat.Options{Catalog: n.cat, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
 		Logger: log.With("component", "chat")}, reg)
-	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks, Logger: log.With("component", "playback")})
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks,
+		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
+			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
+		}, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
