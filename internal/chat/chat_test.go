@@ -216,3 +216,46 @@ func FuzzReceive(f *testing.F) {
 		}
 	})
 }
+
+// TestAgent: the node's agent for a phone delivers a member's lines in
+// order, says where one never came, and says the phone's lines in its
+// member's name.
+func TestAgent(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	ctx := context.Background()
+	a, _ := s.Attach(ctx, "s_1", "m_a", "Ada")
+	defer a.Close()
+	hello(t, a)
+	got := make(chan string, 10)
+	ag, err := s.AttachAgent(ctx, "s_1", "m_p", "Phone", func(from, text string) { got <- from + ": " + text })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	next(t, a) // Ada is told of the phone
+	conv := ID("s_1")
+	a.Receive(msg(conv, 1, 1, FlowChat, "one"))
+	a.Receive(msg(conv, 1, 3, FlowChat, "three")) // 2 never comes
+	want := []string{"Ada: one", ": 1 message(s) from Ada never arrived", "Ada: three"}
+	for _, w := range want {
+		select {
+		case g := <-got:
+			if g != w {
+				t.Fatalf("the agent delivered %q, want %q", g, w)
+			}
+		case <-time.After(5 * time.Second): // Δ is 700 ms: the gap is declared after it
+			t.Fatalf("waiting for %q", w)
+		}
+	}
+	if err := ag.Say("hello from the phone"); err != nil {
+		t.Fatal(err)
+	}
+	b, bin := next(t, a)
+	var m conversation.Message
+	if !bin || conversation.Unmarshal(b, &m) != nil || string(m.Payload) != "hello from the phone" || m.Sender != 2 || m.Seq != 1 {
+		t.Fatalf("Ada got %+v", m)
+	}
+	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 3 {
+		t.Errorf("the phone's line depends on %+v, want Ada's 3", m.Context)
+	}
+}

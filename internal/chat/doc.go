@@ -23,6 +23,11 @@
 //     (its queue of MaxQueue frames is full) is closed, never waited for;
 //  6. the session's recordings get it on their time line.
 //
+// An endpoint that cannot order a conversation itself (a SIP phone) has
+// an Agent: the node's own participant for its member, which delivers the
+// chat in order to a callback (the SIP MESSAGEs to the phone) and says
+// what the endpoint sends (its MESSAGEs) in its name.
+//
 // A member's number (its MemberID on the wire) is given by the catalog,
 // from 1, the first time it opens a socket; 0 is the node. A socket
 // starts with a hello: the conversation's ID, flows and Δ, the member's

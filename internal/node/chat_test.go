@@ -38,27 +38,9 @@ func dialChat(t *testing.T, n *Node, sid, tok string) *chatter {
 	if err != nil || typ != websocket.MessageText || json.Unmarshal(b, &ch.hello) != nil {
 		t.Fatalf("hello: %v %q", err, b)
 	}
-	flows := make([]conversation.Flow, 0)
-	for _, f := range ch.hello.Flows {
-		flows = append(flows, conversation.Flow{ID: f.ID, Name: f.Name, Delay: time.Duration(f.DelayMS) * time.Millisecond,
-			LossDelay: time.Duration(f.LossDelayMS) * time.Millisecond})
-	}
-	members := []string{"node"}
-	for n, m := range ch.hello.Members {
-		for int(n) >= len(members) {
-			members = append(members, "")
-		}
-		members[n] = m.ID
-	}
-	conv, err := conversation.New(conversation.Spec{ID: ch.hello.Conversation, Members: members, Flows: flows,
-		Skew: time.Duration(ch.hello.SkewMS) * time.Millisecond})
-	if err != nil {
+	if ch.p, err = chat.ParticipantFor(ch.hello); err != nil {
 		t.Fatal(err)
 	}
-	if ch.p, err = conv.Participant(conversation.MemberID(ch.hello.Self)); err != nil {
-		t.Fatal(err)
-	}
-	ch.p.ResumeSending(ch.hello.Last[ch.hello.Self])
 	return ch
 }
 
@@ -170,5 +152,62 @@ func TestChatBetweenMembers(t *testing.T) {
 	}
 	if len(said) != 5 || said[0] != ada {
 		t.Errorf("the recording's time line has %d messages (%v), want 5, Ada's first", len(said), said)
+	}
+
+	// Played back into the session, the recording says its chat again,
+	// in order, as the playback's member.
+	var pb struct{ ID, Member string }
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", map[string]any{"session": s.ID}, &pb); code != 201 {
+		t.Fatalf("play: %d", code)
+	}
+	var replayed []string
+	for len(replayed) < 5 {
+		m, f := b.read()
+		if f != nil {
+			continue // the playback's member being numbered
+		}
+		replayed = append(replayed, string(m.Payload))
+	}
+	want := []string{"[Ada] one", "[Ada] two", "[Ada] three", "[Bob] got them", "[Ada] four"}
+	if strings.Join(replayed, "|") != strings.Join(want, "|") {
+		t.Errorf("replayed %q, want %q", replayed, want)
+	}
+}
+
+// TestPhoneChatsByMessage: a SIPp phone dialled into a session gets a
+// member's chat line as a SIP MESSAGE inside its call ("Ada: hello
+// phone"; the scenario fails on anything else), and its own MESSAGE
+// reaches the member's conversation socket in the phone's name.
+func TestPhoneChatsByMessage(t *testing.T) {
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "phone chat")
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	ada := dialChat(t, n, s.ID, atok)
+	phone := startSIPp(t, ctx, n, "dialin_chat.xml", s.ID)
+	// The phone is numbered when it joins: Ada is told.
+	var phoneN float64
+	for phoneN == 0 {
+		if _, f := ada.read(); f["type"] == "member" && strings.HasSuffix(f["name"].(string), "(phone)") {
+			phoneN = f["n"].(float64)
+		}
+	}
+	ada.p.Grow(int(phoneN) + 1)
+	ada.say("hello phone")
+	for {
+		m, _ := ada.read()
+		if m == nil {
+			continue
+		}
+		if uint32(m.Sender) != uint32(phoneN) || string(m.Payload) != "hi from the phone" {
+			t.Fatalf("Ada got %q from %d, want the phone's line from %v", m.Payload, m.Sender, phoneN)
+		}
+		if len(m.Context) != 1 || m.Context[0].Member != 1 {
+			t.Errorf("the phone's line depends on %+v, want Ada's", m.Context)
+		}
+		break
+	}
+	phone.wait(t)
+	if v := metricValue(t, n, `convene_sip_chat_messages_total{result="sent"}`); v != 1 {
+		t.Errorf("MESSAGEs sent to phones: %v", v)
 	}
 }

@@ -149,7 +149,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}
 	n.chat = chat.New(chat.Options{Catalog: n.cat, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
 		Logger: log.With("component", "chat")}, reg)
-	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks, Logger: log.With("component", "playback")})
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks,
+		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
+			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
+		}, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -159,7 +162,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr()}, reg, log); err != nil {
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat}, reg, log); err != nil {
 		return nil, err
 	}
 	tcMetrics := transcode.NewMetrics()

@@ -74,6 +74,11 @@ export class Chat {
     return this.me?.self;
   }
 
+  // name is a member's name by its number.
+  name(n: number): string {
+    return this.names.get(n) ?? `member ${n}`;
+  }
+
   private open() {
     if (this.closed) return;
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
