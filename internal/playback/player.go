@@ -55,8 +55,8 @@ type Emit func(t *Track, b []byte)
 // Player replays a recording's RTP streams. It is not safe for concurrent
 // use: Playback owns one in a goroutine.
 type Player struct {
-	rec      *export.Recording
-	Tracks   []*Track
+	rec    *export.Recording
+	Tracks []*Track
 	// Texts are the recording's chat lines; OnText, if set, gets each
 	// when its place on the time line comes (text.go).
 	Texts    []Text

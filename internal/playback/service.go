@@ -62,7 +62,7 @@ type play struct {
 	info  Info
 	pb    *Playback
 	links []string
-	sayer Sayer // the recording's chat lines go out through it
+	sayer Sayer         // the recording's chat lines go out through it
 	gone  chan struct{} // closed when the session closed one of its links
 	once  sync.Once
 }
