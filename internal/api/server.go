@@ -16,6 +16,7 @@ import (
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
+	"github.com/convene/convene/internal/registry"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sipusers"
@@ -76,6 +77,9 @@ type Options struct {
 	// Playbacks play recordings into sessions (playbacks.go); nil
 	// answers 503.
 	Playbacks *playback.Service
+	// Nodes are the cluster's nodes as this node hears their heartbeats
+	// (GET /api/v1/nodes); nil answers 503.
+	Nodes *registry.Registry
 	// MaxExports caps the recordings exported at a time (export.go;
 	// default 2).
 	MaxExports int
@@ -130,6 +134,7 @@ func New(o Options) *Server {
 	s.mux.Handle("GET /metrics", s.metricsAuth(promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})))
 	s.route("GET /api/v1/openapi.json", s.openapi)
 	s.route("GET /api/v1/node", s.node)
+	s.route("GET /api/v1/nodes", s.nodes)
 	s.route("GET /api/v1/sessions", s.listSessions)
 	s.route("POST /api/v1/sessions", s.createSession)
 	s.route("GET /api/v1/sessions/{id}", s.getSession)
@@ -260,6 +265,20 @@ func (s *Server) node(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.o.Node)
+}
+
+// nodes lists the cluster's nodes: each one's last heartbeat (load and
+// capacity), its state and whether it is stale. Operators only, like
+// /api/v1/node: load figures are for whoever places work.
+func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
+	if s.o.Nodes == nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "this node keeps no node registry")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"nodes": s.o.Nodes.Nodes()})
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {

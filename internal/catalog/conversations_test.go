@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-func TestConversations(t *testing.T) {
-	s, _ := newStore(t)
+func TestConversations(t *testing.T) { forDrivers(t, testConversations) }
+
+func testConversations(t *testing.T, drv backend) {
+	s, _ := newStore(t, drv)
 	ctx := context.Background()
 	if err := s.CreateSession(ctx, Session{ID: "s_1", Name: "one", State: "created", CreatedAt: ms(0)}); err != nil {
 		t.Fatal(err)

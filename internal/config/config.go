@@ -32,6 +32,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// CapacityPPS is the RTP packets per second this node can deliver,
+	// reported in its heartbeats for the cluster's registry; 0 means
+	// unknown (issue 16 will measure it).
+	CapacityPPS float64 `yaml:"capacity_pps"`
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 }
@@ -574,6 +579,8 @@ func (c Config) Validate() error {
 	case DriverPostgres:
 		if c.Catalog.DSN == "" {
 			bad("catalog.dsn", c.Catalog.DSN, "required with the postgres driver")
+		} else if err := checkPostgresDSN(c.Catalog.DSN); err != nil {
+			bad("catalog.dsn", "(not shown: it may hold a password)", "%v", err)
 		}
 	default:
 		bad("catalog.driver", c.Catalog.Driver, "want %s or %s", DriverSQLite, DriverPostgres)
@@ -606,6 +613,9 @@ func (c Config) Validate() error {
 	if c.HeartbeatInterval <= 0 {
 		bad("heartbeat_interval", c.HeartbeatInterval, "must be positive")
 	}
+	if c.CapacityPPS < 0 {
+		bad("capacity_pps", c.CapacityPPS, "want 0 (unknown) or more")
+	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
 	}
@@ -632,6 +642,16 @@ func checkHostPort(s string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return errors.New("want host:port with a port in 0..65535")
+	}
+	return nil
+}
+
+// checkPostgresDSN accepts what the catalog's driver (pgx) does: a
+// postgres:// or postgresql:// URL or a key=value string. Its error never
+// repeats the DSN; pgx's own redacts passwords only as far as it can parse.
+func checkPostgresDSN(dsn string) error {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return errors.New("want a postgres://user:password@host:port/database URL or a key=value string that PostgreSQL's libpq would take")
 	}
 	return nil
 }

@@ -347,6 +347,7 @@ var flagUsage = map[string]string{
 	"log.level":                    "log `level`: debug, info, warn or error",
 	"log.format":                   "log `format`: text or json",
 	"heartbeat_interval":           "`duration` between node heartbeats, e.g. 2s",
+	"capacity_pps":                 "RTP `packets` per second this node can deliver, reported in its heartbeats; 0 means unknown",
 	"shutdown_timeout":             "maximum `duration` of a graceful shutdown, e.g. 10s",
 }
 

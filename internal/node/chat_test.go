@@ -153,6 +153,25 @@ func TestChatBetweenMembers(t *testing.T) {
 	if len(said) != 5 || said[0] != ada {
 		t.Errorf("the recording's time line has %d messages (%v), want 5, Ada's first", len(said), said)
 	}
+
+	// Played back into the session, the recording says its chat again,
+	// in order, as the playback's member.
+	var pb struct{ ID, Member string }
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", map[string]any{"session": s.ID}, &pb); code != 201 {
+		t.Fatalf("play: %d", code)
+	}
+	var replayed []string
+	for len(replayed) < 5 {
+		m, f := b.read()
+		if f != nil {
+			continue // the playback's member being numbered
+		}
+		replayed = append(replayed, string(m.Payload))
+	}
+	want := []string{"[Ada] one", "[Ada] two", "[Ada] three", "[Bob] got them", "[Ada] four"}
+	if strings.Join(replayed, "|") != strings.Join(want, "|") {
+		t.Errorf("replayed %q, want %q", replayed, want)
+	}
 }
 
 // TestPhoneChatsByMessage: a SIPp phone dialled into a session gets a
