@@ -179,7 +179,7 @@ func runSeries(ctx context.Context, cfg Config, size int, end time.Time) (Series
 		}
 	}()
 	var joins hist
-	step := uint16(size) << 8
+	var step uint16 // each series has a node and members of its own
 	for _, rate := range cfg.Rates {
 		if time.Now().Add(cfg.Window + cfg.Drain + 10*time.Second).After(end) {
 			s.Note = fmt.Sprintf("stopped before %d msg/s: out of time budget", rate)
@@ -189,10 +189,12 @@ func runSeries(ctx context.Context, cfg Config, size int, end time.Time) (Series
 		t0 := time.Now()
 		for len(sessions) < want {
 			ss, err := addSession(rctx, n, size, len(sessions), &joins)
+			if ss != nil {
+				sessions = append(sessions, ss) // closed when done, even in part
+			}
 			if err != nil {
 				return s, n.Version, err
 			}
-			sessions = append(sessions, ss)
 		}
 		s.Joins = joins.latency()
 		fmt.Fprintf(cfg.Log, "  %d members: %d sessions ready in %v\n", size, want, time.Since(t0).Round(time.Millisecond))
