@@ -19,6 +19,12 @@ type Load struct {
 	Goroutines int     `json:"goroutines"`
 	HeapBytes  uint64  `json:"heap_bytes"`
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// CapacityPPS is the node's delivery capacity and LoadPPS its load,
+	// in packets/s sent; ShedLevel how much it sheds (0 none, 3 all
+	// video). Package capacity.
+	CapacityPPS float64 `json:"capacity_pps"`
+	LoadPPS     float64 `json:"load_pps"`
+	ShedLevel   int     `json:"shed_level"`
 }
 
 // Heartbeat is the Data of a heartbeat Event. Load's fields are inlined in
