@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/capacity"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/udpmux"
 )
@@ -130,4 +133,70 @@ func TestCapacityProbe(t *testing.T) {
 		t.Fatalf("probe measured %v packets/s", pps)
 	}
 	t.Logf("probe: %.0f packets/s", pps)
+}
+
+// TestSheddingUnderInjectedLoad: with the load signal injected past the
+// capacity, the node steps through the shed levels in order, each an
+// event on the session's stream; at the last a browser gets no video and
+// still all audio; as the load falls it steps back and the video returns.
+func TestSheddingUnderInjectedLoad(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.WebRTC.Enabled = true
+	n := startNode(t, cfg)
+	n.govStop() // the test is the load signal now
+	s := createSession(t, n, "shed")
+	a, atok := joinMember(t, n, s.ID, "Ada")
+	_, btok := joinMember(t, n, s.ID, "Bob")
+	dialRTC(t, n, s.ID, atok, rtctest.Options{Audio: true, Video: true})
+	cb := dialRTC(t, n, s.ID, btok, rtctest.Options{})
+	waitMedia(t, cb, a, "audio", "video")
+	count := func(kind string) (n uint64) {
+		for _, r := range cb.Received() {
+			if r.Kind == kind && strings.HasPrefix(r.Stream, a) {
+				n += r.Packets.Load()
+			}
+		}
+		return n
+	}
+	capPPS := n.gov.Status().CapacityPPS
+	for n.gov.Level() != capacity.NoVideo {
+		n.gov.Observe(2 * capPPS)
+	}
+	// Whatever was queued arrives; after that, audio only.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	audio0, video0 := count("audio"), count("video")
+	if err := rtctest.WaitFor(ctx, func() bool { return count("audio") >= audio0+25 }); err != nil {
+		t.Fatal("audio stopped while shedding video")
+	}
+	audio1, video1 := count("audio"), count("video")
+	if err := rtctest.WaitFor(ctx, func() bool { return count("audio") >= audio1+50 }); err != nil {
+		t.Fatal("audio stopped while shedding video")
+	}
+	if v := count("video"); v != video1 {
+		t.Errorf("video went on at no_video: %d packets, then %d more (before: %d)", video1-video0, v-video1, video0)
+	}
+	for n.gov.Level() != capacity.Normal {
+		n.gov.Observe(0)
+	}
+	if err := rtctest.WaitFor(ctx, func() bool { return count("video") >= video1+20 }); err != nil {
+		t.Fatal("video did not come back when the load fell")
+	}
+	evs, sub, _ := n.events.Subscribe(s.ID, 0)
+	n.events.Unsubscribe(sub)
+	var steps []string
+	for _, ev := range evs {
+		if ev.Type == event.LoadShed.String() {
+			var d struct{ Shed, Message string }
+			json.Unmarshal(ev.Data, &d)
+			if d.Message == "" {
+				t.Errorf("load.shed %s has no message", ev.Data)
+			}
+			steps = append(steps, d.Shed)
+		}
+	}
+	want := []string{"lowest_layer", "speakers_video", "no_video", "speakers_video", "lowest_layer", "normal"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("load.shed events %v, want %v", steps, want)
+	}
 }
