@@ -62,7 +62,9 @@ func TestSmallCapacityRefusesTheLinkThatWouldExceedIt(t *testing.T) {
 	if refused == nil || admitted != 2 {
 		t.Fatalf("admitted %d receivers, refused %v: want 2, then a refusal", admitted, refused != nil)
 	}
-	var e struct{ Error struct{ Code, Message string } }
+	var e struct {
+		Error struct{ Code, Message string }
+	}
 	json.Unmarshal(body, &e)
 	if e.Error.Code != "over_capacity" || !strings.Contains(e.Error.Message, "would add 50 packets/s") || refused.Header.Get("Retry-After") == "" {
 		t.Errorf("refusal: %s, Retry-After %q", body, refused.Header.Get("Retry-After"))
