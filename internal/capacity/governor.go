@@ -35,10 +35,6 @@ const (
 	settle = 2
 )
 
-// reserveFor is how long an admission's predicted packets count on top of
-// the measured load: until the load shows them.
-const reserveFor = 3 * time.Second
-
 // RetryAfter is what a refusal tells the client to wait.
 const RetryAfter = 5 * time.Second
 
@@ -48,9 +44,9 @@ var ErrOverCapacity = errors.New("node over capacity")
 // Refusal is a refused admission and its reason.
 type Refusal struct {
 	What string // join, whip, whep, link, mixer
-	// LoadPPS is the load with what was admitted lately, AddPPS the
-	// predicted packets of the refused one, LimitPPS what the node admits
-	// up to, CapacityPPS its capacity.
+	// LoadPPS is the load the refusal went by (the measured one, or what
+	// was admitted if more), AddPPS the predicted packets of the refused
+	// one, LimitPPS what the node admits up to, CapacityPPS its capacity.
 	LoadPPS, AddPPS, LimitPPS, CapacityPPS float64
 	Level                                  Level
 	RetryAfter                             time.Duration
@@ -104,17 +100,15 @@ type Governor struct {
 	lastSent uint64
 	lastCPU  float64
 	lastAt   time.Time
-	reserved []reservation
+	// committed is the predicted packets/s of everything admitted and not
+	// released: it counts before the load shows it (members joined, media
+	// not flowing yet).
+	committed float64
 	// Hysteresis: observations since the last step, below restoreBelow in
 	// a row, needed for a step down.
 	sinceStep, calm, need int
 	lastDown              bool
 	refused               map[string]uint64
-}
-
-type reservation struct {
-	pps   float64
-	until time.Time
 }
 
 // New returns a Governor; call Run (or Sample) to measure.
@@ -265,47 +259,34 @@ func (g *Governor) step() (Change, bool) {
 }
 
 // Admit decides whether the node takes on what (a join, a link, a mixer)
-// that is predicted to add pps packets/s sent. Admitted, the packets are
-// reserved until the measured load shows them; refused, the error is a
-// *Refusal. Members already admitted are never affected.
-func (g *Governor) Admit(what string, pps float64) error {
+// that is predicted to add pps packets/s sent: whether the load — the
+// measured one, or what is admitted if that is more — plus pps stays
+// within capacity × (1 − headroom), and the node is not shedding.
+// Admitted, the packets count as committed until release (call it once
+// what was admitted has gone; more calls do nothing); refused, the error
+// is a *Refusal. Members already admitted are never affected.
+func (g *Governor) Admit(what string, pps float64) (release func(), err error) {
 	if g == nil {
-		return nil
+		return func() {}, nil
 	}
-	now := g.o.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.capacity <= 0 {
-		return nil // not measured yet: nothing to go by
-	}
-	res := g.reservedAt(now)
 	limit := g.capacity * (1 - g.o.Headroom)
 	lvl := Level(g.level.Load())
-	if lvl != Normal || g.load+res+pps > limit {
+	if base := max(g.load, g.committed); g.capacity > 0 && (lvl != Normal || base+pps > limit) {
 		g.refused[what]++
-		return &Refusal{What: what, LoadPPS: g.load + res, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
+		return nil, &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
 			Level: lvl, RetryAfter: RetryAfter}
 	}
-	if pps > 0 {
-		g.reserved = append(g.reserved, reservation{pps: pps, until: now.Add(reserveFor)})
-	}
-	return nil
-}
-
-// reservedAt sums the reservations still counting and forgets the rest;
-// mu is held.
-func (g *Governor) reservedAt(now time.Time) float64 {
-	var sum float64
-	keep := g.reserved[:0]
-	for _, r := range g.reserved {
-		if now.Before(r.until) {
-			keep = append(keep, r)
-			sum += r.pps
-		}
-	}
-	clear(g.reserved[len(keep):])
-	g.reserved = keep
-	return sum
+	g.committed += pps
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.committed = max(0, g.committed-pps)
+			g.mu.Unlock()
+		})
+	}, nil
 }
 
 // Status is the Governor's state for the API and heartbeats.
@@ -317,13 +298,13 @@ type Status struct {
 	// CostNS is the measured CPU time per packet sent, in ns (0 when
 	// configured or not measured yet).
 	CostNS float64 `json:"cost_ns,omitempty"`
-	// LoadPPS is the packets/s sent now, ReservedPPS those predicted of
-	// recent admissions the load does not show yet, AdmitPPS the load up
-	// to which the node admits (capacity × (1 − headroom)).
-	LoadPPS     float64 `json:"load_pps"`
-	ReservedPPS float64 `json:"reserved_pps"`
-	AdmitPPS    float64 `json:"admit_pps"`
-	Headroom    float64 `json:"headroom"`
+	// LoadPPS is the packets/s sent now, CommittedPPS those predicted of
+	// what is admitted, AdmitPPS the load up to which the node admits
+	// (capacity × (1 − headroom)).
+	LoadPPS      float64 `json:"load_pps"`
+	CommittedPPS float64 `json:"committed_pps"`
+	AdmitPPS     float64 `json:"admit_pps"`
+	Headroom     float64 `json:"headroom"`
 	// Shed is the shed level's name; ShedLevel its number (0 normal).
 	Shed      string `json:"shed"`
 	ShedLevel int    `json:"shed_level"`
@@ -333,11 +314,10 @@ type Status struct {
 
 // Status returns the figures now.
 func (g *Governor) Status() Status {
-	now := g.o.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lvl := Level(g.level.Load())
-	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, ReservedPPS: g.reservedAt(now),
+	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, CommittedPPS: g.committed,
 		AdmitPPS: g.capacity * (1 - g.o.Headroom), Headroom: g.o.Headroom, Shed: lvl.String(), ShedLevel: int(lvl),
 		Refused: make(map[string]uint64, len(g.refused))}
 	if g.o.PPS == 0 && g.cost > 0 {

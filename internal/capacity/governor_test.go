@@ -14,30 +14,49 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time { return c.t }
 
 func TestAdmitRefusesPastCapacityLessHeadroom(t *testing.T) {
-	c := &clock{t: time.Unix(1000, 0)}
-	g := New(Options{PPS: 1000, Headroom: 0.2, Now: c.now})
+	g := New(Options{PPS: 1000, Headroom: 0.2})
 	g.Observe(500)
-	if err := g.Admit("join", 250); err != nil {
+	if _, err := g.Admit("join", 250); err != nil {
 		t.Fatalf("500 + 250 of 800: %v", err)
 	}
-	// The 250 just admitted count until the load shows them.
-	err := g.Admit("join", 100)
-	var r *Refusal
-	if !errors.As(err, &r) || !errors.Is(err, ErrOverCapacity) {
-		t.Fatalf("500 + 250 reserved + 100 of 800: got %v, want a refusal", err)
+	// The load or what is admitted, whichever is more (500 measured,
+	// 250 committed), plus 350 is past 800.
+	rel, err := g.Admit("link", 350)
+	if err == nil {
+		t.Fatal("500 + 350 of 800 admitted")
 	}
-	if r.What != "join" || r.AddPPS != 100 || r.LimitPPS != 800 || r.RetryAfter <= 0 {
+	var r *Refusal
+	if !errors.As(err, &r) || !errors.Is(err, ErrOverCapacity) || rel != nil {
+		t.Fatalf("got %v, want a refusal", err)
+	}
+	if r.What != "link" || r.AddPPS != 350 || r.LimitPPS != 800 || r.LoadPPS != 500 || r.RetryAfter <= 0 {
 		t.Errorf("refusal %+v", r)
 	}
-	if !strings.Contains(err.Error(), "would add 100 packets/s") {
+	if !strings.Contains(err.Error(), "would add 350 packets/s to 500") {
 		t.Errorf("reason %q does not say what it would add", err)
 	}
-	c.t = c.t.Add(reserveFor) // the reservation is over; the load shows the join
-	g.Observe(750)
-	if err := g.Admit("link", 20); err != nil {
-		t.Errorf("~625 + 20 of 800: %v", err)
+	// Members joined, media not flowing yet: the committed 750 count.
+	g2 := New(Options{PPS: 1000, Headroom: 0.2})
+	var rels []func()
+	for range 3 {
+		rel, err := g2.Admit("join", 250)
+		if err != nil {
+			t.Fatalf("join %d: %v", len(rels), err)
+		}
+		rels = append(rels, rel)
 	}
-	if st := g.Status(); st.Refused["join"] != 1 || st.CapacityPPS != 1000 || st.AdmitPPS != 800 || st.Measured {
+	if _, err := g2.Admit("join", 250); err == nil {
+		t.Fatal("a fourth join of 250 past 800 admitted")
+	}
+	rels[0]()
+	rels[0]() // twice: released once
+	if st := g2.Status(); st.CommittedPPS != 500 {
+		t.Errorf("committed %v after one release, want 500", st.CommittedPPS)
+	}
+	if _, err := g2.Admit("join", 250); err != nil {
+		t.Errorf("after a member left: %v", err)
+	}
+	if st := g2.Status(); st.Refused["join"] != 1 || st.CapacityPPS != 1000 || st.AdmitPPS != 800 || st.Measured {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -52,7 +71,7 @@ func TestSheddingOrderAndRecovery(t *testing.T) {
 	if want := []Level{LowestLayer, SpeakersVideo, NoVideo}; !slices.Equal(got, want) {
 		t.Fatalf("steps under overload %v, want %v", got, want)
 	}
-	if err := g.Admit("whep", 0); !errors.Is(err, ErrOverCapacity) {
+	if _, err := g.Admit("whep", 0); !errors.Is(err, ErrOverCapacity) {
 		t.Errorf("a join while shedding: %v, want refused", err)
 	}
 	// Between the thresholds: the level holds.
@@ -70,7 +89,7 @@ func TestSheddingOrderAndRecovery(t *testing.T) {
 	if want := []Level{SpeakersVideo, LowestLayer, Normal}; !slices.Equal(got, want) {
 		t.Fatalf("steps as the load falls %v, want %v", got, want)
 	}
-	if err := g.Admit("join", 50); err != nil {
+	if _, err := g.Admit("join", 50); err != nil {
 		t.Errorf("after recovery: %v", err)
 	}
 }

@@ -32,9 +32,8 @@ func TestSmallCapacityRefusesTheLinkThatWouldExceedIt(t *testing.T) {
 	src := udpConn(t)
 	addLink(t, n, s.ID, map[string]any{"remote": src.LocalAddr().String(), "kind": "audio", "direction": "sendonly"})
 
-	// Each receiver adds the track's 50 packets/s; the third passes 100.
-	// (Admitted packets count until the load shows them, a few seconds:
-	// the loop is quicker than that by far.)
+	// Each receiver adds the track's 50 packets/s; the third passes 100
+	// (what is admitted counts while no packet flows yet).
 	var admitted int
 	var refused *http.Response
 	var body []byte
@@ -75,6 +74,19 @@ func TestSmallCapacityRefusesTheLinkThatWouldExceedIt(t *testing.T) {
 	if len(got.Links) != 3 {
 		t.Errorf("session has %d links after the refusal, want 3", len(got.Links))
 	}
+	// A receiver removed makes room for another.
+	var first linkJSON
+	for _, l := range got.Links {
+		if l.ID != got.Links[0].ID {
+			first = l
+			break
+		}
+	}
+	if code := call(t, "DELETE", n.URL()+"/api/v1/sessions/"+s.ID+"/rtp-links/"+first.ID, nil, nil); code != 204 && code != 200 {
+		t.Fatalf("delete link: %d", code)
+	}
+	rx := udpConn(t)
+	addLink(t, n, s.ID, map[string]any{"remote": rx.LocalAddr().String(), "kind": "audio", "direction": "recvonly"})
 	// The refusal is counted, and the node shows its capacity.
 	var node struct {
 		Capacity struct {

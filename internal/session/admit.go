@@ -11,9 +11,10 @@ import (
 
 // Admission decides whether the node takes on something new (a join, a
 // link, a mixer) predicted to add pps packets/s sent; a refusal is an
-// error saying why. *capacity.Governor is one.
+// error saying why. What it admits counts until release is called.
+// *capacity.Governor is one.
 type Admission interface {
-	Admit(what string, pps float64) error
+	Admit(what string, pps float64) (release func(), err error)
 }
 
 // Typical packet rates of a track not measured yet (capacity.AudioPPS and
@@ -34,17 +35,18 @@ type trackRate struct {
 // Admit asks the node's admission whether a member's new endpoint fits:
 // one that receives the session's tracks (recv: a browser joining, a WHEP
 // viewer) and/or sends audio and video to its receivers (send: a WHIP
-// publisher). The refusal wraps ErrUnavailable and the admission's error.
-// A session that is not live, or a node without admission, admits.
-func (s *Service) Admit(sessionID, memberID, what string, recv, send bool) error {
+// publisher). Admitted, the caller calls release when the endpoint is
+// gone; the refusal wraps ErrUnavailable and the admission's error. A
+// session that is not live, or a node without admission, admits.
+func (s *Service) Admit(sessionID, memberID, what string, recv, send bool) (release func(), err error) {
 	if s.o.Admission == nil {
-		return nil
+		return func() {}, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ls := s.live[sessionID]
 	if ls == nil {
-		return nil
+		return func() {}, nil
 	}
 	var pps float64
 	for _, k := range []media.Kind{media.Audio, media.Video} {
@@ -61,9 +63,9 @@ func (s *Service) Admit(sessionID, memberID, what string, recv, send bool) error
 // admitLink predicts what a new link adds: every track of its kind it
 // receives (a mixed link: the one mix), and its own stream to every
 // receiver of its kind; mu is held.
-func (s *Service) admitLink(ls *liveSession, rec catalog.Link, member string) error {
+func (s *Service) admitLink(ls *liveSession, rec catalog.Link, member string) (release func(), err error) {
 	if s.o.Admission == nil {
-		return nil
+		return func() {}, nil
 	}
 	kind, _ := media.ParseKind(rec.Kind)
 	dir := media.Direction(rec.Direction)
@@ -81,11 +83,11 @@ func (s *Service) admitLink(ls *liveSession, rec catalog.Link, member string) er
 	return s.admit(what, pps)
 }
 
-func (s *Service) admit(what string, pps float64) error {
-	if err := s.o.Admission.Admit(what, pps); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+func (s *Service) admit(what string, pps float64) (release func(), err error) {
+	if release, err = s.o.Admission.Admit(what, pps); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return nil
+	return release, nil
 }
 
 // receiving is the packets/s a new receiver of kind k would be sent: the

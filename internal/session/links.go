@@ -290,13 +290,16 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 		s.refusedLinks.Add(1)
 		return Link{}, err
 	}
-	if err := s.admitLink(ls, rec, member); err != nil {
+	release, err := s.admitLink(ls, rec, member)
+	if err != nil {
 		return Link{}, err
 	}
 	l, err := s.attach(c, rec, member, policed, latch, ls.room)
 	if err != nil {
+		release()
 		return Link{}, err
 	}
+	l.release = release
 	err = s.o.Catalog.AddLink(ctx, rec)
 	if err == nil && member != "" {
 		err = s.o.Catalog.SetLinkMember(ctx, rec.ID, member)
@@ -309,6 +312,7 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	}
 	if err != nil {
 		l.media.Close()
+		release()
 		if c != nil {
 			c.gates.remove(rec.ID)
 		}
