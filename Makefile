@@ -48,6 +48,7 @@ test: test-deps vet build
 # profiles are not committed: .gitignore).
 bench: test-deps build-bench microbench
 	./$(BENCH) broker -out bench/results $(BENCHARGS)
+	./$(BENCH) overload -out bench/results
 	./$(BENCH) floor -out bench/results
 	@scripts/install-deps.sh bench
 	./$(BENCH) sip -out bench/results

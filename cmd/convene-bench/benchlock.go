@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 )
 
@@ -49,4 +51,32 @@ func benchDirs(cmd, out string, stderr io.Writer) string {
 		return ""
 	}
 	return tmp
+}
+
+// benchRun is what a benchmark command holds while it runs: the lock, the
+// scratch directory and the context that SIGINT or SIGTERM ends.
+type benchRun struct {
+	ctx  context.Context
+	tmp  string
+	done func()
+}
+
+// startBench takes the lock, makes the directories and the context; it
+// prints why not and returns nil on failure. Call done at the end.
+func startBench(cmd, out string, wait bool, stderr io.Writer) *benchRun {
+	lock := lockBench(cmd, wait, stderr)
+	if lock == nil {
+		return nil
+	}
+	tmp := benchDirs(cmd, out, stderr)
+	if tmp == "" {
+		lock.Close()
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	return &benchRun{ctx: ctx, tmp: tmp, done: func() {
+		stop()
+		os.RemoveAll(tmp)
+		lock.Close()
+	}}
 }
