@@ -80,6 +80,10 @@ type Options struct {
 	// seconds; both only grow. Either nil: Sample measures nothing.
 	Sent func() uint64
 	CPU  func() float64
+	// Predicted, if set, is the packets/s the node's members are
+	// predicted to be sent (session.Service.Predicted), read at each
+	// sample.
+	Predicted func() float64
 	// OnShed hears each step of the shed level; it is called without the
 	// Governor's lock held, on the goroutine that observed the load.
 	OnShed func(Change)
@@ -100,10 +104,11 @@ type Governor struct {
 	lastSent uint64
 	lastCPU  float64
 	lastAt   time.Time
-	// committed is the predicted packets/s of everything admitted and not
-	// released: it counts before the load shows it (members joined, media
-	// not flowing yet).
-	committed float64
+	// predicted is Options.Predicted at the last sample, admitted what
+	// was admitted since: together what the node has taken on, which
+	// counts before the load shows it (members joined, media not flowing
+	// yet).
+	predicted, admitted float64
 	// Hysteresis: observations since the last step, below restoreBelow in
 	// a row, needed for a step down.
 	sinceStep, calm, need int
@@ -171,8 +176,17 @@ func (g *Governor) Sample() {
 	if g.o.Sent == nil || g.o.CPU == nil {
 		return
 	}
+	// The counters are read before mu is taken: the session service calls
+	// Admit with its own lock held (lock order: session, then Governor).
 	now, sent, cpu := g.o.Now(), g.o.Sent(), g.o.CPU()
+	predicted := -1.0
+	if g.o.Predicted != nil {
+		predicted = g.o.Predicted()
+	}
 	g.mu.Lock()
+	if predicted >= 0 {
+		g.predicted, g.admitted = predicted, 0
+	}
 	if !g.sampled {
 		g.sampled, g.lastSent, g.lastCPU, g.lastAt = true, sent, cpu, now
 		g.mu.Unlock()
@@ -260,33 +274,25 @@ func (g *Governor) step() (Change, bool) {
 
 // Admit decides whether the node takes on what (a join, a link, a mixer)
 // that is predicted to add pps packets/s sent: whether the load — the
-// measured one, or what is admitted if that is more — plus pps stays
-// within capacity × (1 − headroom), and the node is not shedding.
-// Admitted, the packets count as committed until release (call it once
-// what was admitted has gone; more calls do nothing); refused, the error
-// is a *Refusal. Members already admitted are never affected.
-func (g *Governor) Admit(what string, pps float64) (release func(), err error) {
+// measured one, or what the node has taken on if that is more — plus pps
+// stays within capacity × (1 − headroom), and the node is not shedding.
+// Refused, the error is a *Refusal. Members already admitted are never
+// affected.
+func (g *Governor) Admit(what string, pps float64) error {
 	if g == nil {
-		return func() {}, nil
+		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	limit := g.capacity * (1 - g.o.Headroom)
 	lvl := Level(g.level.Load())
-	if base := max(g.load, g.committed); g.capacity > 0 && (lvl != Normal || base+pps > limit) {
+	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit) {
 		g.refused[what]++
-		return nil, &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
+		return &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
 			Level: lvl, RetryAfter: RetryAfter}
 	}
-	g.committed += pps
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			g.committed = max(0, g.committed-pps)
-			g.mu.Unlock()
-		})
-	}, nil
+	g.admitted += pps
+	return nil
 }
 
 // Status is the Governor's state for the API and heartbeats.
@@ -299,8 +305,9 @@ type Status struct {
 	// configured or not measured yet).
 	CostNS float64 `json:"cost_ns,omitempty"`
 	// LoadPPS is the packets/s sent now, CommittedPPS those predicted of
-	// what is admitted, AdmitPPS the load up to which the node admits
-	// (capacity × (1 − headroom)).
+	// what is admitted (its members' tracks at their measured rates, and
+	// what was admitted since they were last summed), AdmitPPS the load up
+	// to which the node admits (capacity × (1 − headroom)).
 	LoadPPS      float64 `json:"load_pps"`
 	CommittedPPS float64 `json:"committed_pps"`
 	AdmitPPS     float64 `json:"admit_pps"`
@@ -317,7 +324,7 @@ func (g *Governor) Status() Status {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	lvl := Level(g.level.Load())
-	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, CommittedPPS: g.committed,
+	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, CommittedPPS: g.predicted + g.admitted,
 		AdmitPPS: g.capacity * (1 - g.o.Headroom), Headroom: g.o.Headroom, Shed: lvl.String(), ShedLevel: int(lvl),
 		Refused: make(map[string]uint64, len(g.refused))}
 	if g.o.PPS == 0 && g.cost > 0 {

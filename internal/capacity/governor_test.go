@@ -16,18 +16,15 @@ func (c *clock) now() time.Time { return c.t }
 func TestAdmitRefusesPastCapacityLessHeadroom(t *testing.T) {
 	g := New(Options{PPS: 1000, Headroom: 0.2})
 	g.Observe(500)
-	if _, err := g.Admit("join", 250); err != nil {
+	if err := g.Admit("join", 250); err != nil {
 		t.Fatalf("500 + 250 of 800: %v", err)
 	}
-	// The load or what is admitted, whichever is more (500 measured,
-	// 250 committed), plus 350 is past 800.
-	rel, err := g.Admit("link", 350)
-	if err == nil {
-		t.Fatal("500 + 350 of 800 admitted")
-	}
+	// The load or what the node has taken on, whichever is more (500
+	// measured, 250 admitted), plus 350 is past 800.
+	err := g.Admit("link", 350)
 	var r *Refusal
-	if !errors.As(err, &r) || !errors.Is(err, ErrOverCapacity) || rel != nil {
-		t.Fatalf("got %v, want a refusal", err)
+	if !errors.As(err, &r) || !errors.Is(err, ErrOverCapacity) {
+		t.Fatalf("500 + 350 of 800: got %v, want a refusal", err)
 	}
 	if r.What != "link" || r.AddPPS != 350 || r.LimitPPS != 800 || r.LoadPPS != 500 || r.RetryAfter <= 0 {
 		t.Errorf("refusal %+v", r)
@@ -35,29 +32,42 @@ func TestAdmitRefusesPastCapacityLessHeadroom(t *testing.T) {
 	if !strings.Contains(err.Error(), "would add 350 packets/s to 500") {
 		t.Errorf("reason %q does not say what it would add", err)
 	}
-	// Members joined, media not flowing yet: the committed 750 count.
-	g2 := New(Options{PPS: 1000, Headroom: 0.2})
-	var rels []func()
-	for range 3 {
-		rel, err := g2.Admit("join", 250)
-		if err != nil {
-			t.Fatalf("join %d: %v", len(rels), err)
-		}
-		rels = append(rels, rel)
+	if st := g.Status(); st.Refused["link"] != 1 || st.CapacityPPS != 1000 || st.AdmitPPS != 800 || st.Measured {
+		t.Errorf("status %+v", st)
 	}
-	if _, err := g2.Admit("join", 250); err == nil {
+}
+
+// TestAdmitCountsWhatIsTakenOn: members joined before their media flows
+// count, as admitted and then as the session predicts them; when they
+// leave, the prediction falls and there is room again.
+func TestAdmitCountsWhatIsTakenOn(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	predicted := 0.0
+	g := New(Options{PPS: 1000, Headroom: 0.2, Now: c.now, Sent: func() uint64 { return 0 }, CPU: func() float64 { return 0 },
+		Predicted: func() float64 { return predicted }})
+	for i := range 3 {
+		if err := g.Admit("join", 250); err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+	}
+	if err := g.Admit("join", 250); err == nil {
 		t.Fatal("a fourth join of 250 past 800 admitted")
 	}
-	rels[0]()
-	rels[0]() // twice: released once
-	if st := g2.Status(); st.CommittedPPS != 500 {
-		t.Errorf("committed %v after one release, want 500", st.CommittedPPS)
+	// A sample: the session's prediction replaces what was admitted.
+	predicted = 750
+	c.t = c.t.Add(time.Second)
+	g.Sample()
+	if err := g.Admit("join", 250); err == nil {
+		t.Fatal("admitted past 800 after the sample")
 	}
-	if _, err := g2.Admit("join", 250); err != nil {
-		t.Errorf("after a member left: %v", err)
-	}
-	if st := g2.Status(); st.Refused["join"] != 1 || st.CapacityPPS != 1000 || st.AdmitPPS != 800 || st.Measured {
+	predicted = 500 // one left
+	c.t = c.t.Add(time.Second)
+	g.Sample()
+	if st := g.Status(); st.CommittedPPS != 500 || st.LoadPPS != 0 {
 		t.Errorf("status %+v", st)
+	}
+	if err := g.Admit("join", 250); err != nil {
+		t.Errorf("after a member left: %v", err)
 	}
 }
 
@@ -71,7 +81,7 @@ func TestSheddingOrderAndRecovery(t *testing.T) {
 	if want := []Level{LowestLayer, SpeakersVideo, NoVideo}; !slices.Equal(got, want) {
 		t.Fatalf("steps under overload %v, want %v", got, want)
 	}
-	if _, err := g.Admit("whep", 0); !errors.Is(err, ErrOverCapacity) {
+	if err := g.Admit("whep", 0); !errors.Is(err, ErrOverCapacity) {
 		t.Errorf("a join while shedding: %v, want refused", err)
 	}
 	// Between the thresholds: the level holds.
@@ -89,7 +99,7 @@ func TestSheddingOrderAndRecovery(t *testing.T) {
 	if want := []Level{SpeakersVideo, LowestLayer, Normal}; !slices.Equal(got, want) {
 		t.Fatalf("steps as the load falls %v, want %v", got, want)
 	}
-	if _, err := g.Admit("join", 50); err != nil {
+	if err := g.Admit("join", 50); err != nil {
 		t.Errorf("after recovery: %v", err)
 	}
 }

@@ -39,6 +39,12 @@ func (n *Node) newGovernor() *capacity.Governor {
 			}
 			return n.sessions.Load().PacketsOut
 		},
+		Predicted: func() float64 {
+			if n.sessions == nil {
+				return 0
+			}
+			return n.sessions.Predicted()
+		},
 		OnShed: n.shedChanged}
 	if c.PPS == 0 {
 		pps, err := probeCapacity(udpmux.Options{Batch: n.cfg.RTP.Batch, Writers: n.cfg.RTP.Writers}, n.cfg.RTP.Addr)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -11,10 +12,9 @@ import (
 
 // Admission decides whether the node takes on something new (a join, a
 // link, a mixer) predicted to add pps packets/s sent; a refusal is an
-// error saying why. What it admits counts until release is called.
-// *capacity.Governor is one.
+// error saying why. *capacity.Governor is one.
 type Admission interface {
-	Admit(what string, pps float64) (release func(), err error)
+	Admit(what string, pps float64) error
 }
 
 // Typical packet rates of a track not measured yet (capacity.AudioPPS and
@@ -24,8 +24,14 @@ const (
 	videoPPS = 200
 )
 
-// trackRate is a track's measured packet rate, sampled when an admission
-// asks (at most once a second).
+// trackRate is a track's measured packet rate, sampled at most every
+// rateWindow (by Predicted, which the node calls twice a second, and by
+// admissions).
+const (
+	rateWindow = 500 * time.Millisecond
+	rateHold   = 0.95 // the peak rate kept after a second
+)
+
 type trackRate struct {
 	at      time.Time
 	packets uint64
@@ -35,26 +41,26 @@ type trackRate struct {
 // Admit asks the node's admission whether a member's new endpoint fits:
 // one that receives the session's tracks (recv: a browser joining, a WHEP
 // viewer) and/or sends audio and video to its receivers (send: a WHIP
-// publisher). Admitted, the caller calls release when the endpoint is
-// gone; the refusal wraps ErrUnavailable and the admission's error. A
-// session that is not live, or a node without admission, admits.
-func (s *Service) Admit(sessionID, memberID, what string, recv, send bool) (release func(), err error) {
+// publisher). The refusal wraps ErrUnavailable and the admission's error.
+// A session that is not live, or a node without admission, admits.
+func (s *Service) Admit(sessionID, memberID, what string, recv, send bool) error {
 	if s.o.Admission == nil {
-		return func() {}, nil
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ls := s.live[sessionID]
 	if ls == nil {
-		return func() {}, nil
+		return nil
 	}
+	r := ls.measure(s.o.Now())
 	var pps float64
 	for _, k := range []media.Kind{media.Audio, media.Video} {
 		if recv {
-			pps += s.receiving(ls, memberID, k)
+			pps += r.receiving(memberID, k)
 		}
 		if send {
-			pps += s.sending(ls, memberID, k)
+			pps += ls.sending(memberID, k)
 		}
 	}
 	return s.admit(what, pps)
@@ -63,9 +69,9 @@ func (s *Service) Admit(sessionID, memberID, what string, recv, send bool) (rele
 // admitLink predicts what a new link adds: every track of its kind it
 // receives (a mixed link: the one mix), and its own stream to every
 // receiver of its kind; mu is held.
-func (s *Service) admitLink(ls *liveSession, rec catalog.Link, member string) (release func(), err error) {
+func (s *Service) admitLink(ls *liveSession, rec catalog.Link, member string) error {
 	if s.o.Admission == nil {
-		return func() {}, nil
+		return nil
 	}
 	kind, _ := media.ParseKind(rec.Kind)
 	dir := media.Direction(rec.Direction)
@@ -75,46 +81,94 @@ func (s *Service) admitLink(ls *liveSession, rec catalog.Link, member string) (r
 	case rec.Mix != "":
 		what, pps = "mixer", audioPPS
 	case dir.Receives():
-		pps = s.receiving(ls, member, kind)
+		pps = ls.measure(s.o.Now()).receiving(member, kind)
 	}
 	if dir.Sends() {
-		pps += s.sending(ls, member, kind)
+		pps += ls.sending(member, kind)
 	}
 	return s.admit(what, pps)
 }
 
-func (s *Service) admit(what string, pps float64) (release func(), err error) {
-	if release, err = s.o.Admission.Admit(what, pps); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+func (s *Service) admit(what string, pps float64) error {
+	if err := s.o.Admission.Admit(what, pps); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return release, nil
+	return nil
 }
 
-// receiving is the packets/s a new receiver of kind k would be sent: the
-// room's tracks of that kind but its member's own, one layer per simulcast
-// source; mu is held.
-func (s *Service) receiving(ls *liveSession, member string, k media.Kind) float64 {
+// Predicted is the packets/s the node's links are predicted to be sent:
+// for every receiving link, the tracks of its kind it receives at their
+// measured rates (a mixed link: one mix). Admission goes by it where it
+// is more than the load: members who joined before their media flows
+// count.
+func (s *Service) Predicted() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.o.Now()
 	var pps float64
+	for _, ls := range s.live {
+		r := ls.measure(now)
+		for _, l := range ls.links {
+			kind, _ := media.ParseKind(l.rec.Kind)
+			switch {
+			case !media.Direction(l.rec.Direction).Receives():
+			case l.rec.Mix != "":
+				pps += audioPPS
+			default:
+				pps += r.receiving(l.member, kind)
+			}
+		}
+	}
+	return pps
+}
+
+// roomRates are a room's track rates summed by kind, and by kind for each
+// member's own tracks (which its links do not receive).
+type roomRates struct {
+	total [2]float64
+	own   map[string]*[2]float64
+}
+
+// receiving is the packets/s a new receiver of member (or none) of kind
+// k is sent.
+func (r roomRates) receiving(member string, k media.Kind) float64 {
+	v := r.total[k]
+	if o := r.own[member]; member != "" && o != nil {
+		v -= o[k]
+	}
+	return v
+}
+
+// measure sums the room's tracks' rates, one layer a simulcast source,
+// and forgets the tracks that are gone; mu is held.
+func (ls *liveSession) measure(now time.Time) roomRates {
+	r := roomRates{own: map[string]*[2]float64{}}
 	seen := map[*broker.Track]bool{}
 	for _, t := range ls.room.Tracks() {
 		seen[t] = true
-		if t.Kind() != k || (member != "" && t.Owner() == member) || t.Info().Layer > 1 {
+		if t.Info().Layer > 1 {
 			continue
 		}
-		pps += ls.rateOf(t, now)
+		k, pps := t.Kind(), ls.rateOf(t, now)
+		r.total[k] += pps
+		if o := t.Owner(); o != "" {
+			if r.own[o] == nil {
+				r.own[o] = &[2]float64{}
+			}
+			r.own[o][k] += pps
+		}
 	}
 	for t := range ls.rates {
 		if !seen[t] {
 			delete(ls.rates, t)
 		}
 	}
-	return pps
+	return r
 }
 
 // sending is the packets/s a new sender of kind k would cause: its stream
 // to every other member's receiving link of that kind; mu is held.
-func (s *Service) sending(ls *liveSession, member string, k media.Kind) float64 {
+func (ls *liveSession) sending(member string, k media.Kind) float64 {
 	n := 0
 	for _, l := range ls.links {
 		if l.rec.Kind == k.String() && media.Direction(l.rec.Direction).Receives() && (member == "" || l.member != member) {
@@ -131,8 +185,10 @@ func typicalPPS(k media.Kind) float64 {
 	return audioPPS
 }
 
-// rateOf is t's packet rate: measured over at least a second, else what a
-// track of its kind typically sends; mu is held.
+// rateOf is t's packet rate: the peak of its rates measured over half a
+// second or more, held while it decays by 5 % a second (a pause, a
+// silence, does not make a speaker look cheap at once), else what a track
+// of its kind typically sends; mu is held.
 func (ls *liveSession) rateOf(t *broker.Track, now time.Time) float64 {
 	if ls.rates == nil {
 		ls.rates = map[*broker.Track]*trackRate{}
@@ -142,8 +198,9 @@ func (ls *liveSession) rateOf(t *broker.Track, now time.Time) float64 {
 	switch {
 	case r == nil:
 		ls.rates[t] = &trackRate{at: now, packets: packets}
-	case now.Sub(r.at) >= time.Second:
-		r.pps = float64(packets-r.packets) / now.Sub(r.at).Seconds()
+	case now.Sub(r.at) >= rateWindow:
+		dt := now.Sub(r.at).Seconds()
+		r.pps = max(float64(packets-r.packets)/dt, r.pps*math.Pow(rateHold, dt))
 		r.at, r.packets = now, packets
 	}
 	if r == nil || r.pps <= 0 {

@@ -290,16 +290,13 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 		s.refusedLinks.Add(1)
 		return Link{}, err
 	}
-	release, err := s.admitLink(ls, rec, member)
-	if err != nil {
+	if err := s.admitLink(ls, rec, member); err != nil {
 		return Link{}, err
 	}
 	l, err := s.attach(c, rec, member, policed, latch, ls.room)
 	if err != nil {
-		release()
 		return Link{}, err
 	}
-	l.release = release
 	err = s.o.Catalog.AddLink(ctx, rec)
 	if err == nil && member != "" {
 		err = s.o.Catalog.SetLinkMember(ctx, rec.ID, member)
@@ -312,7 +309,6 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	}
 	if err != nil {
 		l.media.Close()
-		release()
 		if c != nil {
 			c.gates.remove(rec.ID)
 		}

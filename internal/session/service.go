@@ -82,7 +82,6 @@ type liveLink struct {
 	policed bool   // created by a member (LinkPolicy)
 	live    bool   // AttachLive: not in the catalog
 	source  string // a live link's source (camera, microphone, screen)
-	release func() // its admission (admit.go); nil for none
 }
 
 // Media is what the session needs of every kind of link — rtp and
@@ -202,9 +201,6 @@ func (s *Service) view(rec catalog.Session) Session {
 // closeLink stops a link's media and keeps its counters; mu is held.
 func (s *Service) closeLink(l *liveLink) {
 	l.media.Close()
-	if l.release != nil {
-		l.release()
-	}
 	st := mediaStats(l.media)
 	s.retired.PacketsIn += st.PacketsIn
 	s.retired.BytesIn += st.BytesIn

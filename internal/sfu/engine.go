@@ -52,9 +52,8 @@ type Config struct {
 	// Admit, if set, decides whether a browser's join, a WHIP publisher
 	// or a WHEP viewer fits the node's capacity (session.Service.Admit):
 	// the member, what ("join", "whip", "whep"), and whether it receives
-	// the session's tracks and sends its own; release is called when the
-	// peer is gone.
-	Admit func(sessionID, memberID, what string, recv, send bool) (release func(), err error)
+	// the session's tracks and sends its own.
+	Admit func(sessionID, memberID, what string, recv, send bool) error
 	// Shed, if set, is the node's shed level now
 	// (capacity.Governor.Level); shed.go applies it.
 	Shed   func() capacity.Level

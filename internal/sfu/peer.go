@@ -47,7 +47,6 @@ type Peer struct {
 	broom      *broker.Room          // the room they are in
 	pin        string                // a WHEP viewer's chosen member (set before it starts)
 	onClose    func()                // run after teardown (set before it starts)
-	release    func()                // the node's admission of the peer (shed.go)
 	subPending bool                  // an offer on sub awaits its answer
 	subAgain   bool                  // and the subscriptions changed since
 	offers     []time.Time           // recent publisher offers (flood cap)
@@ -86,23 +85,20 @@ func (s *SFU) newPeer(sessionID, memberID string, m mode) (*Peer, error) {
 	// One connection now (a browser's subscriber one, or the WHIP or WHEP
 	// one); a browser's publisher connection counts when it is made.
 	const n = 1
-	release, err := s.admit(sessionID, memberID, m)
-	if err != nil {
+	if err := s.admit(sessionID, memberID, m); err != nil {
 		return nil, err
 	}
 	if err := s.takePC(n); err != nil {
-		release()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Peer{s: s, session: sessionID, member: memberID, mode: m, ctx: ctx, cancel: cancel, done: make(chan struct{}), held: n,
 		out: make(chan Frame, 64), ctl: make(chan func(), 16), kick: make(chan struct{}, 1),
 		sources: map[string]string{}, ups: map[string]*upTrack{}, downs: map[string]*downTrack{},
-		worker: s.workers[int(s.nextWorker.Add(1))%len(s.workers)], release: release}
+		worker: s.workers[int(s.nextWorker.Add(1))%len(s.workers)]}
 	p.routes.Store(&map[*broker.Track]*downTrack{})
 	if err := s.register(p); err != nil {
 		s.givePC(n)
-		release()
 		cancel()
 		return nil, err
 	}
@@ -172,7 +168,6 @@ func (p *Peer) teardown() {
 		d.close()
 	}
 	p.s.givePC(p.held)
-	p.release()
 	p.s.unregister(p)
 	p.s.m.peers.Dec()
 	close(p.done)

@@ -11,30 +11,24 @@ import (
 // admit asks the node whether a new peer fits its capacity: a browser's
 // join or a WHEP viewer receives the session's tracks, a WHIP publisher
 // sends to its receivers. A member whose browser reconnects (its old peer
-// is still in the room) was admitted already and is let in; its packets
-// count in the measured load from then on. Call release when the peer
-// is gone.
-func (s *SFU) admit(sessionID, memberID string, m mode) (release func(), err error) {
-	none := func() {}
+// is still in the room) was admitted already.
+func (s *SFU) admit(sessionID, memberID string, m mode) error {
 	if s.cfg.Admit == nil {
-		return none, nil
+		return nil
 	}
 	s.mu.Lock()
 	r := s.rooms[sessionID]
 	again := r != nil && r.peers[memberID] != nil
 	s.mu.Unlock()
 	if again {
-		return none, nil
+		return nil
 	}
 	what := map[mode]string{modeBrowser: "join", modeWHIP: "whip", modeWHEP: "whep"}[m]
-	release, err = s.cfg.Admit(sessionID, memberID, what, m != modeWHIP, m == modeWHIP)
-	if err != nil {
-		if errors.Is(err, capacity.ErrOverCapacity) {
-			s.m.refused.WithLabelValues("capacity").Inc()
-		}
-		return nil, err
+	err := s.cfg.Admit(sessionID, memberID, what, m != modeWHIP, m == modeWHIP)
+	if errors.Is(err, capacity.ErrOverCapacity) {
+		s.m.refused.WithLabelValues("capacity").Inc()
 	}
-	return release, nil
+	return err
 }
 
 // joinErrorCode is the error frame's code for a refused join: the web app
