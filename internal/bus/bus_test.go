@@ -223,7 +223,7 @@ func TestHeartbeat(t *testing.T) {
 	sub := subscribe(t, b.Conn(), AllHeartbeats)
 
 	want := Load{Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
-		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5}
+		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5, CapacityPPS: 500000, LoadPPS: 1234.5, ShedLevel: 1}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -252,13 +252,13 @@ func TestHeartbeat(t *testing.T) {
 		}
 		data := raw["data"].(map[string]any)
 		for _, k := range []string{"sessions", "links", "tracks", "packets_in", "packets_out", "drops",
-			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version"} {
+			"goroutines", "heap_bytes", "cpu_seconds", "capacity_pps", "load_pps", "shed_level", "uptime_seconds", "version"} {
 			if _, ok := data[k]; !ok {
 				t.Errorf("heartbeat data lacks %q: %s", k, ev.Data)
 			}
 		}
-		if len(data) != 11 {
-			t.Errorf("heartbeat data has %d keys, want 11: %s", len(data), ev.Data)
+		if len(data) != 14 {
+			t.Errorf("heartbeat data has %d keys, want 14: %s", len(data), ev.Data)
 		}
 	}
 

@@ -50,7 +50,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.cost, st.CostNS/1e9)
 	gauge(c.shed, float64(st.ShedLevel))
 	for _, w := range []string{"join", "whip", "whep", "link", "mixer"} {
-		st.Refused[w] += 0 // shown from the start, at 0
+		if _, ok := st.Refused[w]; !ok {
+			st.Refused[w] = 0 // shown from the start
+		}
 	}
 	for w, n := range st.Refused {
 		ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n), w)

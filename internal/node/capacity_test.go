@@ -14,6 +14,7 @@ import (
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/rtctest"
+	"github.com/convene/convene/internal/testutil"
 	"github.com/convene/convene/internal/udpmux"
 )
 
@@ -225,5 +226,35 @@ func TestSheddingUnderInjectedLoad(t *testing.T) {
 	want := []string{"lowest_layer", "speakers_video", "no_video", "speakers_video", "lowest_layer", "normal"}
 	if !slices.Equal(steps, want) {
 		t.Errorf("load.shed events %v, want %v", steps, want)
+	}
+}
+
+// TestSmallCapacityRefusesAPhone: a phone dialling into a session on a
+// node at its capacity gets 503 (SIPp's scenario fails on anything else),
+// and the mixed link it would have had is counted as a refused mixer.
+func TestSmallCapacityRefusesAPhone(t *testing.T) {
+	testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.Capacity.PPS, cfg.Capacity.Headroom = 100, 0
+	cfg.SIP.Domain = "convene.test"
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "full")
+	addLink(t, n, s.ID, map[string]any{"remote": udpConn(t).LocalAddr().String(), "kind": "audio", "direction": "sendonly"})
+	for range 2 { // 100 packets/s: the node is full
+		addLink(t, n, s.ID, map[string]any{"remote": udpConn(t).LocalAddr().String(), "kind": "audio", "direction": "recvonly"})
+	}
+	startSIPpAs(t, ctx, n, "dialin_busy.xml", s.ID, "carol", carolPass, 20*time.Second).wait(t)
+	if v := metricValue(t, n, `convene_admission_refused_total{what="mixer"}`); v != 1 {
+		t.Errorf("mixers refused: %v, want the phone's 1", v)
+	}
+	var members struct{ Members []struct{ ID string } }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &members)
+	if len(members.Members) != 0 {
+		t.Errorf("the refused phone is still a member: %+v", members.Members)
 	}
 }
