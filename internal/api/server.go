@@ -13,6 +13,7 @@ import (
 
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/capacity"
+	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
@@ -71,6 +72,9 @@ type Options struct {
 	WSPing                 time.Duration
 	// RTC is the node's WebRTC (signalling, WHIP, WHEP); nil answers 501.
 	RTC *sfu.SFU
+	// Chat carries the sessions' conversations (conversation.go); nil
+	// answers 501.
+	Chat *chat.Service
 	// Recordings record sessions (recordings.go); nil answers 503.
 	Recordings *recording.Service
 	// Playbacks play recordings into sessions (playbacks.go); nil
@@ -172,6 +176,7 @@ func New(o Options) *Server {
 	s.route("PATCH /api/v1/sessions/{id}/whip/{resource}", s.trickle)
 	s.route("PATCH /api/v1/sessions/{id}/whep/{resource}", s.trickle)
 	// Recordings (recordings.go).
+	s.route("GET /api/v1/sessions/{id}/conversation", s.conversation)
 	s.route("POST /api/v1/sessions/{id}/recordings", s.startRecording)
 	s.route("GET /api/v1/sessions/{id}/recordings", s.listSessionRecordings)
 	s.route("GET /api/v1/recordings", s.listRecordings)

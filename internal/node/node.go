@@ -17,6 +17,7 @@ import (
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
@@ -60,6 +61,8 @@ type Node struct {
 	sipUsers  *sipusers.Service
 	sip       *sip.Server
 	rtc       *sfu.SFU
+	// chat carries the sessions' conversations.
+	chat *chat.Service
 	// recordings record sessions; set before any session event can fire.
 	recordings *recording.Service
 	// playbacks play recordings into sessions.
@@ -144,7 +147,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
-	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks, Logger: log.With("component", "playback")})
+	n.chat = chat.New(chat.Options{Catalog: n.cat, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
+		Logger: log.With("component", "chat")}, reg)
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks,
+		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
+			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
+		}, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -154,7 +162,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr()}, reg, log); err != nil {
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat}, reg, log); err != nil {
 		return nil, err
 	}
 	tcMetrics := transcode.NewMetrics()
@@ -185,6 +193,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Dialler:    n.sip,
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
+		Chat:       n.chat,
 		MaxExports: cfg.Recording.Exports,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,

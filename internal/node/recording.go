@@ -72,6 +72,12 @@ type recordingEvents struct {
 }
 
 func (r recordingEvents) SessionEvent(sessionID string, typ event.Type, data any) error {
+	if c := r.n.chat; c != nil {
+		switch typ {
+		case event.Deactivated, event.Finished, event.Canceled:
+			c.SessionEnded(sessionID)
+		}
+	}
 	if rec := r.n.recordings; rec != nil {
 		switch typ {
 		case event.Deactivated, event.Finished, event.Canceled:

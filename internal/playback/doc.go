@@ -25,4 +25,8 @@
 // not a chipmunk. At 1× the recorded packets go out as they are. A codec
 // the node cannot encode (not G.711, G.722, L16 or Opus) falls back to
 // its packets sent faster or slower with scaled timestamps.
+//
+// The recording's chat lines (the time line's "message" events) are said
+// again in the session at their places among the media, "[Ada] hello",
+// by the playback's member (Options.Chat; text.go).
 package playback

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ type Emit func(t *Track, b []byte)
 type Player struct {
 	rec      *export.Recording
 	Tracks   []*Track
+	// Texts are the recording's chat lines; OnText, if set, gets each
+	// when its place on the time line comes (text.go).
+	Texts    []Text
+	OnText   func(Text)
+	nextText int
 	speed    float64
 	playing  bool
 	ended    bool
@@ -67,7 +73,7 @@ type Player struct {
 // NewPlayer opens every stream of rec (each file once), stopped at
 // position 0 at speed 1.
 func NewPlayer(rec *export.Recording) (*Player, error) {
-	p := &Player{rec: rec, speed: 1, duration: rec.Duration}
+	p := &Player{rec: rec, speed: 1, duration: rec.Duration, Texts: textsOf(rec.Manifest)}
 	for _, s := range append(append([]*export.Stream(nil), rec.Audio...), rec.Video...) {
 		k := media.Audio
 		if strings.HasPrefix(strings.ToLower(s.Codec), "video/") {
@@ -244,6 +250,7 @@ func (p *Player) Seek(now time.Time, to time.Duration) error {
 			}
 		}
 	}
+	p.nextText = sort.Search(len(p.Texts), func(i int) bool { return p.Texts[i].At >= to })
 	p.pos0, p.at0 = to, now
 	p.ended = false
 	p.cut(true)
@@ -287,10 +294,22 @@ func (p *Player) Step(now time.Time, emit Emit) (wait time.Duration, done bool) 
 			t.has = false // a bad record ends its stream; the others go on
 		}
 	}
+	for p.nextText < len(p.Texts) && p.Texts[p.nextText].At <= pos {
+		if p.OnText != nil {
+			p.OnText(p.Texts[p.nextText])
+		}
+		p.nextText++
+	}
 	wait = -1
 	if t != nil {
 		// Rounded up, so the position then has reached the packet.
 		wait = max(time.Nanosecond, time.Duration(math.Ceil(float64(t.at-pos)/p.speed)))
+	}
+	if p.nextText < len(p.Texts) {
+		w := max(time.Nanosecond, time.Duration(math.Ceil(float64(p.Texts[p.nextText].At-pos)/p.speed)))
+		if wait < 0 || w < wait {
+			wait = w
+		}
 	}
 	if stretching {
 		for _, c := range p.Tracks {

@@ -1,13 +1,16 @@
 package playback
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/convene/convene/internal/audio"
 	"github.com/convene/convene/internal/codec"
+	"github.com/convene/convene/internal/conversation"
 	"github.com/convene/convene/internal/export"
+	"github.com/convene/convene/internal/recorder"
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -266,5 +269,53 @@ func playTone(t *testing.T, rec *export.Recording, speed float64, rate int, tick
 			t.Errorf("%v×: %.2f of the energy at 440 Hz, %.2f at %.0f Hz; want the tone at its own pitch", speed, at440, at880, 440*speed)
 		}
 		p.Close()
+	}
+}
+
+// TestTexts: a recording's chat lines are said at their places on the
+// time line, named by the time line's members, the whiteboard's strokes
+// not; a seek skips the lines before it.
+func TestTexts(t *testing.T) {
+	line := func(flow uint32, seq uint64, text string) string {
+		m := conversation.Message{Conversation: 1, Flow: flow, Sender: 1, Seq: seq, Sent: started, Payload: []byte(text)}
+		return base64.StdEncoding.EncodeToString(m.Marshal())
+	}
+	rec := writeRecording(t, 2*time.Second, audioStream(0, 100))
+	rec.Manifest.Events = []recorder.Event{
+		{Kind: recorder.MemberJoined, Member: "m_a", Detail: "Ada (present)"},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 300, Detail: line(1, 1, "hello")},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 400, Detail: line(2, 2, "a stroke")},
+		{Kind: recorder.Message, Member: "m_x", OffsetMS: 1500, Detail: line(1, 3, "bye")},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 1600, Detail: "not base64!"},
+	}
+	p, err := NewPlayer(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var said []string
+	var at []time.Duration
+	now := t0
+	p.OnText = func(x Text) {
+		said = append(said, x.From+": "+x.Text)
+		at = append(at, now.Sub(t0))
+	}
+	p.Play(t0)
+	for ; !p.Ended() && now.Before(t0.Add(time.Minute)); now = now.Add(ms(10)) {
+		p.Step(now, func(*Track, []byte) {})
+	}
+	if len(said) != 2 || said[0] != "Ada: hello" || said[1] != "m_x: bye" || at[0] != ms(300) || at[1] != ms(1500) {
+		t.Fatalf("said %v at %v", said, at)
+	}
+	said = nil
+	if err := p.Seek(now, ms(1000)); err != nil {
+		t.Fatal(err)
+	}
+	p.Play(now)
+	for end := now.Add(time.Minute); !p.Ended() && now.Before(end); now = now.Add(ms(10)) {
+		p.Step(now, func(*Track, []byte) {})
+	}
+	if len(said) != 1 || said[0] != "m_x: bye" {
+		t.Errorf("after a seek to 1 s: %v", said)
 	}
 }
