@@ -77,7 +77,7 @@ func benchOverloadCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	r := brokerbench.RunOverload(ctx, systems, brokerbench.OverloadOptions{Quick: *quick, Scenarios: list, CapacityPPS: capacity,
-		MaxListeners: loadgen.FileLimit() - 512,
+		MaxListeners: (loadgen.FileLimit() - 512) / 2, // a peer's listener is a connection: two sockets here and there
 		Log: func(f string, a ...any) {
 			fmt.Fprintf(stderr, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
 		}})

@@ -179,6 +179,7 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 		time.Sleep(overloadDrain)
 		before := snapshot(st)
 		step, admitted := j.step(x)
+		step.OfferedX = min(x, float64(step.Offered)*2/float64(full)) // less where the file limit capped a peer
 		next := total
 		if k+1 < len(fractions) {
 			next = offeredAt(fractions[k+1])
