@@ -33,11 +33,15 @@ func (n *Node) newGovernor() *capacity.Governor {
 	c := n.cfg.Capacity
 	o := capacity.Options{PPS: c.PPS, Headroom: c.Headroom, Logger: n.log.With("component", "capacity"),
 		CPU: bus.ProcessCPUSeconds,
+		// The load is what the node was asked to send: a packet a full
+		// queue dropped counts, or a node short of CPU (a noisy
+		// neighbour) would look less loaded the more it drops.
 		Sent: func() uint64 {
 			if n.sessions == nil {
 				return 0
 			}
-			return n.sessions.Load().PacketsOut
+			ld := n.sessions.Load()
+			return ld.PacketsOut + ld.Dropped["queue_full"] // session.mediaStats
 		},
 		Predicted: func() float64 {
 			if n.sessions == nil {
