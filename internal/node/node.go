@@ -136,6 +136,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		}})
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
+		Node:    cfg.NodeID,
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
@@ -214,7 +215,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.hbCancel, n.hbDone = cancel, make(chan struct{})
 	go func() {
 		defer close(n.hbDone)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); n.sessions.RunLeases(hbCtx) }()
 		n.bus.RunHeartbeat(hbCtx, cfg.HeartbeatInterval.Std(), n.load)
+		wg.Wait()
 	}()
 	log.Info("node started", "node", cfg.NodeID, "url", n.URL(), "rtp", n.socks.RTP.LocalAddr().String(),
 		"rtcp", n.socks.RTCP.LocalAddr().String(), "nats", natsDesc(n.bus), "catalog", cfg.Catalog.Driver, "data_dir", cfg.DataDir)

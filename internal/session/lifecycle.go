@@ -53,6 +53,9 @@ func (s *Service) CreateSession(ctx context.Context, req NewSession) (Session, e
 	if err := s.o.Catalog.CreateSession(ctx, rec); err != nil {
 		return Session{}, wrapCatalog(err)
 	}
+	if _, err := s.acquire(ctx, rec.ID); err != nil { // a new session: nobody else holds it
+		return Session{}, err
+	}
 	s.newControl(rec.ID)
 	s.publish(rec.ID, event.Created, map[string]any{"name": req.Name, "start_at": rec.StartAt, "end_at": rec.EndAt})
 	if !scheduled {
@@ -152,6 +155,12 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 	}
 	c := s.ctl[id]
 	for _, lr := range links {
+		if mine, err := s.restores(ctx, id, lr.ID); err != nil || !mine {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		member, err := s.o.Catalog.LinkMember(ctx, lr.ID)
 		if err != nil {
 			return err
@@ -215,7 +224,7 @@ func (s *Service) disarm(id string) {
 func (s *Service) fire(id, action string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.draining {
+	if s.draining || !s.Owns(id) {
 		return
 	}
 	ctx := context.Background()
@@ -245,6 +254,11 @@ func (s *Service) Restore(ctx context.Context) error {
 	for _, rec := range recs {
 		if Final(rec.State) || s.ctl[rec.ID] != nil {
 			continue
+		}
+		if ok, err := s.acquire(ctx, rec.ID); err != nil {
+			return err
+		} else if !ok {
+			continue // another node's; RunLeases takes it if its lease expires
 		}
 		if _, err := s.loadControl(ctx, rec.ID); err != nil {
 			return err

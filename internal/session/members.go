@@ -55,7 +55,8 @@ func (s *Service) newControl(id string) *control {
 		Activity: g.activity,
 		Now:      s.o.Now,
 	})
-	go c.saver.run(s.o.Catalog, id, c.floors, s.log)
+	go c.saver.run(func(ctx context.Context, name string, b []byte) error { return s.saveFloor(ctx, id, name, b) },
+		id, c.floors, s.log)
 	s.ctl[id] = c
 	return c
 }
@@ -78,7 +79,38 @@ func (s *Service) control(ctx context.Context, id string) (*control, error) {
 	if err != nil {
 		return nil, wrapCatalog(err)
 	}
+	if s.o.Node != "" && !Final(rec.State) && !s.draining { // owned by another node
+		if rec.State == StateActivated {
+			err = s.participate(ctx, id)
+		} else {
+			_, err = s.loadControl(ctx, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s.ctl[id], nil
+	}
 	return nil, &StateError{State: rec.State, Action: "change"}
+}
+
+// member returns a member of a session, from the catalog when c does not
+// know it yet (it joined through another node); mu is held.
+func (s *Service) member(ctx context.Context, c *control, sessionID, memberID string) (catalog.Member, bool) {
+	if m, ok := c.members[memberID]; ok || s.o.Node == "" {
+		return m, ok
+	}
+	ms, err := s.o.Catalog.ListMembers(ctx, sessionID)
+	if err != nil {
+		return catalog.Member{}, false
+	}
+	for _, m := range ms {
+		if _, ok := c.members[m.ID]; !ok {
+			c.members[m.ID] = m
+			c.floors.AddMember(m.ID, m.Role, m.Subgroup)
+		}
+	}
+	m, ok := c.members[memberID]
+	return m, ok
 }
 
 // Floors returns the floor controller of a session that is not over.

@@ -41,8 +41,14 @@ type Options struct {
 	// Mixers mix audio for the links that ask for a mix; nil refuses them.
 	Mixers *mixer.Service
 	// Links is the policy for links members create, and the caps.
-	Links  LinkPolicy
-	Logger *slog.Logger
+	Links LinkPolicy
+	// Node is this node's ID in a cluster: with it, sessions have one owner
+	// node at a time by a lease in the catalog (owner.go), renewed every
+	// LeaseRenew (default 2 s) and expiring LeaseTTL (default 6 s) after the
+	// last renewal. "" owns every session, as a lone node.
+	Node                 string
+	LeaseTTL, LeaseRenew time.Duration
+	Logger               *slog.Logger
 	Now    func() time.Time
 }
 
@@ -60,6 +66,10 @@ type Service struct {
 	openers  map[string]opener
 
 	refusedLinks atomic.Uint64 // by the destination policy or a cap
+
+	leaseMu    sync.Mutex               // guards owned; after mu
+	owned      map[string]catalog.Lease // the sessions this node owns (Options.Node)
+	lostLeases atomic.Uint64
 }
 
 // RefusedLinks counts the links refused by the destination policy or a cap
@@ -108,8 +118,14 @@ func New(o Options) *Service {
 	if o.Queue <= 0 {
 		o.Queue = 512
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseRenew <= 0 {
+		o.LeaseRenew = DefaultLeaseRenew
+	}
 	return &Service{o: o, log: o.Logger, live: map[string]*liveSession{}, ctl: map[string]*control{},
-		timers: map[string][]*time.Timer{}, openers: openers()}
+		timers: map[string][]*time.Timer{}, openers: openers(), owned: map[string]catalog.Lease{}}
 }
 
 func newID(prefix string) string {
@@ -147,7 +163,13 @@ func (s *Service) Get(ctx context.Context, id string) (Session, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.view(rec), nil
+	v := s.view(rec)
+	if s.o.Node != "" && !Final(rec.State) {
+		if l, err := s.o.Catalog.Owner(ctx, id); err == nil {
+			v.Owner, v.OwnerEpoch = l.Node, l.Epoch
+		}
+	}
+	return v, nil
 }
 
 // List returns every session in the catalog.

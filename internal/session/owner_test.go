@@ -1,0 +1,117 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// clusterService is newService as node `node` of a cluster sharing the
+// catalog file dsn, with short leases, and its catalog store.
+func clusterService(t *testing.T, dsn, node string) (*Service, *catalog.Store) {
+	t.Helper()
+	svc, _ := newService(t, dsn)
+	svc.o.Node, svc.o.LeaseTTL, svc.o.LeaseRenew = node, 600*time.Millisecond, 150*time.Millisecond
+	return svc, svc.o.Catalog
+}
+
+func runLeases(t *testing.T, s *Service) context.CancelFunc {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.RunLeases(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return cancel
+}
+
+// TestOwnerPartitioned: node a owns a session and node b serves a link of
+// it as a participant. Then a is cut off from the catalog (its store
+// closed, so every write fails): a stops acting as owner before its lease
+// expires — its room and floors go, a floor write is fenced — and b takes
+// the session over with the next epoch, keeping its own link.
+func TestOwnerPartitioned(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	a, aCat := clusterService(t, dsn, "a")
+	b, _ := clusterService(t, dsn, "b")
+	s, err := a.Create(ctx, "spans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Owns(s.ID) || b.Owns(s.ID) {
+		t.Fatalf("owners after create: a %v b %v", a.Owns(s.ID), b.Owns(s.ID))
+	}
+	if _, err := a.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47110", Kind: "audio", RTCPMux: true}); err != nil {
+		t.Fatal(err)
+	}
+	bl, err := b.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47112", Kind: "audio", RTCPMux: true})
+	if err != nil {
+		t.Fatalf("a link on the participant node: %v", err)
+	}
+	if b.Owns(s.ID) || b.Room(s.ID) == nil {
+		t.Fatal("b took the session or has no room for its link")
+	}
+	runLeases(t, a)
+	runLeases(t, b)
+	got, err := b.Get(ctx, s.ID)
+	if err != nil || got.Owner != "a" || got.OwnerEpoch != 1 {
+		t.Fatalf("b sees owner %q epoch %d (%v)", got.Owner, got.OwnerEpoch, err)
+	}
+
+	aCat.Close() // the partition: a's catalog writes fail from now on
+	testutil.WaitFor(t, 20*time.Second, "a to stop acting as owner", func() bool { return !a.Owns(s.ID) })
+	if a.Room(s.ID) != nil {
+		t.Error("a still serves the session's room")
+	}
+	if err := a.saveFloor(ctx, s.ID, "audio", []byte(`{}`)); !errors.Is(err, catalog.ErrFenced) {
+		t.Errorf("a's floor write after the partition: %v", err)
+	}
+	testutil.WaitFor(t, 20*time.Second, "b to take the session over", func() bool { return b.Owns(s.ID) })
+	got, err = b.Get(ctx, s.ID)
+	if err != nil || got.Owner != "b" || got.OwnerEpoch != 2 {
+		t.Fatalf("after the takeover b sees owner %q epoch %d (%v)", got.Owner, got.OwnerEpoch, err)
+	}
+	if len(got.Links) != 1 || got.Links[0].ID != bl.ID {
+		t.Errorf("b's links after the takeover: %+v (a's stay with a, which is gone)", got.Links)
+	}
+	if _, err := b.Floors(ctx, s.ID); err != nil {
+		t.Errorf("b's floors: %v", err)
+	}
+}
+
+// TestOwnerStopsRenewing: the owner's renewals stop (a killed node, or one
+// whose timer stalls); after the lease expires the other node takes over,
+// and when the old owner renews again it learns it was fenced and stops.
+func TestOwnerStopsRenewing(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	a, _ := clusterService(t, dsn, "a")
+	b, _ := clusterService(t, dsn, "b")
+	s, err := a.Create(ctx, "spans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLeases(t, b)
+	testutil.WaitFor(t, 20*time.Second, "b to take the unrenewed session", func() bool { return b.Owns(s.ID) })
+	if !a.Owns(s.ID) {
+		t.Fatal("a gave up without renewing")
+	}
+	a.renewLeases(ctx)
+	if a.Owns(s.ID) {
+		t.Fatal("a still owns the session after a fenced renewal")
+	}
+	if a.LostLeases() != 1 {
+		t.Errorf("lost leases %d", a.LostLeases())
+	}
+	if err := a.saveFloor(ctx, s.ID, "audio", []byte(`{}`)); !errors.Is(err, catalog.ErrFenced) {
+		t.Errorf("a's floor write: %v", err)
+	}
+	// A drained owner hands over at once.
+	b.Drain()
+	runLeases(t, a)
+	testutil.WaitFor(t, 20*time.Second, "a to take the released session back", func() bool { return a.Owns(s.ID) })
+}
