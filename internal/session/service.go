@@ -49,7 +49,7 @@ type Options struct {
 	Node                 string
 	LeaseTTL, LeaseRenew time.Duration
 	Logger               *slog.Logger
-	Now    func() time.Time
+	Now                  func() time.Time
 }
 
 // Service is the session service of one node.
