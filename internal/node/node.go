@@ -12,7 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/convene/convene/internal/api"
+	"github.com/convene/convene/internal/bridge"
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/catalog"
@@ -48,10 +51,14 @@ type Node struct {
 	cat      *catalog.Store
 	bus      *bus.Bus
 	registry *registry.Registry // the cluster's nodes, from their heartbeats
-	socks    rtplink.Sockets
-	sessions *session.Service
-	mixers   *mixer.Service
-	super    *supervise.Supervisor
+	// bridge spans the sessions' rooms across the cluster's nodes;
+	// bridgeConns are its audio and video connections.
+	bridge      *bridge.Bridge
+	bridgeConns []*nats.Conn
+	socks       rtplink.Sockets
+	sessions    *session.Service
+	mixers      *mixer.Service
+	super       *supervise.Supervisor
 	// transcode gives browsers phones' G.711 as Opus.
 	transcode *transcode.Hub
 	dtmf      *dtmf
@@ -112,6 +119,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.registry, err = registry.New(registry.Options{Watcher: n.bus, Logger: log}); err != nil {
 		return nil, err
 	}
+	rooms := broker.New()
+	if n.bridge, n.bridgeConns, err = startBridge(n.bus, log); err != nil {
+		return nil, err
+	}
+	rooms.Watch(n.bridge.Open, n.bridge.Close)
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -134,7 +146,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		OnSpeakers: func(sessionID, group string, members []string) {
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
+	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
 		Node:    cfg.NodeID,
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
@@ -144,7 +156,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks), n.registry.Collector())
+		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
@@ -334,6 +346,12 @@ func (n *Node) closeAll() error {
 	}
 	if n.registry != nil {
 		n.registry.Close()
+	}
+	if n.bridge != nil {
+		n.bridge.Shutdown()
+	}
+	for _, c := range n.bridgeConns {
+		c.Close()
 	}
 	if n.bus != nil {
 		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {
