@@ -65,11 +65,14 @@ type Bridge struct {
 	wg                                       sync.WaitGroup
 	pktsOut, bytesOut, pktsIn, bytesIn, drop atomic.Uint64
 	closed                                   atomic.Bool
+	// lastN numbers the node's exported tracks, across its rooms: the
+	// number alone names a track's subject.
+	lastN atomic.Uint32
 }
 
 type outgoing struct {
 	p       *media.Packet
-	n       uint16
+	n       uint32
 	subject string
 }
 
@@ -120,7 +123,7 @@ func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 
 // enqueue hands a packet of local track n to its kind's sender; it never
 // blocks. It takes over the caller's reference.
-func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, n uint16, subject string) {
+func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, n uint32, subject string) {
 	select {
 	case b.out[kind] <- outgoing{p: p, n: n, subject: subject}:
 	default:
@@ -192,6 +195,6 @@ func (b *Bridge) Stats() Stats {
 
 // Subjects (doc.go).
 func stateSubject(session, node string) string { return "convene.media." + session + ".state." + node }
-func dataSubject(session, node string, n uint16) string {
-	return "convene.media." + session + "." + node + "." + strconv.Itoa(int(n))
+func dataSubject(node string, n uint32) string {
+	return "convene.m." + node + "." + strconv.FormatUint(uint64(n), 10)
 }

@@ -17,15 +17,18 @@
 // while some node wants it. Remote tracks are never announced again, so
 // media cannot loop.
 //
-// A packet crosses as one NATS message on
-// convene.media.<session>.<node>.<n>: a 3-byte envelope, then the RTP
-// packet unchanged (same SSRC, sequence numbers and timestamps):
+// A packet crosses as one NATS message on convene.m.<node>.<n>, where n
+// numbers the tracks a node exports across all its rooms (short subjects:
+// NATS frames each message with its subject): a 5-byte envelope, then the
+// RTP packet unchanged (same SSRC, sequence numbers and timestamps):
 //
-//	 0                   1                   2
-//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+------------
-//	|V=1|K|R| flags |     track number n (uint16)   | RTP packet …
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+------------
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|V=1|K|R| flags |        track number n (uint32) …              |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	| … n (cont.)   |  RTP packet …
+//	+-+-+-+-+-+-+-+-+-------------------
 //
 // V is the envelope version, K the kind (0 audio, 1 video), R set for
 // RTCP (not bridged yet), flags zero. Audio and video travel on separate

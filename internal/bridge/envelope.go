@@ -8,7 +8,7 @@ import (
 )
 
 // EnvelopeLen is the bytes the bridge adds to each packet (doc.go).
-const EnvelopeLen = 3
+const EnvelopeLen = 5
 
 const (
 	envVersion = 1 << 6
@@ -23,7 +23,7 @@ var (
 )
 
 // appendEnvelope appends the envelope of track n's packet and the packet.
-func appendEnvelope(dst []byte, n uint16, kind media.Kind, rtcp bool, pkt []byte) []byte {
+func appendEnvelope(dst []byte, n uint32, kind media.Kind, rtcp bool, pkt []byte) []byte {
 	b := byte(envVersion)
 	if kind == media.Video {
 		b |= envVideo
@@ -31,14 +31,14 @@ func appendEnvelope(dst []byte, n uint16, kind media.Kind, rtcp bool, pkt []byte
 	if rtcp {
 		b |= envRTCP
 	}
-	dst = append(dst, b, 0, 0)
-	binary.BigEndian.PutUint16(dst[len(dst)-2:], n)
+	dst = append(dst, b, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(dst[len(dst)-4:], n)
 	return append(dst, pkt...)
 }
 
 // parseEnvelope returns a message's track number, kind, RTCP flag and
 // packet; the packet aliases msg.
-func parseEnvelope(msg []byte) (n uint16, kind media.Kind, rtcp bool, pkt []byte, err error) {
+func parseEnvelope(msg []byte) (n uint32, kind media.Kind, rtcp bool, pkt []byte, err error) {
 	if len(msg) < EnvelopeLen {
 		return 0, 0, false, nil, ErrShort
 	}
@@ -48,5 +48,5 @@ func parseEnvelope(msg []byte) (n uint16, kind media.Kind, rtcp bool, pkt []byte
 	if msg[0]&envVideo != 0 {
 		kind = media.Video
 	}
-	return binary.BigEndian.Uint16(msg[1:3]), kind, msg[0]&envRTCP != 0, msg[EnvelopeLen:], nil
+	return binary.BigEndian.Uint32(msg[1:5]), kind, msg[0]&envRTCP != 0, msg[EnvelopeLen:], nil
 }

@@ -23,14 +23,14 @@ type state struct {
 	Tracks []trackDesc `json:"tracks"`
 	// Wants are, by node, the numbers of that node's tracks this node
 	// receives.
-	Wants map[string][]uint16 `json:"wants,omitempty"`
+	Wants map[string][]uint32 `json:"wants,omitempty"`
 }
 
 // trackDesc announces one track: enough for another node's room to place
 // it (kind, the session member it belongs to, its subgroup) and for its
 // receivers to decode it (broker.TrackInfo).
 type trackDesc struct {
-	N         uint16 `json:"n"`
+	N         uint32 `json:"n"`
 	ID        string `json:"id"`
 	Kind      string `json:"kind"`
 	Owner     string `json:"owner,omitempty"`
@@ -50,7 +50,7 @@ const remotePrefix = "bridge:"
 
 // export is a local track announced to the other nodes.
 type export struct {
-	n       uint16
+	n       uint32
 	track   *broker.Track
 	desc    trackDesc
 	subject string
@@ -68,8 +68,8 @@ type import_ struct {
 
 type peer struct {
 	seen   time.Time
-	tracks map[uint16]*import_
-	wants  []uint16 // this node's tracks the peer receives
+	tracks map[uint32]*import_
+	wants  []uint32 // this node's tracks the peer receives
 }
 
 type spanCounts struct{ remote, pulled, pushed int32 }
@@ -89,7 +89,6 @@ type span struct {
 	counts     atomic.Pointer[spanCounts]
 
 	exports map[*broker.Track]*export
-	nextN   uint16
 	peers   map[string]*peer
 	hello   bool // another node asked for our state
 }
@@ -164,13 +163,13 @@ func (s *span) apply(st state) {
 	}
 	p := s.peers[st.Node]
 	if p == nil {
-		p = &peer{tracks: map[uint16]*import_{}}
+		p = &peer{tracks: map[uint32]*import_{}}
 		s.peers[st.Node] = p
 	}
 	p.seen = s.b.o.Now()
 	p.wants = st.Wants[s.b.o.Node]
 	s.hello = s.hello || st.Hello
-	seen := map[uint16]bool{}
+	seen := map[uint32]bool{}
 	for _, d := range st.Tracks {
 		seen[d.N] = true
 		if imp := p.tracks[d.N]; imp != nil {
@@ -259,8 +258,8 @@ func (s *span) sync() bool {
 		present[t] = true
 		e := s.exports[t]
 		if e == nil {
-			s.nextN++
-			e = &export{n: s.nextN, track: t, subject: dataSubject(s.sid, s.b.o.Node, s.nextN)}
+			n := s.b.lastN.Add(1)
+			e = &export{n: n, track: t, subject: dataSubject(s.b.o.Node, n)}
 			s.exports[t] = e
 			changed = true
 		}
@@ -275,7 +274,7 @@ func (s *span) sync() bool {
 			e.desc, changed = d, true
 		}
 	}
-	wanted := map[uint16]bool{}
+	wanted := map[uint32]bool{}
 	for _, p := range s.peers {
 		for _, n := range p.wants {
 			wanted[n] = true
@@ -338,7 +337,7 @@ func (s *span) pull(node string, imp *import_) (func(), error) {
 		conn = s.b.o.Video
 	}
 	t, b := imp.track, s.b
-	return conn.Subscribe(dataSubject(s.sid, node, imp.desc.N), func(_ string, data []byte) {
+	return conn.Subscribe(dataSubject(node, imp.desc.N), func(_ string, data []byte) {
 		_, _, rtcp, pkt, err := parseEnvelope(data)
 		if err != nil || rtcp || len(pkt) == 0 || len(pkt) >= media.BufSize {
 			b.drop.Add(1)
@@ -364,7 +363,7 @@ func (s *span) announce(hello, gone bool) {
 			for n, imp := range p.tracks {
 				if imp.unsub != nil {
 					if st.Wants == nil {
-						st.Wants = map[string][]uint16{}
+						st.Wants = map[string][]uint32{}
 					}
 					st.Wants[node] = append(st.Wants[node], n)
 				}

@@ -148,7 +148,7 @@ func TestSessionSpansNodes(t *testing.T) {
 	}
 	sort.Slice(hop, func(i, j int) bool { return hop[i] < hop[j] })
 	st := a.bridge.Stats()
-	subject := "convene.media." + s.ID + ".node-a.1"
+	subject := "convene.m.node-a.1" // node A's first exported track
 	payload := bridge.EnvelopeLen + len(rtpPacket(0))
 	pub := len("PUB "+subject+" "+strconv.Itoa(payload)+"\r\n") + 2
 	msg := len("MSG "+subject+" 12 "+strconv.Itoa(payload)+"\r\n") + 2
