@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
@@ -87,4 +88,21 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.tracks, st.Pulled, "pulled")
 	gauge(c.tracks, st.Pushed, "pushed")
 	counter(c.lost, c.svc.LostLeases())
+}
+
+// watchFloors tells the session service of floor changes other nodes
+// announce (convene.session.<id>.floor.*), so a node that does not own a
+// session gates its tracks by the owner's floors without waiting for the
+// next lease round (session.Service.FloorsChanged).
+func watchFloors(b *bus.Bus, svc *session.Service) (*nats.Subscription, error) {
+	return b.Conn().Subscribe(bus.SessionPrefix+".*.floor.*", func(m *nats.Msg) {
+		var ev struct {
+			NodeID    string `json:"node_id"`
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(m.Data, &ev) != nil || ev.NodeID == b.NodeID() || ev.SessionID == "" {
+			return
+		}
+		svc.FloorsChanged(ev.SessionID)
+	})
 }

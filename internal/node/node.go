@@ -55,6 +55,7 @@ type Node struct {
 	// bridgeConns are its audio and video connections.
 	bridge      *bridge.Bridge
 	bridgeConns []*nats.Conn
+	floorWatch  *nats.Subscription // other nodes' floor events (watchFloors)
 	socks       rtplink.Sockets
 	sessions    *session.Service
 	mixers      *mixer.Service
@@ -166,6 +167,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
 			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
 		}, Logger: log.With("component", "playback")})
+	if n.floorWatch, err = watchFloors(n.bus, n.sessions); err != nil {
+		return nil, err
+	}
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -346,6 +350,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.registry != nil {
 		n.registry.Close()
+	}
+	if n.floorWatch != nil {
+		_ = n.floorWatch.Unsubscribe()
 	}
 	if n.bridge != nil {
 		n.bridge.Shutdown()

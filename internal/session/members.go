@@ -21,6 +21,9 @@ type control struct {
 	gates     *gates
 	members   map[string]catalog.Member
 	subgroups map[string]catalog.Subgroup
+	// mirrored are the owner's floor states (as stored) last applied to
+	// the gates, on a node that does not own the session (floormirror.go).
+	mirrored map[string]string
 }
 
 // Member is a session member as the API shows it.
@@ -45,13 +48,24 @@ type Subgroup struct {
 // newControl is called with mu held.
 func (s *Service) newControl(id string) *control {
 	g := newGates()
-	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{}}
+	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{},
+		mirrored: map[string]string{}}
+	// Only the owner's floors decide and tell: on any other node the
+	// controller is a reader's copy, and the gates follow the owner's
+	// stored state (mirrorFloors).
 	c.floors = floor.New(floor.Options{
 		Emit: func(typ event.Type, data any) {
+			if !s.Owns(id) {
+				return
+			}
 			s.publish(id, typ, data)
 			c.saver.changed(typ)
 		},
-		Gate:     g.set,
+		Gate: func(name string, enforced bool, holders map[string]bool) {
+			if s.Owns(id) {
+				g.set(name, enforced, holders)
+			}
+		},
 		Activity: g.activity,
 		Now:      s.o.Now,
 	})
@@ -99,9 +113,18 @@ func (s *Service) member(ctx context.Context, c *control, sessionID, memberID st
 	if m, ok := c.members[memberID]; ok || s.o.Node == "" {
 		return m, ok
 	}
+	s.syncMembers(ctx, c, sessionID)
+	m, ok := c.members[memberID]
+	return m, ok
+}
+
+// syncMembers adds to c the members that joined through other nodes;
+// mu is held.
+func (s *Service) syncMembers(ctx context.Context, c *control, sessionID string) {
 	ms, err := s.o.Catalog.ListMembers(ctx, sessionID)
 	if err != nil {
-		return catalog.Member{}, false
+		s.log.Warn("read members", "session", sessionID, "err", err)
+		return
 	}
 	for _, m := range ms {
 		if _, ok := c.members[m.ID]; !ok {
@@ -109,8 +132,6 @@ func (s *Service) member(ctx context.Context, c *control, sessionID, memberID st
 			c.floors.AddMember(m.ID, m.Role, m.Subgroup)
 		}
 	}
-	m, ok := c.members[memberID]
-	return m, ok
 }
 
 // Floors returns the floor controller of a session that is not over.

@@ -220,9 +220,11 @@ func (s *Service) takeOwnership(ctx context.Context, rec catalog.Session) error 
 // read, never written) and a room; mu is held.
 func (s *Service) participate(ctx context.Context, id string) error {
 	if s.ctl[id] == nil {
-		if _, err := s.loadControl(ctx, id); err != nil {
+		c, err := s.loadControl(ctx, id)
+		if err != nil {
 			return err
 		}
+		s.mirrorFloors(ctx, id, c)
 	}
 	if s.live[id] == nil {
 		if err := s.openMedia(ctx, id); err != nil {
@@ -275,6 +277,8 @@ func (s *Service) catchUp(ctx context.Context) {
 			if err := s.openMedia(ctx, id); err != nil {
 				s.log.Warn("reopen session", "session", id, "err", err)
 			}
+		case !s.Owns(id):
+			s.mirrorFloors(ctx, id, s.ctl[id])
 		}
 	}
 }

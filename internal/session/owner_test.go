@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/floor"
 	"github.com/convene/convene/internal/testutil"
 )
 
@@ -114,4 +116,76 @@ func TestOwnerStopsRenewing(t *testing.T) {
 	b.Drain()
 	runLeases(t, a)
 	testutil.WaitFor(t, 20*time.Second, "a to take the released session back", func() bool { return a.Owns(s.ID) })
+}
+
+// TestFloorsAcrossNodes: node a owns the session's floors; node b serves
+// bob's sending link. Under floor control b gates bob's track by what a
+// stored — closed while alice holds the audio floor, open once a grants
+// it to bob — and b refuses to change the floors itself.
+func TestFloorsAcrossNodes(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	a, _ := clusterService(t, dsn, "a")
+	b, _ := clusterService(t, dsn, "b")
+	s, err := a.Create(ctx, "floors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chair, _ := a.Join(ctx, s.ID, "chair", floor.RoleChair)
+	alice, _ := a.Join(ctx, s.ID, "alice", floor.RoleParticipant)
+	bob, err := b.Join(ctx, s.ID, "bob", floor.RoleParticipant) // through the participant node
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := a.FloorsToChange(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.FloorsToChange(ctx, s.ID); !errors.Is(err, ErrConflict) {
+		t.Fatalf("b changed the floors of a's session: %v", err)
+	}
+	if _, err := b.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47114", Kind: "audio", RTCPMux: true, Member: bob.ID}); err != nil {
+		t.Fatal(err)
+	}
+	bobTrack := func() *broker.Track {
+		for _, tr := range b.Room(s.ID).Tracks() {
+			return tr
+		}
+		return nil
+	}
+	if tr := bobTrack(); tr == nil || tr.Gated() {
+		t.Fatal("bob's track on b is missing or gated before floor control")
+	}
+	if _, err := fl.SetStyle(chair.ID, "audio", floor.Settings{Style: floor.StyleFloorControl}); err != nil {
+		t.Fatal(err)
+	}
+	ra, err := fl.Request(alice.ID, "audio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl.Grant(chair.ID, ra.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FloorsSaved(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.FloorsChanged(s.ID)
+	testutil.WaitFor(t, 10*time.Second, "b to gate bob's track", func() bool { return bobTrack().Gated() })
+	rb, err := fl.Request(bob.ID, "audio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fl.Release(alice.ID, "audio"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := fl.Grant(chair.ID, rb.ID); err != nil || r.Status != floor.Granted {
+		t.Fatalf("grant bob: %+v %v", r, err)
+	}
+	if err := a.FloorsSaved(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.catchUp(ctx) // the lease round, without FloorsChanged
+	if bobTrack().Gated() {
+		t.Error("bob holds the floor on a, but b still gates his track")
+	}
 }
