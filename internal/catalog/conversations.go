@@ -27,37 +27,37 @@ type StoredMessage struct {
 }
 
 // ConversationMemberN returns member's number in the session's
-// conversation, giving it the next free one (from 1) the first time.
-func (s *Store) ConversationMemberN(ctx context.Context, sessionID, memberID, name string) (uint32, error) {
+// conversation, giving it the next free one (from 1) the first time
+// (created is then true).
+func (s *Store) ConversationMemberN(ctx context.Context, sessionID, memberID, name string) (n uint32, created bool, err error) {
 	for range 5 { // another node may take the same number at once
-		var n uint32
 		err := s.db.QueryRowContext(ctx, s.q("SELECT n FROM conversation_members WHERE session_id = ? AND member_id = ?"),
 			sessionID, memberID).Scan(&n)
 		if err == nil {
-			return n, nil
+			return n, created, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return 0, fmt.Errorf("catalog: conversation member: %w", err)
+			return 0, false, fmt.Errorf("catalog: conversation member: %w", err)
 		}
 		_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO conversation_members (session_id, member_id, n, name)
 SELECT ?, ?, COALESCE(MAX(n), 0) + 1, ? FROM conversation_members WHERE session_id = ?`), sessionID, memberID, name, sessionID)
 		switch {
 		case err == nil:
+			created = true
 		case isUniqueViolation(err):
 			continue
 		case isFKViolation(err):
-			return 0, fmt.Errorf("catalog: conversation member: session %q: %w", sessionID, ErrNotFound)
+			return 0, false, fmt.Errorf("catalog: conversation member: session %q: %w", sessionID, ErrNotFound)
 		default:
-			return 0, fmt.Errorf("catalog: conversation member: %w", err)
+			return 0, false, fmt.Errorf("catalog: conversation member: %w", err)
 		}
 	}
-	var n uint32
-	err := s.db.QueryRowContext(ctx, s.q("SELECT n FROM conversation_members WHERE session_id = ? AND member_id = ?"),
+	err = s.db.QueryRowContext(ctx, s.q("SELECT n FROM conversation_members WHERE session_id = ? AND member_id = ?"),
 		sessionID, memberID).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("catalog: conversation member: %w", err)
+		return 0, false, fmt.Errorf("catalog: conversation member: %w", err)
 	}
-	return n, nil
+	return n, created, nil
 }
 
 // ConversationMembers lists the numbered members of a session's

@@ -15,17 +15,17 @@ func testConversations(t *testing.T, drv backend) {
 	if err := s.CreateSession(ctx, Session{ID: "s_1", Name: "one", State: "created", CreatedAt: ms(0)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ConversationMemberN(ctx, "s_none", "m_a", "Ada"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.ConversationMemberN(ctx, "s_none", "m_a", "Ada"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a member of no session: %v", err)
 	}
-	a, err := s.ConversationMemberN(ctx, "s_1", "m_a", "Ada")
-	if err != nil || a != 1 {
-		t.Fatalf("first member: %d %v", a, err)
+	a, created, err := s.ConversationMemberN(ctx, "s_1", "m_a", "Ada")
+	if err != nil || a != 1 || !created {
+		t.Fatalf("first member: %d %v %v", a, created, err)
 	}
-	b, _ := s.ConversationMemberN(ctx, "s_1", "m_b", "Bob")
-	again, _ := s.ConversationMemberN(ctx, "s_1", "m_a", "Ada")
-	if b != 2 || again != 1 {
-		t.Errorf("numbers %d, %d again", b, again)
+	b, _, _ := s.ConversationMemberN(ctx, "s_1", "m_b", "Bob")
+	again, createdAgain, _ := s.ConversationMemberN(ctx, "s_1", "m_a", "Ada")
+	if b != 2 || again != 1 || createdAgain {
+		t.Errorf("numbers %d, %d again (created %v)", b, again, createdAgain)
 	}
 	ms, err := s.ConversationMembers(ctx, "s_1")
 	if err != nil || len(ms) != 2 || ms[1].Name != "Bob" || ms[1].N != 2 {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,5 +258,101 @@ func TestAgent(t *testing.T) {
 	}
 	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 3 {
 		t.Errorf("the phone's line depends on %+v, want Ada's 3", m.Context)
+	}
+}
+
+// memRelay joins Services as the cluster's NATS would: what one publishes
+// for a session reaches every other's subscribers of it.
+type memRelay struct {
+	mu   sync.Mutex
+	subs map[*memSub]struct{}
+}
+
+type memSub struct {
+	from    *memRelay
+	node    int
+	session string
+	f       func([]byte)
+}
+
+type nodeRelay struct {
+	r    *memRelay
+	node int
+}
+
+func (n nodeRelay) Publish(session string, b []byte) error {
+	n.r.mu.Lock()
+	var fs []func([]byte)
+	for s := range n.r.subs {
+		if s.session == session && s.node != n.node {
+			fs = append(fs, s.f)
+		}
+	}
+	n.r.mu.Unlock()
+	for _, f := range fs {
+		f(append([]byte(nil), b...))
+	}
+	return nil
+}
+
+func (n nodeRelay) Subscribe(session string, f func([]byte)) (func(), error) {
+	s := &memSub{from: n.r, node: n.node, session: session, f: f}
+	n.r.mu.Lock()
+	n.r.subs[s] = struct{}{}
+	n.r.mu.Unlock()
+	return func() { n.r.mu.Lock(); delete(n.r.subs, s); n.r.mu.Unlock() }, nil
+}
+
+// TestRelayAcrossNodes: two nodes (Services on one catalog, joined by a
+// relay) carry one session's conversation: a member on each, numbered by
+// the catalog; what one node accepts reaches the other's socket, and a
+// member numbered on one is announced on the other; a garbled relay frame
+// is dropped.
+func TestRelayAcrossNodes(t *testing.T) {
+	_, cat := setup(t, nil, nil)
+	r := &memRelay{subs: map[*memSub]struct{}{}}
+	na := New(Options{Catalog: cat, Relay: nodeRelay{r, 1}}, nil)
+	nb := New(Options{Catalog: cat, Relay: nodeRelay{r, 2}}, nil)
+	ctx := context.Background()
+	a, _ := na.Attach(ctx, "s_1", "m_a", "Ada")
+	defer a.Close()
+	hello(t, a)
+	b, _ := nb.Attach(ctx, "s_1", "m_b", "Bob")
+	defer b.Close()
+	if hb := hello(t, b); hb.Self != 2 || hb.Members[1].Name != "Ada" {
+		t.Fatalf("Bob's hello on node B: %+v", hb)
+	}
+	if f, bin := next(t, a); bin || !strings.Contains(string(f), `"Bob"`) {
+		t.Fatalf("Ada on node A is not told of Bob: %q", f)
+	}
+	conv := ID("s_1")
+	m1 := msg(conv, 1, 1, FlowChat, "hello across")
+	a.Receive(m1)
+	if f, bin := next(t, b); !bin || string(f) != string(m1) {
+		t.Fatalf("Bob on node B got %q", f)
+	}
+	m2 := msg(conv, 2, 1, FlowChat, "and back")
+	b.Receive(m2)
+	if f, bin := next(t, a); !bin || string(f) != string(m2) {
+		t.Fatalf("Ada on node A got %q", f)
+	}
+	// Node B knows Ada's last: a third socket there gets it in its hello.
+	c, _ := nb.Attach(ctx, "s_1", "m_c", "Cy")
+	defer c.Close()
+	if hc := hello(t, c); hc.Last[1] != 1 || hc.Last[2] != 1 || len(hc.History) != 2 {
+		t.Errorf("Cy's hello on node B: last %v, %d in history", hc.Last, len(hc.History))
+	}
+	if f, bin := next(t, b); bin || !strings.Contains(string(f), `"Cy"`) {
+		t.Fatalf("Bob is not told of Cy: %q", f)
+	}
+	if f, bin := next(t, a); bin || !strings.Contains(string(f), `"Cy"`) {
+		t.Fatalf("Ada on node A is not told of Cy: %q", f)
+	}
+	nodeRelay{r, 9}.Publish("s_1", []byte{relayMessage, 200})
+	nodeRelay{r, 9}.Publish("s_1", []byte{7})
+	select {
+	case <-b.out:
+		t.Error("a garbled relay frame reached a socket")
+	default:
 	}
 }

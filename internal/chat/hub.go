@@ -56,6 +56,7 @@ type hub struct {
 	members map[uint32]catalog.ConversationMember
 	last    map[uint32]uint64 // each sender's last accepted seq
 	mu      sync.Mutex        // guards the above, and orders accepts
+	unrelay func()            // ends the relay subscription
 }
 
 func (s *Service) hub(ctx context.Context, sessionID string) (*hub, error) {
@@ -76,6 +77,11 @@ func (s *Service) hub(ctx context.Context, sessionID string) (*hub, error) {
 		members: map[uint32]catalog.ConversationMember{}, last: last}
 	for _, m := range ms {
 		h.members[m.N] = m
+	}
+	if s.o.Relay != nil {
+		if h.unrelay, err = s.o.Relay.Subscribe(sessionID, h.relayIn); err != nil {
+			return nil, err
+		}
 	}
 	s.hubs[sessionID] = h
 	return h, nil
@@ -192,6 +198,7 @@ func (h *hub) accept(c *Conn, b []byte) error {
 	}
 	h.last[c.n] = m.Seq
 	h.s.m.accepted.WithLabelValues(flowName(m.Flow)).Inc()
+	h.publish(relayedMessage(c.member, b))
 	frame := append([]byte(nil), b...)
 	for o := range h.conns {
 		if o != c {
@@ -202,6 +209,17 @@ func (h *hub) accept(c *Conn, b []byte) error {
 		h.s.o.Notes.NoteMessage(h.session, c.member, m.Flow, m.Seq, b)
 	}
 	return nil
+}
+
+// publish relays a frame to the other nodes (called under h.mu, so they
+// get them in the order this node accepted them).
+func (h *hub) publish(b []byte) {
+	if h.s.o.Relay == nil {
+		return
+	}
+	if err := h.s.o.Relay.Publish(h.session, b); err != nil {
+		h.s.log.Warn("relay to the cluster", "session", h.session, "err", err)
+	}
 }
 
 func flowName(f uint32) string {

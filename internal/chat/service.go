@@ -28,10 +28,13 @@ type Notes interface {
 // Options configure a Service.
 type Options struct {
 	Catalog *catalog.Store
-	Floors  Floors
-	Notes   Notes
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Relay, if set, carries the conversations to and from the cluster's
+	// other nodes (relay.go).
+	Relay  Relay
+	Floors Floors
+	Notes  Notes
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Service is the node's conversations, one hub per session with sockets.
@@ -80,7 +83,7 @@ type Conn struct {
 // in the session's conversation. The caller writes Frames to the socket
 // until Done, and hands Receive what the socket reads.
 func (s *Service) Attach(ctx context.Context, sessionID, memberID, name string) (*Conn, error) {
-	n, err := s.o.Catalog.ConversationMemberN(ctx, sessionID, memberID, name)
+	n, created, err := s.o.Catalog.ConversationMemberN(ctx, sessionID, memberID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -99,13 +102,14 @@ func (s *Service) Attach(ctx context.Context, sessionID, memberID, name string) 
 	if err != nil {
 		return nil, err
 	}
-	if _, known := h.members[n]; !known {
+	if _, known := h.members[n]; created || !known {
 		h.members[n] = catalog.ConversationMember{MemberID: memberID, N: n, Name: name}
 		hello.Members[n] = Member{ID: memberID, Name: name}
 		f, _ := json.Marshal(MemberFrame{Type: "member", N: n, Member: Member{ID: memberID, Name: name}})
 		for o := range h.conns {
 			o.push(outFrame{text: f})
 		}
+		h.publish(append([]byte{relayMember}, f...))
 	}
 	b, _ := json.Marshal(hello)
 	c.out <- outFrame{text: b}
@@ -214,6 +218,9 @@ func (s *Service) SessionEnded(sessionID string) {
 	s.mu.Unlock()
 	if h == nil {
 		return
+	}
+	if h.unrelay != nil {
+		h.unrelay()
 	}
 	h.mu.Lock()
 	conns := make([]*Conn, 0, len(h.conns))

@@ -53,6 +53,7 @@ func (c *cluster) start(t *testing.T, id string) *Node {
 	cfg := testConfig(t, t.TempDir())
 	cfg.NodeID = id
 	cfg.NATS.URL = c.nats.URLs()
+	cfg.Auth.TokenSecret = "the cluster's shared token secret, for tests" // nodes admit each other's members
 	cfg.Catalog.Driver, cfg.Catalog.DSN = config.DriverPostgres, c.dsn
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

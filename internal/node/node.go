@@ -161,7 +161,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
-	n.chat = chat.New(chat.Options{Catalog: n.cat, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
+	n.chat = chat.New(chat.Options{Catalog: n.cat, Relay: chatRelay{n.bus}, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
 		Logger: log.With("component", "chat")}, reg)
 	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks,
 		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
