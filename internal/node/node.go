@@ -98,6 +98,17 @@ func busToken(id string) string {
 	}, id)
 }
 
+// leaseHolder is the node's ID for session ownership (session.Options.Node)
+// when its catalog is shared (PostgreSQL: a cluster); "" on SQLite, where
+// the node is alone and owns every session it has, as before leases: a
+// lone node whose node_id changes (a new hostname) still restores them all.
+func leaseHolder(cfg config.Config) string {
+	if cfg.Catalog.Driver == config.DriverPostgres {
+		return cfg.NodeID
+	}
+	return ""
+}
+
 // Start opens everything a node needs and starts serving. cfg must be
 // validated; Start resolves its derived defaults.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version string) (n *Node, err error) {
@@ -149,7 +160,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		}})
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
-		Node:    cfg.NodeID,
+		Node:    leaseHolder(cfg),
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
