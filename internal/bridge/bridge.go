@@ -195,6 +195,7 @@ func (b *Bridge) Stats() Stats {
 
 // Subjects (doc.go).
 func stateSubject(session, node string) string { return "convene.media." + session + ".state." + node }
+func keySubject(session, node string) string   { return "convene.media." + session + ".key." + node }
 func dataSubject(node string, n uint32) string {
 	return "convene.m." + node + "." + strconv.FormatUint(uint64(n), 10)
 }

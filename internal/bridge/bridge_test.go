@@ -243,3 +243,27 @@ func BenchmarkHop(b *testing.B) {
 		})
 	}
 }
+
+// TestBridgeKeyframe: a receiver on node b asking a remote video track for
+// a keyframe reaches the sender's keyframe function on node a.
+func TestBridgeKeyframe(t *testing.T) {
+	srv := natsServer(t)
+	ba, bb := newNode(t, srv, "a"), newNode(t, srv, "b")
+	ra, rb := broker.NewRoom("s_1"), broker.NewRoom("s_1")
+	ba.Open(ra)
+	bb.Open(rb)
+	var mu sync.Mutex
+	asked := 0
+	if _, err := ra.Join(broker.Member{ID: "l_cam", Kind: media.Video, Sends: true, Owner: "m1",
+		Keyframe: func() { mu.Lock(); asked++; mu.Unlock() }}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "b to hear of a's camera", func() bool { return remoteMembers(rb) == 1 })
+	remote := rb.Senders()[0].Track
+	testutil.WaitFor(t, 10*time.Second, "a's camera to be asked for a keyframe", func() bool {
+		remote.RequestKeyframe() // every 300 ms at most reaches a
+		mu.Lock()
+		defer mu.Unlock()
+		return asked > 0
+	})
+}

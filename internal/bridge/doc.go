@@ -37,6 +37,12 @@
 // receiving node both enter the room like any publisher's packets, where
 // the udpmux writers send audio first.
 //
+// A receiver's keyframe request for a remote video track (broker.Member.
+// Keyframe) goes to the track's node on convene.media.<session>.key.<node>
+// (4 bytes: n), at most every 300 ms per track, and that node asks its
+// sender (broker.Track.RequestKeyframe, throttled there again). Other RTCP
+// does not cross nodes yet.
+//
 // Concurrency: each spanned room has one goroutine that owns its state
 // (remote members, wants, taps); room callbacks and state messages only
 // kick it. Packets leave through one bounded queue and sender goroutine

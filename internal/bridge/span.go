@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -59,12 +60,18 @@ type export struct {
 
 // import_ is another node's track, a sending member of the local room.
 type import_ struct {
+	n      uint32 // desc.N, for other goroutines (askKeyframe)
 	desc   trackDesc
 	member string
 	track  *broker.Track
 	subs   atomic.Int32 // local subscribers (OnSubscribers)
 	unsub  func()       // set while pulled
+	asked  atomic.Int64 // when a keyframe was last asked for (unix ns)
 }
+
+// keyframeEvery bounds the keyframe requests one remote track sends its
+// node; the sender throttles again (broker.Track.RequestKeyframe).
+const keyframeEvery = 300 * time.Millisecond
 
 type peer struct {
 	seen   time.Time
@@ -81,11 +88,12 @@ type span struct {
 	room *broker.Room
 	sid  string
 	in   chan state
+	keys chan uint32 // keyframe requests for this node's tracks
 	kick chan struct{}
 	done chan struct{}
 	end  chan struct{}
 
-	unsubState func()
+	unsubState, unsubKeys func()
 	counts     atomic.Pointer[spanCounts]
 
 	exports map[*broker.Track]*export
@@ -94,7 +102,7 @@ type span struct {
 }
 
 func newSpan(b *Bridge, r *broker.Room) (*span, error) {
-	s := &span{b: b, room: r, sid: r.ID(), in: make(chan state, 64), kick: make(chan struct{}, 1),
+	s := &span{b: b, room: r, sid: r.ID(), in: make(chan state, 64), keys: make(chan uint32, 16), kick: make(chan struct{}, 1),
 		done: make(chan struct{}), end: make(chan struct{}), exports: map[*broker.Track]*export{}, peers: map[string]*peer{}}
 	s.counts.Store(&spanCounts{})
 	unsub, err := b.o.Control.Subscribe(stateSubject(s.sid, "*"), func(_ string, data []byte) {
@@ -111,6 +119,18 @@ func newSpan(b *Bridge, r *broker.Room) (*span, error) {
 		return nil, err
 	}
 	s.unsubState = unsub
+	if s.unsubKeys, err = b.o.Control.Subscribe(keySubject(s.sid, b.o.Node), func(_ string, data []byte) {
+		if len(data) != 4 {
+			return
+		}
+		select {
+		case s.keys <- binary.BigEndian.Uint32(data):
+		default:
+		}
+	}); err != nil {
+		unsub()
+		return nil, err
+	}
 	r.SetOnSenders(s.poke)
 	go s.run()
 	return s, nil
@@ -143,6 +163,13 @@ func (s *span) run() {
 			return
 		case st := <-s.in:
 			s.apply(st)
+		case n := <-s.keys:
+			for _, e := range s.exports {
+				if e.n == n {
+					e.track.RequestKeyframe()
+				}
+			}
+			continue
 		case <-s.kick:
 		case <-tick.C:
 			s.expire()
@@ -200,7 +227,7 @@ func (s *span) join(node string, d trackDesc) *import_ {
 	if !ok {
 		return nil
 	}
-	imp := &import_{desc: d, member: remotePrefix + node + ":" + strconv.Itoa(int(d.N))}
+	imp := &import_{n: d.N, desc: d, member: remotePrefix + node + ":" + strconv.Itoa(int(d.N))}
 	stream := d.Stream
 	if stream == "" {
 		stream = d.ID
@@ -208,13 +235,30 @@ func (s *span) join(node string, d trackDesc) *import_ {
 	t, err := s.room.Join(broker.Member{ID: imp.member, Kind: kind, Sends: true, Owner: d.Owner, Group: d.Group,
 		Info: broker.TrackInfo{Codec: d.Codec, ClockRate: d.ClockRate, Channels: d.Channels, Fmtp: d.Fmtp,
 			Source: d.Source, Stream: stream, Layer: d.Layer, Primary: d.Primary},
-		OnSubscribers: func(n int) { imp.subs.Store(int32(n)); s.poke() }})
+		OnSubscribers: func(n int) { imp.subs.Store(int32(n)); s.poke() },
+		Keyframe:      func() { s.askKeyframe(node, imp) }})
 	if err != nil {
 		s.b.log.Debug("remote track not joined", "session", s.sid, "node", node, "track", d.ID, "err", err)
 		return nil
 	}
 	imp.track = t
 	return imp
+}
+
+// askKeyframe passes a local receiver's keyframe request for a remote
+// video track to its node, at most once per keyframeEvery. It runs on the
+// receiver's goroutine: it only publishes.
+func (s *span) askKeyframe(node string, imp *import_) {
+	now := s.b.o.Now().UnixNano()
+	last := imp.asked.Load()
+	if now-last < int64(keyframeEvery) || !imp.asked.CompareAndSwap(last, now) {
+		return
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], imp.n)
+	if err := s.b.o.Control.Publish(keySubject(s.sid, node), n[:]); err != nil {
+		s.b.log.Debug("ask for a keyframe", "session", s.sid, "node", node, "err", err)
+	}
 }
 
 func (s *span) leave(imp *import_) {
@@ -384,6 +428,7 @@ func (s *span) announce(hello, gone bool) {
 func (s *span) teardown() {
 	s.room.SetOnSenders(nil)
 	s.unsubState()
+	s.unsubKeys()
 	s.announce(false, true)
 	for node := range s.peers {
 		s.dropPeer(node)
