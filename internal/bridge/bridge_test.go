@@ -52,6 +52,17 @@ func newNode(t testing.TB, srv *server.Server, id string) *Bridge {
 	return b
 }
 
+// twoNodes is nodes a and b on one nats-server, each with session s_1's
+// room spanned.
+func twoNodes(t testing.TB) (ba, bb *Bridge, ra, rb *broker.Room) {
+	srv := natsServer(t)
+	ba, bb = newNode(t, srv, "a"), newNode(t, srv, "b")
+	ra, rb = broker.NewRoom("s_1"), broker.NewRoom("s_1")
+	ba.Open(ra)
+	bb.Open(rb)
+	return ba, bb, ra, rb
+}
+
 // catcher keeps copies of the packets it is handed.
 type catcher struct {
 	mu   sync.Mutex
@@ -106,11 +117,7 @@ func remoteMembers(r *broker.Room) int {
 // nodes), nor a receiver in another subgroup; and a sends nothing over
 // NATS while b has no receiver for it, and stops when b's receivers go.
 func TestBridgeTwoNodes(t *testing.T) {
-	srv := natsServer(t)
-	ba, bb := newNode(t, srv, "a"), newNode(t, srv, "b")
-	ra, rb := broker.NewRoom("s_1"), broker.NewRoom("s_1")
-	ba.Open(ra)
-	bb.Open(rb)
+	ba, bb, ra, rb := twoNodes(t)
 	tr, err := ra.Join(broker.Member{ID: "l_send", Kind: media.Audio, Sends: true, Owner: "m1",
 		Info: broker.TrackInfo{Codec: "audio/PCMU", ClockRate: 8000, Source: "rtp"}})
 	if err != nil {
@@ -200,11 +207,7 @@ func BenchmarkHop(b *testing.B) {
 			name = "bridged"
 		}
 		b.Run(name, func(b *testing.B) {
-			srv := natsServer(b)
-			ba, bb := newNode(b, srv, "a"), newNode(b, srv, "b")
-			ra, rb := broker.NewRoom("s_1"), broker.NewRoom("s_1")
-			ba.Open(ra)
-			bb.Open(rb)
+			ba, _, ra, rb := twoNodes(b)
 			tr, err := ra.Join(broker.Member{ID: "l_send", Kind: media.Audio, Sends: true, Owner: "m1"})
 			if err != nil {
 				b.Fatal(err)
@@ -247,11 +250,7 @@ func BenchmarkHop(b *testing.B) {
 // TestBridgeKeyframe: a receiver on node b asking a remote video track for
 // a keyframe reaches the sender's keyframe function on node a.
 func TestBridgeKeyframe(t *testing.T) {
-	srv := natsServer(t)
-	ba, bb := newNode(t, srv, "a"), newNode(t, srv, "b")
-	ra, rb := broker.NewRoom("s_1"), broker.NewRoom("s_1")
-	ba.Open(ra)
-	bb.Open(rb)
+	ba, bb, ra, rb := twoNodes(t)
 	var mu sync.Mutex
 	asked := 0
 	if _, err := ra.Join(broker.Member{ID: "l_cam", Kind: media.Video, Sends: true, Owner: "m1",

@@ -94,7 +94,7 @@ type span struct {
 	end  chan struct{}
 
 	unsubState, unsubKeys func()
-	counts     atomic.Pointer[spanCounts]
+	counts                atomic.Pointer[spanCounts]
 
 	exports map[*broker.Track]*export
 	peers   map[string]*peer
