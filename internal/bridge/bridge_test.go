@@ -250,7 +250,7 @@ func BenchmarkHop(b *testing.B) {
 // TestBridgeKeyframe: a receiver on node b asking a remote video track for
 // a keyframe reaches the sender's keyframe function on node a.
 func TestBridgeKeyframe(t *testing.T) {
-	ba, bb, ra, rb := twoNodes(t)
+	_, _, ra, rb := twoNodes(t)
 	var mu sync.Mutex
 	asked := 0
 	if _, err := ra.Join(broker.Member{ID: "l_cam", Kind: media.Video, Sends: true, Owner: "m1",
