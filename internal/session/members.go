@@ -118,18 +118,32 @@ func (s *Service) member(ctx context.Context, c *control, sessionID, memberID st
 	return m, ok
 }
 
-// syncMembers adds to c the members that joined through other nodes;
-// mu is held.
+// syncMembers catches c up with what other nodes did to the session's
+// members: members who joined there are added, subgroups made there are
+// known, and a member moved there is moved here too, with this node's
+// links of it (so subgroups hold in every node's room); mu is held.
 func (s *Service) syncMembers(ctx context.Context, c *control, sessionID string) {
+	gs, err := s.o.Catalog.ListSubgroups(ctx, sessionID)
+	if err != nil {
+		s.log.Warn("read subgroups", "session", sessionID, "err", err)
+		return
+	}
+	for _, g := range gs {
+		c.subgroups[g.ID] = g
+	}
 	ms, err := s.o.Catalog.ListMembers(ctx, sessionID)
 	if err != nil {
 		s.log.Warn("read members", "session", sessionID, "err", err)
 		return
 	}
 	for _, m := range ms {
-		if _, ok := c.members[m.ID]; !ok {
+		old, ok := c.members[m.ID]
+		switch {
+		case !ok:
 			c.members[m.ID] = m
 			c.floors.AddMember(m.ID, m.Role, m.Subgroup)
+		case old.Subgroup != m.Subgroup:
+			s.regroup(sessionID, c, m.ID, m.Subgroup)
 		}
 	}
 }
@@ -324,6 +338,15 @@ func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, 
 	if err := s.o.Catalog.SetMemberSubgroup(ctx, memberID, group); err != nil {
 		return wrapCatalog(err)
 	}
+	s.regroup(sessionID, c, memberID, group)
+	s.publish(sessionID, event.MemberUpdated, map[string]string{"id": memberID, "subgroup": group})
+	return nil
+}
+
+// regroup moves a member and this node's links of it to a subgroup; mu is
+// held.
+func (s *Service) regroup(sessionID string, c *control, memberID, group string) {
+	m := c.members[memberID]
 	m.Subgroup = group
 	c.members[memberID] = m
 	c.floors.SetGroup(memberID, group)
@@ -339,8 +362,6 @@ func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, 
 			}
 		}
 	}
-	s.publish(sessionID, event.MemberUpdated, map[string]string{"id": memberID, "subgroup": group})
-	return nil
 }
 
 // DeleteSubgroup removes a subgroup; its members return to the main session.

@@ -251,14 +251,15 @@ func (s *Service) restores(ctx context.Context, sessionID, linkID string) (bool,
 	return node == s.o.Node, nil
 }
 
-// catchUp applies lifecycle changes other nodes made in the catalog to
-// the sessions this node has: one that is over is closed here; one
+// catchUp applies what other nodes changed in the catalog to the sessions
+// this node has: members and subgroups (syncMembers), and lifecycle: one that is over is closed here; one
 // deactivated loses its media here, and its owner reopens it when it is
 // activated again.
 func (s *Service) catchUp(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for id := range s.ctl {
+	for id, c := range s.ctl {
+		s.syncMembers(ctx, c, id)
 		rec, err := s.o.Catalog.GetSession(ctx, id)
 		if err != nil {
 			continue

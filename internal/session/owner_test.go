@@ -121,7 +121,8 @@ func TestOwnerStopsRenewing(t *testing.T) {
 // TestFloorsAcrossNodes: node a owns the session's floors; node b serves
 // bob's sending link. Under floor control b gates bob's track by what a
 // stored — closed while alice holds the audio floor, open once a grants
-// it to bob — and b refuses to change the floors itself.
+// it to bob — and b refuses to change the floors itself. When a moves bob
+// to a subgroup, b moves his link too.
 func TestFloorsAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	dsn := filepath.Join(t.TempDir(), "c.db")
@@ -187,5 +188,16 @@ func TestFloorsAcrossNodes(t *testing.T) {
 	b.catchUp(ctx) // the lease round, without FloorsChanged
 	if bobTrack().Gated() {
 		t.Error("bob holds the floor on a, but b still gates his track")
+	}
+
+	// A subgroup made on a, with bob in it: b's room moves his link at its
+	// next round.
+	g, err := a.CreateSubgroup(ctx, s.ID, "side", chair.ID, []string{bob.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.catchUp(ctx)
+	if snd := b.Room(s.ID).Senders(); len(snd) != 1 || snd[0].Group != g.ID {
+		t.Errorf("bob's track on b is in %+v, want subgroup %s", snd, g.ID)
 	}
 }
