@@ -199,10 +199,10 @@ func TestBridgeTwoNodes(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "b to drop a's track", func() bool { return remoteMembers(rb) == 0 })
 }
 
-// BenchmarkHop measures a packet's trip from a track on node a to a
-// receiver on node b through an in-process nats-server, one packet at a
-// time (latency, not throughput), beside the same trip inside one room.
-func BenchmarkHop(b *testing.B) {
+// benchPair runs bench for a sender on node a and a receiver (sink) in
+// the same room ("local") and on node b ("bridged"); bench gets a's bridge
+// and the sender's track.
+func benchPair(b *testing.B, sink func() broker.Sink, bench func(b *testing.B, ba *Bridge, tr *broker.Track)) {
 	for _, bridged := range []bool{false, true} {
 		name := "local"
 		if bridged {
@@ -214,58 +214,48 @@ func BenchmarkHop(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			got := make(chan struct{}, 1)
-			sink := broker.SinkFunc(func(p *media.Packet, _ *broker.Track) { p.Release(); got <- struct{}{} })
 			room := ra
 			if bridged {
 				room = rb
 				testutil.WaitFor(b, 10*time.Second, "b to hear of a's track", func() bool { return remoteMembers(rb) == 1 })
 			}
-			if _, err := room.Join(broker.Member{ID: "l_recv", Kind: media.Audio, Receives: true, Sink: sink, Owner: "m2"}); err != nil {
+			if _, err := room.Join(broker.Member{ID: "l_recv", Kind: media.Audio, Receives: true, Sink: sink(), Owner: "m2"}); err != nil {
 				b.Fatal(err)
 			}
-			pkt := rtp(1)
-			for { // until the pull is set up
-				send(tr, pkt)
-				select {
-				case <-got:
-				case <-time.After(50 * time.Millisecond):
-					continue
-				}
-				break
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				send(tr, pkt)
-				<-got
-			}
-			b.StopTimer()
-			if bridged {
-				st := ba.Stats()
-				b.ReportMetric(float64(st.BytesOut)/float64(st.PacketsOut)-float64(len(pkt)), "envelope-B/pkt")
-			}
+			bench(b, ba, tr)
 		})
 	}
 }
 
-// TestBridgeKeyframe: a receiver on node b asking a remote video track for
-// a keyframe reaches the sender's keyframe function on node a.
-func TestBridgeKeyframe(t *testing.T) {
-	_, _, ra, rb := twoNodes(t)
-	var mu sync.Mutex
-	asked := 0
-	if _, err := ra.Join(broker.Member{ID: "l_cam", Kind: media.Video, Sends: true, Owner: "m1",
-		Keyframe: func() { mu.Lock(); asked++; mu.Unlock() }}); err != nil {
-		t.Fatal(err)
+// BenchmarkHop measures a packet's trip from a track on node a to a
+// receiver on node b through an in-process nats-server, one packet at a
+// time (latency, not throughput), beside the same trip inside one room.
+func BenchmarkHop(b *testing.B) {
+	got := make(chan struct{}, 1)
+	sink := func() broker.Sink {
+		return broker.SinkFunc(func(p *media.Packet, _ *broker.Track) { p.Release(); got <- struct{}{} })
 	}
-	testutil.WaitFor(t, 10*time.Second, "b to hear of a's camera", func() bool { return remoteMembers(rb) == 1 })
-	remote := rb.Senders()[0].Track
-	testutil.WaitFor(t, 10*time.Second, "a's camera to be asked for a keyframe", func() bool {
-		remote.RequestKeyframe() // every 300 ms at most reaches a
-		mu.Lock()
-		defer mu.Unlock()
-		return asked > 0
+	benchPair(b, sink, func(b *testing.B, ba *Bridge, tr *broker.Track) {
+		pkt := rtp(1)
+		for { // until the pull is set up
+			send(tr, pkt)
+			select {
+			case <-got:
+			case <-time.After(50 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			send(tr, pkt)
+			<-got
+		}
+		b.StopTimer()
+		if st := ba.Stats(); st.PacketsOut > 0 {
+			b.ReportMetric(float64(st.BytesOut)/float64(st.PacketsOut)-float64(len(pkt)), "envelope-B/pkt")
+		}
 	})
 }
 
@@ -275,45 +265,29 @@ func TestBridgeKeyframe(t *testing.T) {
 // packet), beside one receiver in the same room. The sender keeps at most
 // 256 packets in flight, so the bridge's queue never drops.
 func BenchmarkThroughput(b *testing.B) {
-	for _, bridged := range []bool{false, true} {
-		name := "local"
-		if bridged {
-			name = "bridged"
-		}
-		b.Run(name, func(b *testing.B) {
-			ba, _, ra, rb := twoNodes(b)
-			tr, err := ra.Join(broker.Member{ID: "l_send", Kind: media.Audio, Sends: true, Owner: "m1"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var got atomic.Int64
-			sink := broker.SinkFunc(func(p *media.Packet, _ *broker.Track) { p.Release(); got.Add(1) })
-			room := ra
-			if bridged {
-				room = rb
-				testutil.WaitFor(b, 10*time.Second, "b to hear of a's track", func() bool { return remoteMembers(rb) == 1 })
-			}
-			if _, err := room.Join(broker.Member{ID: "l_recv", Kind: media.Audio, Receives: true, Sink: sink, Owner: "m2"}); err != nil {
-				b.Fatal(err)
-			}
-			pkt := rtp(1)
-			testutil.WaitFor(b, 10*time.Second, "the first packet", func() bool { send(tr, pkt); return got.Load() > 0 })
-			got.Store(0)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				for int64(i)-got.Load() > 256 {
-					runtime.Gosched()
-				}
-				send(tr, pkt)
-			}
-			for got.Load() < int64(b.N) && ba.Stats().Dropped == 0 {
+	var got atomic.Int64
+	sink := func() broker.Sink {
+		got.Store(0)
+		return broker.SinkFunc(func(p *media.Packet, _ *broker.Track) { p.Release(); got.Add(1) })
+	}
+	benchPair(b, sink, func(b *testing.B, ba *Bridge, tr *broker.Track) {
+		pkt := rtp(1)
+		testutil.WaitFor(b, 10*time.Second, "the first packet", func() bool { send(tr, pkt); return got.Load() > 0 })
+		got.Store(0)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			for int64(i)-got.Load() > 256 {
 				runtime.Gosched()
 			}
-			b.StopTimer()
-			if d := ba.Stats().Dropped; d > 0 {
-				b.Fatalf("%d dropped", d)
-			}
-		})
-	}
+			send(tr, pkt)
+		}
+		for got.Load() < int64(b.N) && ba.Stats().Dropped == 0 {
+			runtime.Gosched()
+		}
+		b.StopTimer()
+		if d := ba.Stats().Dropped; d > 0 {
+			b.Fatalf("%d dropped", d)
+		}
+	})
 }
