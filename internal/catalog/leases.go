@@ -141,9 +141,11 @@ WHERE session_id = ? AND node_id = ? AND epoch = ? AND expires_at >= ?`), l.Sess
 	return tx.Commit()
 }
 
-// SetLinkNode records the node a link's media runs on.
+// SetLinkNode records the node a link's media runs on (again, when it
+// moves to another node).
 func (s *Store) SetLinkNode(ctx context.Context, linkID, node string) error {
-	if _, err := s.db.ExecContext(ctx, s.q("INSERT INTO link_nodes (link_id, node_id) VALUES (?, ?)"), linkID, node); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO link_nodes (link_id, node_id) VALUES (?, ?)
+ON CONFLICT (link_id) DO UPDATE SET node_id = excluded.node_id`), linkID, node); err != nil {
 		return fmt.Errorf("catalog: set link node: %w", err)
 	}
 	return nil

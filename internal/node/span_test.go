@@ -75,7 +75,8 @@ func rtpPacket(seq uint16) []byte {
 // packet byte for byte (same SSRC, sequence and timestamps); m1's own
 // receiver on node C and m1's sending link on A hear nothing of it (no
 // echo across nodes). Then node A is killed: the session's owner moves to
-// B or C with the next epoch. It logs the bytes a packet costs between
+// B or C with the next epoch, A's links are re-homed there, and m1's
+// packets sent to its link's new address reach m2 on B and m3 again. It logs the bytes a packet costs between
 // nodes and the latency a node hop adds on loopback, measured against
 // m3's receiver on A.
 func TestSessionSpansNodes(t *testing.T) {
@@ -169,4 +170,46 @@ func TestSessionSpansNodes(t *testing.T) {
 		return ""
 	})
 	t.Logf("after node A was killed the session is owned by %s (epoch %d)", got.Owner, got.OwnerEpoch)
+
+	// A's links were re-homed on the new owner: m1 sends to the address
+	// its link has there, and m3 (re-homed too) and m2 on B hear it.
+	owner := b
+	if got.Owner == cn.cfg.NodeID {
+		owner = cn
+	}
+	var view sessionJSON
+	var to *net.UDPAddr
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		if code := call(t, "GET", owner.URL()+"/api/v1/sessions/"+s.ID, nil, &view); code != 200 {
+			return "GET through the owner: " + strconv.Itoa(code)
+		}
+		for _, l := range view.Links {
+			if l.Remote == sender.LocalAddr().String() {
+				to = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+				return ""
+			}
+		}
+		return "m1's link is not on " + owner.cfg.NodeID
+	})
+	const rehomed = 20000
+	testutil.WaitFor(t, 30*time.Second, "m1's packets through the new owner on B and on m3's re-homed link", func() bool {
+		seq++
+		if _, err := sender.WriteToUDP(rtpPacket(rehomed+seq), to); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		atA.mu.Lock()
+		atB.mu.Lock()
+		defer atA.mu.Unlock()
+		defer atB.mu.Unlock()
+		for q, p := range atB.pkts {
+			if _, ok := atA.pkts[q]; ok && q > rehomed && bytes.Equal(p, rtpPacket(q)) {
+				return true
+			}
+		}
+		return false
+	})
+	if atC.count() != 0 || back.count() != 0 {
+		t.Errorf("after the re-homing m1 heard itself: %d packets on node C, %d back at its sender", atC.count(), back.count())
+	}
 }

@@ -149,16 +149,27 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 	}
 	ls := &liveSession{room: s.o.Broker.Open(id), links: map[string]*liveLink{}}
 	s.live[id] = ls
+	return s.restoreLinks(ctx, id, ls, "")
+}
+
+// restoreLinks attaches the session's stored links this node runs (see
+// restores) and, with rehome, those of node rehome (an owner that stopped:
+// they move here); mu is held.
+func (s *Service) restoreLinks(ctx context.Context, id string, ls *liveSession, rehome string) error {
 	links, err := s.o.Catalog.ListLinks(ctx, id)
 	if err != nil {
 		return err
 	}
 	c := s.ctl[id]
 	for _, lr := range links {
-		if mine, err := s.restores(ctx, id, lr.ID); err != nil || !mine {
-			if err != nil {
-				return err
-			}
+		if ls.links[lr.ID] != nil {
+			continue
+		}
+		mine, err := s.restores(ctx, id, lr.ID, rehome)
+		if err != nil {
+			return err
+		}
+		if !mine {
 			continue
 		}
 		member, err := s.o.Catalog.LinkMember(ctx, lr.ID)
@@ -175,6 +186,14 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 			continue
 		}
 		ls.links[lr.ID] = l
+		if rehome != "" && s.o.Node != "" {
+			if err := s.o.Catalog.SetLinkNode(ctx, lr.ID, s.o.Node); err != nil {
+				s.log.Warn("re-home link", "session", id, "link", lr.ID, "err", err)
+			}
+			v := linkView(l)
+			s.publish(id, event.LinkAdded, v) // its new local address, for the endpoint to send to
+			s.log.Info("link re-homed", "session", id, "link", lr.ID, "from", rehome, "local", v.Local)
+		}
 	}
 	return nil
 }

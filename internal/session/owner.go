@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/media"
 )
 
 // Ownership (issue 16): when Options.Node is set, every session that is
@@ -181,6 +182,10 @@ func (s *Service) adopt(ctx context.Context, id string) error {
 	if s.draining {
 		return nil
 	}
+	prev := "" // the owner whose lease expired: it stopped serving (fencing), so its links move here
+	if l, err := s.o.Catalog.Owner(ctx, id); err == nil && l.Node != s.o.Node {
+		prev = l.Node
+	}
 	ok, err := s.acquire(ctx, id)
 	if err != nil || !ok {
 		return err
@@ -189,25 +194,36 @@ func (s *Service) adopt(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.takeOwnership(ctx, rec); err != nil {
+	if err := s.takeOwnership(ctx, rec, prev); err != nil {
 		return err
 	}
 	l, _ := s.lease(id)
-	s.log.Info("session taken over", "session", id, "epoch", l.Epoch)
+	s.log.Info("session taken over", "session", id, "epoch", l.Epoch, "from", prev)
 	return nil
 }
 
-// takeOwnership sets a session up on its (new) owner: control from the catalog,
-// media if it is active, timers; mu is held.
-func (s *Service) takeOwnership(ctx context.Context, rec catalog.Session) error {
+// takeOwnership sets a session up on its (new) owner: control from the
+// catalog, media if it is active — with the links of prev, the owner that
+// stopped, re-homed here — and timers; mu is held.
+func (s *Service) takeOwnership(ctx context.Context, rec catalog.Session, prev string) error {
 	if c := s.ctl[rec.ID]; c != nil { // a participant until now: its floors are stale
 		s.dropControl(rec.ID)
 	}
-	if _, err := s.loadControl(ctx, rec.ID); err != nil {
+	c, err := s.loadControl(ctx, rec.ID)
+	if err != nil {
 		return err
+	}
+	if ls := s.live[rec.ID]; ls != nil { // the participant's links: under the new floors' gates
+		for id, l := range ls.links {
+			kind, _ := media.ParseKind(l.rec.Kind)
+			c.gates.add(id, l.member, kind, l.media.Track())
+		}
 	}
 	if rec.State == StateActivated {
 		if err := s.openMedia(ctx, rec.ID); err != nil {
+			return err
+		}
+		if err := s.restoreLinks(ctx, rec.ID, s.live[rec.ID], prev); err != nil {
 			return err
 		}
 	}
@@ -236,8 +252,9 @@ func (s *Service) participate(ctx context.Context, id string) error {
 }
 
 // restores reports whether this node brings back a stored link: its own,
-// or, on the owner, one stored before links had a node.
-func (s *Service) restores(ctx context.Context, sessionID, linkID string) (bool, error) {
+// one of node rehome (a stopped owner's, moving here), or, on the owner,
+// one stored before links had a node.
+func (s *Service) restores(ctx context.Context, sessionID, linkID, rehome string) (bool, error) {
 	if s.o.Node == "" {
 		return true, nil
 	}
@@ -248,7 +265,7 @@ func (s *Service) restores(ctx context.Context, sessionID, linkID string) (bool,
 	if node == "" {
 		return s.Owns(sessionID), nil
 	}
-	return node == s.o.Node, nil
+	return node == s.o.Node || (rehome != "" && node == rehome), nil
 }
 
 // catchUp applies what other nodes changed in the catalog to the sessions

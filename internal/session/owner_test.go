@@ -34,7 +34,8 @@ func runLeases(t *testing.T, s *Service) context.CancelFunc {
 // it as a participant. Then a is cut off from the catalog (its store
 // closed, so every write fails): a stops acting as owner before its lease
 // expires — its room and floors go, a floor write is fenced — and b takes
-// the session over with the next epoch, keeping its own link.
+// the session over with the next epoch, keeping its own link and
+// re-homing a's.
 func TestOwnerPartitioned(t *testing.T) {
 	ctx := context.Background()
 	dsn := filepath.Join(t.TempDir(), "c.db")
@@ -47,11 +48,11 @@ func TestOwnerPartitioned(t *testing.T) {
 	if !a.Owns(s.ID) || b.Owns(s.ID) {
 		t.Fatalf("owners after create: a %v b %v", a.Owns(s.ID), b.Owns(s.ID))
 	}
-	if _, err := a.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47110", Kind: "audio", RTCPMux: true}); err != nil {
+	al, err := a.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47110", Kind: "audio", RTCPMux: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	bl, err := b.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47112", Kind: "audio", RTCPMux: true})
-	if err != nil {
+	if _, err := b.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47112", Kind: "audio", RTCPMux: true}); err != nil {
 		t.Fatalf("a link on the participant node: %v", err)
 	}
 	if b.Owns(s.ID) || b.Room(s.ID) == nil {
@@ -77,8 +78,13 @@ func TestOwnerPartitioned(t *testing.T) {
 	if err != nil || got.Owner != "b" || got.OwnerEpoch != 2 {
 		t.Fatalf("after the takeover b sees owner %q epoch %d (%v)", got.Owner, got.OwnerEpoch, err)
 	}
-	if len(got.Links) != 1 || got.Links[0].ID != bl.ID {
-		t.Errorf("b's links after the takeover: %+v (a's stay with a, which is gone)", got.Links)
+	// a stopped serving its link when it gave the session up: the link is
+	// re-homed on b, beside b's own.
+	if len(got.Links) != 2 {
+		t.Errorf("b's links after the takeover: %+v, want b's own and a's re-homed", got.Links)
+	}
+	if n, err := b.o.Catalog.LinkNode(ctx, al.ID); err != nil || n != "b" {
+		t.Errorf("a's link is stored for node %q (%v), want b", n, err)
 	}
 	if _, err := b.Floors(ctx, s.ID); err != nil {
 		t.Errorf("b's floors: %v", err)
