@@ -213,3 +213,37 @@ func TestSessionSpansNodes(t *testing.T) {
 		t.Errorf("after the re-homing m1 heard itself: %d packets on node C, %d back at its sender", atC.count(), back.count())
 	}
 }
+
+// TestPartitionedOwnerStops: node A owns a session with a link; then A is
+// cut off from PostgreSQL (its catalog handle closed, so every query
+// fails) while its NATS connection stays up. A stops acting as owner
+// before its lease expires — the session's room and link are gone from
+// A — and B takes the session over with the next epoch and runs A's link.
+func TestPartitionedOwnerStops(t *testing.T) {
+	c := startCluster(t, "node-a", "node-b")
+	a, b := c.nodes[0], c.nodes[1]
+	s := createSession(t, a, "partitioned")
+	m1, _ := joinMember(t, a, s.ID, "Ada")
+	sender := udpConn(t)
+	l := addLink(t, a, s.ID, map[string]any{"remote": sender.LocalAddr().String(), "kind": "audio", "rtcp_mux": true, "member": m1})
+	if !a.sessions.Owns(s.ID) || a.sessions.Room(s.ID) == nil {
+		t.Fatal("node A does not own and serve the session it created")
+	}
+	a.cat.Close() // the partition
+	testutil.WaitFor(t, 30*time.Second, "A to stop acting as the session's owner", func() bool {
+		return !a.sessions.Owns(s.ID) && a.sessions.Room(s.ID) == nil
+	})
+	var got sessionJSON
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		if code := call(t, "GET", b.URL()+"/api/v1/sessions/"+s.ID, nil, &got); code != 200 {
+			return "GET through B: " + strconv.Itoa(code)
+		}
+		if got.Owner != "node-b" || got.OwnerEpoch != 2 || len(got.Links) != 1 || got.Links[0].ID != l.ID {
+			return "owner " + got.Owner + " epoch " + strconv.FormatInt(got.OwnerEpoch, 10) + ", links " + strconv.Itoa(len(got.Links))
+		}
+		return ""
+	})
+	if a.sessions.LostLeases() != 1 {
+		t.Errorf("node A counts %d lost leases", a.sessions.LostLeases())
+	}
+}
