@@ -66,10 +66,12 @@ func (s *Service) mirrorFloors(ctx context.Context, id string, c *control) {
 		s.log.Warn("read the owner's floors", "session", id, "err", err)
 		return
 	}
+	changed := false
 	for name, b := range saved {
 		if string(b) == c.mirrored[name] {
 			continue
 		}
+		changed = true
 		var st floor.State
 		if err := json.Unmarshal(b, &st); err != nil {
 			continue
@@ -82,5 +84,14 @@ func (s *Service) mirrorFloors(ctx context.Context, id string, c *control) {
 		}
 		c.gates.set(name, st.Style != floor.StyleNone, holders)
 		c.mirrored[name] = string(b)
+	}
+	if changed { // the reader's copy too, for the API and the web app here
+		old := c.floors
+		c.floors = s.newFloors(id, c)
+		for _, m := range c.members {
+			c.floors.AddMember(m.ID, m.Role, m.Subgroup)
+		}
+		s.restoreFloors(id, c, saved)
+		old.Close()
 	}
 }

@@ -50,10 +50,18 @@ func (s *Service) newControl(id string) *control {
 	g := newGates()
 	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{},
 		mirrored: map[string]string{}}
-	// Only the owner's floors decide and tell: on any other node the
-	// controller is a reader's copy, and the gates follow the owner's
-	// stored state (mirrorFloors).
-	c.floors = floor.New(floor.Options{
+	c.floors = s.newFloors(id, c)
+	go c.saver.run(func(ctx context.Context, name string, b []byte) error { return s.saveFloor(ctx, id, name, b) },
+		id, c.floors, s.log)
+	s.ctl[id] = c
+	return c
+}
+
+// newFloors makes a session's floor controller. Only the owner's floors
+// decide and tell: on any other node the controller is a reader's copy,
+// and the gates follow the owner's stored state (mirrorFloors).
+func (s *Service) newFloors(id string, c *control) *floor.Controller {
+	return floor.New(floor.Options{
 		Emit: func(typ event.Type, data any) {
 			if !s.Owns(id) {
 				return
@@ -63,16 +71,12 @@ func (s *Service) newControl(id string) *control {
 		},
 		Gate: func(name string, enforced bool, holders map[string]bool) {
 			if s.Owns(id) {
-				g.set(name, enforced, holders)
+				c.gates.set(name, enforced, holders)
 			}
 		},
-		Activity: g.activity,
+		Activity: c.gates.activity,
 		Now:      s.o.Now,
 	})
-	go c.saver.run(func(ctx context.Context, name string, b []byte) error { return s.saveFloor(ctx, id, name, b) },
-		id, c.floors, s.log)
-	s.ctl[id] = c
-	return c
 }
 
 // dropControl is called with mu held.

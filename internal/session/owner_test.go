@@ -195,6 +195,10 @@ func TestFloorsAcrossNodes(t *testing.T) {
 	if bobTrack().Gated() {
 		t.Error("bob holds the floor on a, but b still gates his track")
 	}
+	bf, err := b.Floors(ctx, s.ID) // b's reader's copy, for its API
+	if err != nil || !bf.Holds(bob.ID, "audio") || bf.Holds(alice.ID, "audio") {
+		t.Errorf("b's copy of the floors: bob holds %v, alice holds %v (%v)", bf.Holds(bob.ID, "audio"), bf.Holds(alice.ID, "audio"), err)
+	}
 
 	// A subgroup made on a, with bob in it: b's room moves his link at its
 	// next round.
