@@ -36,7 +36,7 @@ func (s *Server) floorAction(ctx context.Context, p principal, sid, fl, action s
 	if !floorActions[action] {
 		return nil, fmt.Errorf("%w: action must be request, grant, deny, cancel, release, transfer, replicate, delete, distribute or advance, not %q", floor.ErrNotFound, action)
 	}
-	c, err := s.o.Sessions.Floors(ctx, sid)
+	c, err := s.o.Sessions.FloorsToChange(ctx, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (s *Server) setFloorStyle(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &set) {
 		return
 	}
-	c, err := s.o.Sessions.Floors(r.Context(), r.PathValue("id"))
+	c, err := s.o.Sessions.FloorsToChange(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeServiceError(w, r, err)
 		return

@@ -9,6 +9,20 @@ import (
 type Broker struct {
 	mu    sync.RWMutex
 	rooms map[string]*Room
+
+	// opened and removed, if set (Watch), hear of every room opened and
+	// removed, outside mu.
+	opened, removed func(*Room)
+}
+
+// Watch makes opened be called after a room is created by Open and
+// removed after Remove closed one (the cross-node bridge spans each
+// session's room). Call it before any room is opened; the functions
+// must not call back into the broker's Open or Remove.
+func (b *Broker) Watch(opened, removed func(*Room)) {
+	b.mu.Lock()
+	b.opened, b.removed = opened, removed
+	b.mu.Unlock()
 }
 
 // New returns a broker with no rooms.
@@ -17,11 +31,15 @@ func New() *Broker { return &Broker{rooms: map[string]*Room{}} }
 // Open returns the room with the given ID, creating it if needed.
 func (b *Broker) Open(id string) *Room {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	r, ok := b.rooms[id]
 	if !ok {
 		r = NewRoom(id)
 		b.rooms[id] = r
+	}
+	opened := b.opened
+	b.mu.Unlock()
+	if !ok && opened != nil {
+		opened(r)
 	}
 	return r
 }
@@ -38,9 +56,13 @@ func (b *Broker) Remove(id string) {
 	b.mu.Lock()
 	r := b.rooms[id]
 	delete(b.rooms, id)
+	removed := b.removed
 	b.mu.Unlock()
 	if r != nil {
 		r.Close()
+		if removed != nil {
+			removed(r)
+		}
 	}
 }
 

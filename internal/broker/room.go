@@ -51,6 +51,11 @@ type Member struct {
 	// Keyframe, if set, asks the sender of the member's video track for a
 	// keyframe (Track.RequestKeyframe); the sender throttles.
 	Keyframe func()
+	// OnSubscribers, if set, is called (outside the room's lock, like
+	// OnChange) with the number of subscribers of the member's track,
+	// taps included, whenever it changed: the cross-node bridge pulls a
+	// remote track only while it has local subscribers. It must not block.
+	OnSubscribers func(n int)
 }
 
 // TrackInfo describes a track for receivers that need more than its bytes.
@@ -108,6 +113,13 @@ type Room struct {
 	// subscriptions a mutation changed; unlock calls them after mu is
 	// released.
 	changed []func()
+	// watched are the tracks whose member set OnSubscribers; unlock tells
+	// each whose count differs from the last it was told.
+	watched map[*Track]func(int)
+	// onSenders, if set, is called after a track was added or removed or
+	// its member changed subgroup (SetOnSenders).
+	onSenders      func()
+	sendersChanged bool
 }
 
 // lock takes the room's mutex; unlock releases it and then tells the
@@ -117,6 +129,16 @@ func (r *Room) lock() { r.mu.Lock() }
 func (r *Room) unlock() {
 	fs := r.changed
 	r.changed = nil
+	for t, f := range r.watched {
+		if n := len(*t.subs.Load()); n != t.told {
+			t.told = n
+			fs = append(fs, func() { f(n) })
+		}
+	}
+	if r.sendersChanged && r.onSenders != nil {
+		fs = append(fs, r.onSenders)
+	}
+	r.sendersChanged = false
 	r.mu.Unlock()
 	for _, f := range fs {
 		f()
@@ -132,7 +154,7 @@ func (r *Room) touch(id string) {
 
 // NewRoom returns an empty room.
 func NewRoom(id string) *Room {
-	r := &Room{id: id, members: map[string]Member{}, tracks: map[string]*Track{}}
+	r := &Room{id: id, members: map[string]Member{}, tracks: map[string]*Track{}, watched: map[*Track]func(int){}}
 	for k := range r.rtcp {
 		r.rtcp[k].Store(&[]rtcpSub{})
 	}
@@ -178,6 +200,11 @@ func (r *Room) Join(m Member) (*Track, error) {
 			}
 		}
 		r.tracks[m.ID] = own
+		if m.OnSubscribers != nil {
+			own.told = -1
+			r.watched[own] = m.OnSubscribers
+		}
+		r.sendersChanged = true
 	}
 	if m.RTCPSink != nil {
 		old := *r.rtcp[m.Kind].Load()
@@ -200,6 +227,8 @@ func (r *Room) Leave(id string) {
 		for _, s := range *own.subs.Load() {
 			r.touch(s.member)
 		}
+		delete(r.watched, own)
+		r.sendersChanged = true
 	}
 	delete(r.members, id)
 	delete(r.tracks, id)
@@ -245,6 +274,7 @@ func (r *Room) SetGroup(id, group string) {
 	}
 	r.touch(id)
 	if own != nil {
+		r.sendersChanged = true
 		for oid, o := range r.members {
 			if oid == id || o.Kind != m.Kind {
 				continue
@@ -342,12 +372,41 @@ func (r *Room) Tracks() []*Track {
 // be a member's ID. Untap with the returned function; a tap ends by itself
 // when the track's member leaves.
 func (r *Room) Tap(t *Track, id string, s Sink) (untap func()) {
-	r.mu.Lock()
+	r.lock()
 	t.subscribe(id, s)
-	r.mu.Unlock()
+	r.unlock()
 	return func() {
-		r.mu.Lock()
+		r.lock()
 		t.unsubscribe(id)
-		r.mu.Unlock()
+		r.unlock()
 	}
+}
+
+// Sender is a track of the room with its member's subgroup.
+type Sender struct {
+	Track *Track
+	Group string
+}
+
+// Senders returns the room's tracks with their members' subgroups,
+// ordered by track ID.
+func (r *Room) Senders() []Sender {
+	r.mu.Lock()
+	out := make([]Sender, 0, len(r.tracks))
+	for pub, t := range r.tracks {
+		out = append(out, Sender{Track: t, Group: r.members[pub].Group})
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Track.id < out[j].Track.id })
+	return out
+}
+
+// SetOnSenders makes f be called (outside the room's lock, from the
+// goroutine that changed the room) after a track was added or removed or
+// its member moved to another subgroup: the cross-node bridge announces
+// the room's tracks then. f must not block; nil stops the calls.
+func (r *Room) SetOnSenders(f func()) {
+	r.mu.Lock()
+	r.onSenders = f
+	r.mu.Unlock()
 }

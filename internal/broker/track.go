@@ -45,6 +45,7 @@ type Track struct {
 	owner    string       // Member.Owner
 	keyframe func()       // Member.Keyframe
 	firstPT  atomic.Int32 // the first packet's payload type + 1; 0 before it
+	told     int          // subscribers last told to Member.OnSubscribers; guarded by the room's mu
 }
 
 // Owner returns the session member whose endpoint publishes the track ("" for none).

@@ -53,6 +53,7 @@ type Options struct {
 type Bus struct {
 	nc        *nats.Conn
 	srv       *server.Server // nil when external
+	url       string         // Options.URL, for Dial
 	clientURL string
 	nodeID    string
 	version   string
@@ -79,6 +80,7 @@ func Connect(ctx context.Context, opts Options) (*Bus, error) {
 		return nil, err
 	}
 	b := &Bus{
+		url:        opts.URL,
 		nodeID:     opts.NodeID,
 		version:    opts.Version,
 		log:        opts.Logger,
@@ -233,6 +235,24 @@ func redactURL(raw string) string {
 		return raw
 	}
 	return u.Redacted()
+}
+
+// Dial opens another connection to the same NATS (the embedded server in
+// process, or the external cluster with reconnects for ever), named
+// convene-<node>-<name>: the cross-node media bridge sends audio and video
+// on connections of their own. The caller closes it.
+func (b *Bus) Dial(name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name("convene-" + b.nodeID + "-" + name)}
+	if b.srv != nil {
+		opts = append(opts, nats.InProcessServer(b.srv))
+	} else {
+		opts = append(opts, nats.MaxReconnects(-1))
+	}
+	nc, err := nats.Connect(b.url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect %s: %w", name, err)
+	}
+	return nc, nil
 }
 
 // Conn returns the underlying NATS connection.

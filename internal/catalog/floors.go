@@ -34,17 +34,37 @@ func (s *Store) LinkPoliced(ctx context.Context, linkID string) (bool, error) {
 // SaveFloorState stores one floor's state of a session (an opaque
 // document, JSON from the floor package), replacing what was there.
 func (s *Store) SaveFloorState(ctx context.Context, sessionID, floor string, state []byte) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO floor_states (session_id, floor, state, updated_at)
-VALUES (?, ?, ?, ?)
-ON CONFLICT (session_id, floor) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`),
-		sessionID, floor, string(state), time.Now().UnixMilli())
-	if err != nil {
-		if isFKViolation(err) {
-			return fmt.Errorf("catalog: save floor state: session %q: %w", sessionID, ErrNotFound)
-		}
+	_, err := s.db.ExecContext(ctx, s.q(saveFloorSQL), sessionID, floor, string(state), time.Now().UnixMilli())
+	return floorErr(err, sessionID)
+}
+
+// SaveFloorStateFenced is SaveFloorState by the session's owner: it is
+// refused with ErrFenced unless l is still the session's current lease at
+// now, so a node that lost the session (partitioned, taken over) never
+// overwrites the new owner's floors.
+func (s *Store) SaveFloorStateFenced(ctx context.Context, l Lease, now time.Time, floor string, state []byte) error {
+	err := s.fenced(ctx, l, now, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(saveFloorSQL), l.SessionID, floor, string(state), now.UnixMilli())
+		return err
+	})
+	if errors.Is(err, ErrFenced) {
 		return fmt.Errorf("catalog: save floor state: %w", err)
 	}
-	return nil
+	return floorErr(err, l.SessionID)
+}
+
+const saveFloorSQL = `INSERT INTO floor_states (session_id, floor, state, updated_at)
+VALUES (?, ?, ?, ?)
+ON CONFLICT (session_id, floor) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`
+
+func floorErr(err error, sessionID string) error {
+	switch {
+	case err == nil:
+		return nil
+	case isFKViolation(err):
+		return fmt.Errorf("catalog: save floor state: session %q: %w", sessionID, ErrNotFound)
+	}
+	return fmt.Errorf("catalog: save floor state: %w", err)
 }
 
 // FloorStates returns the stored floor states of a session by floor name.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/conversation"
+	"github.com/convene/convene/internal/testutil"
 )
 
 // chatter is a member's conversation socket with package conversation's
@@ -209,5 +210,60 @@ func TestPhoneChatsByMessage(t *testing.T) {
 	phone.wait(t)
 	if v := metricValue(t, n, `convene_sip_chat_messages_total{result="sent"}`); v != 1 {
 		t.Errorf("MESSAGEs sent to phones: %v", v)
+	}
+}
+
+// TestChatAcrossNodes: two members of one session on different nodes of
+// a cluster (external NATS, PostgreSQL) chat: what node A accepts reaches
+// the member on node B over the relay, and back; the numbers are the
+// shared catalog's.
+func TestChatAcrossNodes(t *testing.T) {
+	c := startCluster(t, "node-a", "node-b")
+	a, b := c.nodes[0], c.nodes[1]
+	s := createSession(t, a, "chat across nodes")
+	_, atok := joinMember(t, a, s.ID, "Ada")
+	_, btok := joinMember(t, b, s.ID, "Bob")
+	ada := dialChat(t, a, s.ID, atok)
+	bob := dialChat(t, b, s.ID, btok)
+	if ada.hello.Self == bob.hello.Self {
+		t.Fatalf("Ada and Bob have one number, %d", ada.hello.Self)
+	}
+	ada.p.Grow(3)
+	bob.p.Grow(3)
+	// Node B's subscription reaches A's server through the routes in a
+	// moment: Ada says something until Bob hears it, never a timed wait.
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		ada.say("ping")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		for {
+			typ, b, err := bob.c.Read(ctx)
+			if err != nil {
+				return "no line of Ada's reached Bob on node B"
+			}
+			if typ == websocket.MessageBinary && len(b) > 0 {
+				return ""
+			}
+		}
+	})
+	ada.say("hello Bob")
+	for {
+		m, _ := bob.read()
+		if m != nil && string(m.Payload) == "hello Bob" {
+			if uint32(m.Sender) != ada.hello.Self {
+				t.Errorf("from %d, Ada is %d", m.Sender, ada.hello.Self)
+			}
+			break
+		}
+	}
+	bob.say("hi Ada, from node B")
+	for {
+		m, _ := ada.read()
+		if m != nil && string(m.Payload) == "hi Ada, from node B" {
+			break
+		}
+	}
+	if v := metricValue(t, b, "convene_chat_relayed_total"); v < 2 {
+		t.Errorf("node B relayed %v messages", v)
 	}
 }

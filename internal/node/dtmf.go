@@ -81,8 +81,9 @@ func (d *dtmf) toggleMute(sessionID, member string) {
 func (d *dtmf) toggleFloor(sessionID, member string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := d.sessions.Floors(ctx, sessionID)
+	c, err := d.sessions.FloorsToChange(ctx, sessionID)
 	if err != nil {
+		d.log.Info("dtmf floor", "session", sessionID, "member", member, "err", err)
 		return
 	}
 	if c.Holds(member, "audio") {

@@ -12,7 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/convene/convene/internal/api"
+	"github.com/convene/convene/internal/bridge"
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/capacity"
@@ -49,10 +52,15 @@ type Node struct {
 	cat      *catalog.Store
 	bus      *bus.Bus
 	registry *registry.Registry // the cluster's nodes, from their heartbeats
-	socks    rtplink.Sockets
-	sessions *session.Service
-	mixers   *mixer.Service
-	super    *supervise.Supervisor
+	// bridge spans the sessions' rooms across the cluster's nodes;
+	// bridgeConns are its audio and video connections.
+	bridge      *bridge.Bridge
+	bridgeConns []*nats.Conn
+	floorWatch  *nats.Subscription // other nodes' floor events (watchFloors)
+	socks       rtplink.Sockets
+	sessions    *session.Service
+	mixers      *mixer.Service
+	super       *supervise.Supervisor
 	// transcode gives browsers phones' G.711 as Opus.
 	transcode *transcode.Hub
 	dtmf      *dtmf
@@ -94,6 +102,17 @@ func busToken(id string) string {
 	}, id)
 }
 
+// leaseHolder is the node's ID for session ownership (session.Options.Node)
+// when its catalog is shared (PostgreSQL: a cluster); "" on SQLite, where
+// the node is alone and owns every session it has, as before leases: a
+// lone node whose node_id changes (a new hostname) still restores them all.
+func leaseHolder(cfg config.Config) string {
+	if cfg.Catalog.Driver == config.DriverPostgres {
+		return cfg.NodeID
+	}
+	return ""
+}
+
 // Start opens everything a node needs and starts serving. cfg must be
 // validated; Start resolves its derived defaults.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version string) (n *Node, err error) {
@@ -116,6 +135,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.registry, err = registry.New(registry.Options{Watcher: n.bus, Logger: log}); err != nil {
 		return nil, err
 	}
+	rooms := broker.New()
+	if n.bridge, n.bridgeConns, err = startBridge(n.bus, log); err != nil {
+		return nil, err
+	}
+	rooms.Watch(n.bridge.Open, n.bridge.Close)
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -139,8 +163,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		OnSpeakers: func(sessionID, group string, members []string) {
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
+	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
+		Node:    leaseHolder(cfg),
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
@@ -148,7 +173,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov))
+		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
@@ -158,6 +183,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
 			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
 		}, Logger: log.With("component", "playback")})
+	if n.floorWatch, err = watchFloors(n.bus, n.sessions); err != nil {
+		return nil, err
+	}
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -221,7 +249,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.hbCancel, n.hbDone = cancel, make(chan struct{})
 	go func() {
 		defer close(n.hbDone)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); n.sessions.RunLeases(hbCtx) }()
 		n.bus.RunHeartbeat(hbCtx, cfg.HeartbeatInterval.Std(), n.load)
+		wg.Wait()
 	}()
 	log.Info("node started", "node", cfg.NodeID, "url", n.URL(), "rtp", n.socks.RTP.LocalAddr().String(),
 		"rtcp", n.socks.RTCP.LocalAddr().String(), "nats", natsDesc(n.bus), "catalog", cfg.Catalog.Driver, "data_dir", cfg.DataDir)
@@ -340,6 +372,15 @@ func (n *Node) closeAll() error {
 	}
 	if n.registry != nil {
 		n.registry.Close()
+	}
+	if n.floorWatch != nil {
+		_ = n.floorWatch.Unsubscribe()
+	}
+	if n.bridge != nil {
+		n.bridge.Shutdown()
+	}
+	for _, c := range n.bridgeConns {
+		c.Close()
 	}
 	if n.bus != nil {
 		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {

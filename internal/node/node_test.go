@@ -93,10 +93,12 @@ func call(t *testing.T, method, url string, body any, out any) int {
 }
 
 type sessionJSON struct {
-	ID     string     `json:"id"`
-	State  string     `json:"state"`
-	Links  []linkJSON `json:"links"`
-	Tracks []struct {
+	ID         string     `json:"id"`
+	State      string     `json:"state"`
+	Owner      string     `json:"owner"`
+	OwnerEpoch int64      `json:"owner_epoch"`
+	Links      []linkJSON `json:"links"`
+	Tracks     []struct {
 		ID          string `json:"id"`
 		Publisher   string `json:"publisher"`
 		Subscribers int    `json:"subscribers"`

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/floor"
 )
@@ -107,7 +106,7 @@ func (f *floorSaver) changed(typ event.Type) {
 
 // run writes the floors of session id until close; the last write is after
 // close was called.
-func (f *floorSaver) run(cat *catalog.Store, id string, floors *floor.Controller, log *slog.Logger) {
+func (f *floorSaver) run(write func(ctx context.Context, floor string, state []byte) error, id string, floors *floor.Controller, log *slog.Logger) {
 	defer close(f.done)
 	save := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -119,7 +118,7 @@ func (f *floorSaver) run(cat *catalog.Store, id string, floors *floor.Controller
 		for _, st := range floors.States() {
 			b, err := json.Marshal(st)
 			if err == nil {
-				err = cat.SaveFloorState(ctx, id, st.Name, b)
+				err = write(ctx, st.Name, b)
 			}
 			if err != nil {
 				log.Error("save floor state", "session", id, "floor", st.Name, "err", err)

@@ -53,6 +53,9 @@ func (s *Service) CreateSession(ctx context.Context, req NewSession) (Session, e
 	if err := s.o.Catalog.CreateSession(ctx, rec); err != nil {
 		return Session{}, wrapCatalog(err)
 	}
+	if _, err := s.acquire(ctx, rec.ID); err != nil { // a new session: nobody else holds it
+		return Session{}, err
+	}
 	s.newControl(rec.ID)
 	s.publish(rec.ID, event.Created, map[string]any{"name": req.Name, "start_at": rec.StartAt, "end_at": rec.EndAt})
 	if !scheduled {
@@ -146,12 +149,29 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 	}
 	ls := &liveSession{room: s.o.Broker.Open(id), links: map[string]*liveLink{}}
 	s.live[id] = ls
+	return s.restoreLinks(ctx, id, ls, "")
+}
+
+// restoreLinks attaches the session's stored links this node runs (see
+// restores) and, with rehome, those of node rehome (an owner that stopped:
+// they move here); mu is held.
+func (s *Service) restoreLinks(ctx context.Context, id string, ls *liveSession, rehome string) error {
 	links, err := s.o.Catalog.ListLinks(ctx, id)
 	if err != nil {
 		return err
 	}
 	c := s.ctl[id]
 	for _, lr := range links {
+		if ls.links[lr.ID] != nil {
+			continue
+		}
+		mine, err := s.restores(ctx, id, lr.ID, rehome)
+		if err != nil {
+			return err
+		}
+		if !mine {
+			continue
+		}
 		member, err := s.o.Catalog.LinkMember(ctx, lr.ID)
 		if err != nil {
 			return err
@@ -166,6 +186,14 @@ func (s *Service) openMedia(ctx context.Context, id string) error {
 			continue
 		}
 		ls.links[lr.ID] = l
+		if rehome != "" && s.o.Node != "" {
+			if err := s.o.Catalog.SetLinkNode(ctx, lr.ID, s.o.Node); err != nil {
+				s.log.Warn("re-home link", "session", id, "link", lr.ID, "err", err)
+			}
+			v := linkView(l)
+			s.publish(id, event.LinkAdded, v) // its new local address, for the endpoint to send to
+			s.log.Info("link re-homed", "session", id, "link", lr.ID, "from", rehome, "local", v.Local)
+		}
 	}
 	return nil
 }
@@ -215,7 +243,7 @@ func (s *Service) disarm(id string) {
 func (s *Service) fire(id, action string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.draining {
+	if s.draining || !s.Owns(id) {
 		return
 	}
 	ctx := context.Background()
@@ -245,6 +273,11 @@ func (s *Service) Restore(ctx context.Context) error {
 	for _, rec := range recs {
 		if Final(rec.State) || s.ctl[rec.ID] != nil {
 			continue
+		}
+		if ok, err := s.acquire(ctx, rec.ID); err != nil {
+			return err
+		} else if !ok {
+			continue // another node's; RunLeases takes it if its lease expires
 		}
 		if _, err := s.loadControl(ctx, rec.ID); err != nil {
 			return err

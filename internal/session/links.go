@@ -267,6 +267,11 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	if err != nil {
 		return Link{}, wrapCatalog(err)
 	}
+	if s.live[sessionID] == nil && s.o.Node != "" && sess.State == StateActivated {
+		if err := s.participate(ctx, sessionID); err != nil { // another node owns it
+			return Link{}, err
+		}
+	}
 	ls := s.live[sessionID]
 	if ls == nil {
 		return Link{}, fmt.Errorf("%w: session is %s, not %s", ErrConflict, sess.State, StateActivated)
@@ -275,7 +280,7 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	rec.CreatedAt = s.o.Now().UTC()
 	c := s.ctl[sessionID]
 	if member != "" {
-		mem, ok := c.members[member]
+		mem, ok := s.member(ctx, c, sessionID, member)
 		if !ok {
 			return Link{}, fmt.Errorf("%w: session %s has no member %q", ErrInvalid, sessionID, member)
 		}
@@ -303,6 +308,9 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	}
 	if err == nil && policed {
 		err = s.o.Catalog.SetLinkPoliced(ctx, rec.ID)
+	}
+	if err == nil && s.o.Node != "" {
+		err = s.o.Catalog.SetLinkNode(ctx, rec.ID, s.o.Node)
 	}
 	if err != nil {
 		_ = s.o.Catalog.RemoveLink(ctx, rec.ID)
@@ -366,6 +374,7 @@ func (s *Service) Drain() {
 		s.o.Broker.Remove(id)
 	}
 	s.live = map[string]*liveSession{}
+	s.releaseAll()
 }
 
 // Load are the figures of a node's media.

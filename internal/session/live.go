@@ -51,12 +51,19 @@ func (s *Service) AttachLive(ctx context.Context, sessionID, memberID string, re
 	if s.draining {
 		return Link{}, ErrDraining
 	}
+	if s.live[sessionID] == nil && s.o.Node != "" {
+		if rec, err := s.o.Catalog.GetSession(ctx, sessionID); err == nil && rec.State == StateActivated {
+			if err := s.participate(ctx, sessionID); err != nil {
+				return Link{}, err
+			}
+		}
+	}
 	ls := s.live[sessionID]
 	c := s.ctl[sessionID]
 	if ls == nil || c == nil {
 		return Link{}, fmt.Errorf("%w: session %s is not %s", ErrConflict, sessionID, StateActivated)
 	}
-	mem, ok := c.members[memberID]
+	mem, ok := s.member(ctx, c, sessionID, memberID)
 	if !ok {
 		return Link{}, fmt.Errorf("%w: session %s has no member %q", ErrNotFound, sessionID, memberID)
 	}

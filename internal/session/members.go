@@ -21,6 +21,9 @@ type control struct {
 	gates     *gates
 	members   map[string]catalog.Member
 	subgroups map[string]catalog.Subgroup
+	// mirrored are the owner's floor states (as stored) last applied to
+	// the gates, on a node that does not own the session (floormirror.go).
+	mirrored map[string]string
 }
 
 // Member is a session member as the API shows it.
@@ -45,19 +48,35 @@ type Subgroup struct {
 // newControl is called with mu held.
 func (s *Service) newControl(id string) *control {
 	g := newGates()
-	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{}}
-	c.floors = floor.New(floor.Options{
+	c := &control{gates: g, saver: newFloorSaver(), members: map[string]catalog.Member{}, subgroups: map[string]catalog.Subgroup{},
+		mirrored: map[string]string{}}
+	c.floors = s.newFloors(id, c)
+	go c.saver.run(func(ctx context.Context, name string, b []byte) error { return s.saveFloor(ctx, id, name, b) },
+		id, c.floors, s.log)
+	s.ctl[id] = c
+	return c
+}
+
+// newFloors makes a session's floor controller. Only the owner's floors
+// decide and tell: on any other node the controller is a reader's copy,
+// and the gates follow the owner's stored state (mirrorFloors).
+func (s *Service) newFloors(id string, c *control) *floor.Controller {
+	return floor.New(floor.Options{
 		Emit: func(typ event.Type, data any) {
+			if !s.Owns(id) {
+				return
+			}
 			s.publish(id, typ, data)
 			c.saver.changed(typ)
 		},
-		Gate:     g.set,
-		Activity: g.activity,
+		Gate: func(name string, enforced bool, holders map[string]bool) {
+			if s.Owns(id) {
+				c.gates.set(name, enforced, holders)
+			}
+		},
+		Activity: c.gates.activity,
 		Now:      s.o.Now,
 	})
-	go c.saver.run(s.o.Catalog, id, c.floors, s.log)
-	s.ctl[id] = c
-	return c
 }
 
 // dropControl is called with mu held.
@@ -78,7 +97,59 @@ func (s *Service) control(ctx context.Context, id string) (*control, error) {
 	if err != nil {
 		return nil, wrapCatalog(err)
 	}
+	if s.o.Node != "" && !Final(rec.State) && !s.draining { // owned by another node
+		if rec.State == StateActivated {
+			err = s.participate(ctx, id)
+		} else {
+			_, err = s.loadControl(ctx, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s.ctl[id], nil
+	}
 	return nil, &StateError{State: rec.State, Action: "change"}
+}
+
+// member returns a member of a session, from the catalog when c does not
+// know it yet (it joined through another node); mu is held.
+func (s *Service) member(ctx context.Context, c *control, sessionID, memberID string) (catalog.Member, bool) {
+	if m, ok := c.members[memberID]; ok || s.o.Node == "" {
+		return m, ok
+	}
+	s.syncMembers(ctx, c, sessionID)
+	m, ok := c.members[memberID]
+	return m, ok
+}
+
+// syncMembers catches c up with what other nodes did to the session's
+// members: members who joined there are added, subgroups made there are
+// known, and a member moved there is moved here too, with this node's
+// links of it (so subgroups hold in every node's room); mu is held.
+func (s *Service) syncMembers(ctx context.Context, c *control, sessionID string) {
+	gs, err := s.o.Catalog.ListSubgroups(ctx, sessionID)
+	if err != nil {
+		s.log.Warn("read subgroups", "session", sessionID, "err", err)
+		return
+	}
+	for _, g := range gs {
+		c.subgroups[g.ID] = g
+	}
+	ms, err := s.o.Catalog.ListMembers(ctx, sessionID)
+	if err != nil {
+		s.log.Warn("read members", "session", sessionID, "err", err)
+		return
+	}
+	for _, m := range ms {
+		old, ok := c.members[m.ID]
+		switch {
+		case !ok:
+			c.members[m.ID] = m
+			c.floors.AddMember(m.ID, m.Role, m.Subgroup)
+		case old.Subgroup != m.Subgroup:
+			s.regroup(sessionID, c, m.ID, m.Subgroup)
+		}
+	}
 }
 
 // Floors returns the floor controller of a session that is not over.
@@ -271,6 +342,15 @@ func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, 
 	if err := s.o.Catalog.SetMemberSubgroup(ctx, memberID, group); err != nil {
 		return wrapCatalog(err)
 	}
+	s.regroup(sessionID, c, memberID, group)
+	s.publish(sessionID, event.MemberUpdated, map[string]string{"id": memberID, "subgroup": group})
+	return nil
+}
+
+// regroup moves a member and this node's links of it to a subgroup; mu is
+// held.
+func (s *Service) regroup(sessionID string, c *control, memberID, group string) {
+	m := c.members[memberID]
 	m.Subgroup = group
 	c.members[memberID] = m
 	c.floors.SetGroup(memberID, group)
@@ -286,8 +366,6 @@ func (s *Service) moveMember(ctx context.Context, sessionID string, c *control, 
 			}
 		}
 	}
-	s.publish(sessionID, event.MemberUpdated, map[string]string{"id": memberID, "subgroup": group})
-	return nil
 }
 
 // DeleteSubgroup removes a subgroup; its members return to the main session.

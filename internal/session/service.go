@@ -45,8 +45,14 @@ type Options struct {
 	// Admission, if set, refuses new links and joins past the node's
 	// capacity (admit.go).
 	Admission Admission
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Node is this node's ID in a cluster: with it, sessions have one owner
+	// node at a time by a lease in the catalog (owner.go), renewed every
+	// LeaseRenew (default 2 s) and expiring LeaseTTL (default 6 s) after the
+	// last renewal. "" owns every session, as a lone node.
+	Node                 string
+	LeaseTTL, LeaseRenew time.Duration
+	Logger               *slog.Logger
+	Now                  func() time.Time
 }
 
 // Service is the session service of one node.
@@ -63,6 +69,10 @@ type Service struct {
 	openers  map[string]opener
 
 	refusedLinks atomic.Uint64 // by the destination policy or a cap
+
+	leaseMu    sync.Mutex               // guards owned; after mu
+	owned      map[string]catalog.Lease // the sessions this node owns (Options.Node)
+	lostLeases atomic.Uint64
 }
 
 // RefusedLinks counts the links refused by the destination policy or a cap
@@ -112,8 +122,14 @@ func New(o Options) *Service {
 	if o.Queue <= 0 {
 		o.Queue = 512
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseRenew <= 0 {
+		o.LeaseRenew = DefaultLeaseRenew
+	}
 	return &Service{o: o, log: o.Logger, live: map[string]*liveSession{}, ctl: map[string]*control{},
-		timers: map[string][]*time.Timer{}, openers: openers()}
+		timers: map[string][]*time.Timer{}, openers: openers(), owned: map[string]catalog.Lease{}}
 }
 
 func newID(prefix string) string {
@@ -151,7 +167,13 @@ func (s *Service) Get(ctx context.Context, id string) (Session, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.view(rec), nil
+	v := s.view(rec)
+	if s.o.Node != "" && !Final(rec.State) {
+		if l, err := s.o.Catalog.Owner(ctx, id); err == nil {
+			v.Owner, v.OwnerEpoch = l.Node, l.Epoch
+		}
+	}
+	return v, nil
 }
 
 // List returns every session in the catalog.

@@ -53,6 +53,11 @@ type Session struct {
 	// Members counts the members; Floors are the floors while not over.
 	Members int           `json:"members"`
 	Floors  []floor.State `json:"floors,omitempty"`
+	// Owner is the node that owns the session (its lease in the catalog,
+	// in a cluster) and OwnerEpoch the lease's fencing token; only Get
+	// fills them in.
+	Owner      string `json:"owner,omitempty"`
+	OwnerEpoch int64  `json:"owner_epoch,omitempty"`
 }
 
 // Track is a broker track with its counters.
