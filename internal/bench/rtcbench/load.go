@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -260,12 +259,7 @@ func histPct(h []uint64, p float64) float64 {
 
 // janusSubscribe joins the VideoRoom as a subscriber of feed.
 func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subscriber) error {
-	h, err := js.Attach(ctx, "janus.plugin.videoroom")
-	if err != nil {
-		return err
-	}
-	ev, err := h.Message(ctx, map[string]any{"request": "join", "ptype": "subscriber", "room": Room,
-		"streams": []map[string]any{{"feed": feed}}}, nil, "attached")
+	h, offer, err := js.Subscribe(ctx, Room, []int64{feed})
 	if err != nil {
 		return err
 	}
@@ -273,11 +267,11 @@ func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subsc
 		return err
 	}
 	s.close = s.c.Close
-	ans, err := s.c.AnswerOffer(janus.SDP(ev))
+	ans, err := s.c.AnswerOffer(offer)
 	if err != nil {
 		return err
 	}
-	if _, err = h.Message(ctx, map[string]any{"request": "start"}, map[string]any{"type": "answer", "sdp": ans}, "event"); err != nil {
+	if err = h.Start(ctx, ans); err != nil {
 		return err
 	}
 	// Equal quality: the highest simulcast layer, as Convene's subscribers
@@ -285,25 +279,10 @@ func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subsc
 	// layer, and numbers rid layers in the reverse of the SDP's l;m;h
 	// order: its substream 0 is our "h" (checked by the packet rate each
 	// subscriber gets, the same as Convene's).
-	if mid := videoMid(janus.SDP(ev)); mid != "" {
+	if mid := janus.VideoMid(offer); mid != "" {
 		_, err = h.Message(ctx, map[string]any{"request": "configure", "streams": []map[string]any{{"mid": mid, "substream": 0, "temporal": 2}}}, nil, "")
 	}
 	return err
-}
-
-// videoMid finds the mid of an SDP's video section.
-func videoMid(sdp string) string {
-	video := false
-	for _, l := range strings.Split(sdp, "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "m=") {
-			video = strings.HasPrefix(l, "m=video")
-		}
-		if video && strings.HasPrefix(l, "a=mid:") {
-			return strings.TrimPrefix(l, "a=mid:")
-		}
-	}
-	return ""
 }
 
 // JanusPublish joins the VideoRoom as the publisher and returns its feed.
@@ -312,26 +291,18 @@ func JanusPublish(ctx context.Context, url string, pub *rtctest.Client, offer st
 	if err != nil {
 		return 0, nil, err
 	}
-	h, err := js.Attach(ctx, "janus.plugin.videoroom")
-	if err != nil {
-		js.Close()
-		return 0, nil, err
-	}
-	ev, err := h.Message(ctx, map[string]any{"request": "joinandconfigure", "ptype": "publisher", "room": Room, "display": "pub",
-		"audio": true, "video": true}, map[string]any{"type": "offer", "sdp": offer}, "joined")
+	_, answer, id, err := js.Publish(ctx, Room, "pub", offer)
 	if err != nil {
 		js.Close()
 		return 0, nil, err
 	}
 	if os.Getenv("JANUS_DEBUG") != "" {
-		fmt.Fprintln(os.Stderr, janus.SDP(ev))
+		fmt.Fprintln(os.Stderr, answer)
 	}
-	if err := pub.SetAnswer(janus.SDP(ev)); err != nil {
+	if err := pub.SetAnswer(answer); err != nil {
 		js.Close()
 		return 0, nil, err
 	}
-	pd := ev["plugindata"].(map[string]any)["data"].(map[string]any)
-	id, _ := pd["id"].(float64)
 	// Janus lists the feed for subscribers once its media is up.
 	for pub.Pub.ConnectionState() != webrtc.PeerConnectionStateConnected {
 		select {
@@ -342,5 +313,5 @@ func JanusPublish(ctx context.Context, url string, pub *rtctest.Client, offer st
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	return int64(id), js.Close, nil
+	return id, js.Close, nil
 }
