@@ -1,20 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/convene/convene/internal/bench/loadgen"
 	"github.com/convene/convene/internal/bench/mixbench"
 )
 
@@ -48,45 +41,20 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	if bin == "" {
 		return 1
 	}
-	steps := map[string][]int{}
-	for codec, list := range map[string]string{"g711": *g711Steps, "opus": *opusSteps} {
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				fmt.Fprintf(stderr, "convene-bench mixer: bad step %q\n", f)
-				return 2
-			}
-			steps[codec] = append(steps[codec], n)
-		}
+	steps, ok := intLists("mixer", map[string]string{"g711": *g711Steps, "opus": *opusSteps}, stderr)
+	if !ok {
+		return 2
 	}
-	lock := lockBench("mixer", *wait, stderr)
-	if lock == nil {
+	b := begin("mixer", *out, *wait, stderr)
+	if b == nil {
 		return 1
 	}
-	defer lock.Close()
-	_ = loadgen.FileLimit()
-	tmp := benchDirs("mixer", *out, stderr)
-	if tmp == "" {
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := mixbench.Run(ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
-		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, Profile: *profile,
+	defer b.end()
+	res, err := mixbench.Run(b.ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
+		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: b.tmp, Log: stdout, Out: *out, Profile: *profile,
 		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice, Notes: nonEmpty(*note)})
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench mixer:", err)
-		return 1
-	}
-	path, err := mixbench.Write(*out, res)
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench mixer:", err)
-		return 1
-	}
-	fmt.Fprint(stdout, mixbench.Format(res))
-	fmt.Fprintln(stdout, "report:", path)
-	return 0
+	return report("mixer", stdout, stderr, err, func() (string, error) { return mixbench.Write(*out, res) },
+		func() string { return mixbench.Format(res) })
 }
 
 func nonEmpty(s string) []string {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,42 +48,19 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
 		return 1
 	}
-	var steps []int
-	for _, f := range strings.Split(*stepList, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "convene-bench webrtc: bad step %q\n", f)
-			return 2
-		}
-		steps = append(steps, n)
+	steps, ok := intList("webrtc", *stepList, stderr)
+	if !ok {
+		return 2
 	}
-	lock := lockBench("webrtc", *wait, stderr)
-	if lock == nil {
+	b := begin("webrtc", *out, *wait, stderr)
+	if b == nil {
 		return 1
 	}
-	defer lock.Close()
-	_ = loadgen.FileLimit()
-	tmp := benchDirs("webrtc", *out, stderr)
-	if tmp == "" {
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := rtcbench.Run(ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
-		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
-		return 1
-	}
-	path, err := rtcbench.Write(*out, res)
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
-		return 1
-	}
-	fmt.Fprint(stdout, rtcbench.Format(res))
-	fmt.Fprintln(stdout, "report:", path)
-	return 0
+	defer b.end()
+	res, err := rtcbench.Run(b.ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
+		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: b.tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
+	return report("webrtc", stdout, stderr, err, func() (string, error) { return rtcbench.Write(*out, res) },
+		func() string { return rtcbench.Format(res) })
 }
 
 // rtcLoadCmd is the benchmark's load process: it reads a LoadConfig as

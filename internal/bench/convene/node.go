@@ -5,6 +5,7 @@
 package convene
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -155,4 +156,37 @@ func (n *Node) API(method, path string, body any, out any) error {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Metric returns the sum of the samples of the Prometheus metric name on
+// the node's /metrics (a counter or gauge; every label set of it), and
+// false when the node does not answer or has no such metric.
+func (n *Node) Metric(name string) (float64, bool) {
+	req, _ := http.NewRequest("GET", n.URL+"/metrics", nil)
+	req.Header.Set("X-API-Key", n.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	var sum float64
+	found := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			sum += v
+			found = true
+		}
+	}
+	return sum, found
 }

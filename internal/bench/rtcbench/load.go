@@ -175,7 +175,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer
 			continue
 		}
 		b, a := before.per[i], after.per[i]
-		if exp := a[1] - b[1]; exp > 0 && a[0]-b[0] < exp && float64(exp-(a[0]-b[0]))/float64(exp) > maxLoss {
+		if exp := a[1] - b[1]; exp > 0 && a[0]-b[0] < exp && float64(exp-(a[0]-b[0]))/float64(exp) > MaxLoss {
 			res.Lossy++
 		}
 	}
@@ -189,7 +189,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer
 	for i := range hist {
 		hist[i] = after.lat[i] - before.lat[i]
 	}
-	res.LatP50, res.LatP95, res.LatP99 = histPct(hist[:], 0.5), histPct(hist[:], 0.95), histPct(hist[:], 0.99)
+	res.LatP50, res.LatP95, res.LatP99 = HistPct(hist[:], 0.5), HistPct(hist[:], 0.95), HistPct(hist[:], 0.99)
 	return json.NewEncoder(out).Encode(res)
 }
 
@@ -238,7 +238,9 @@ func pct(v []float64, p float64) float64 {
 	return v[min(len(v)-1, int(p*float64(len(v))))]
 }
 
-func histPct(h []uint64, p float64) float64 {
+// HistPct is the p-th percentile of a histogram of 1 ms buckets (as
+// rtctest.Recv.Latency counts), as the middle of its bucket.
+func HistPct(h []uint64, p float64) float64 {
 	var total uint64
 	for _, n := range h {
 		total += n
