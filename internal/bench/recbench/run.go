@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convene/convene/internal/bench/convene"
 	"github.com/convene/convene/internal/bench/proc"
 	"github.com/convene/convene/internal/bench/results"
 	"github.com/convene/convene/internal/bench/rtcbench"
@@ -75,6 +76,11 @@ type Point struct {
 	// it does not say.
 	Drops float64 `json:"server_drops"`
 	Live  Live    `json:"live"`
+	// NodeDelayP99 is the 99th percentile of the server's own forwarding
+	// delay to the listeners over the window, ms, as the upper bound of
+	// its histogram's bucket (Convene's convene_webrtc_forward_delay_seconds);
+	// 0 when the server does not say.
+	NodeDelayP99 float64 `json:"node_delay_p99_ms,omitempty"`
 	// SendLagMax is how late, at worst, the load sent a frame against its
 	// schedule, ms.
 	SendLagMax float64 `json:"send_lag_max_ms"`
@@ -323,9 +329,9 @@ func (s *series) grow(ctx context.Context, n int) error {
 }
 
 func logPoint(w io.Writer, s Series, p Point) {
-	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
+	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%gms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
 		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, 100*p.Live.Loss, p.Live.Late,
-		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
+		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.NodeDelayP99, p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
 }
 
 // step measures the server over a window after the warm-up: the
@@ -344,10 +350,12 @@ func (s *series) step(ctx context.Context) Point {
 		m                proc.CPU
 		at               time.Time
 		live             listen
+		delay            map[float64]float64
 	}
 	take := func() sample {
 		var a sample
 		a.drops = s.srv.drops()
+		a.delay = s.srv.delay()
 		_, a.cpu, _ = proc.Process(s.srv.pid())
 		_, a.self, _ = proc.Process(os.Getpid())
 		a.m, _ = proc.ReadCPU()
@@ -387,6 +395,9 @@ func (s *series) step(ctx context.Context) Point {
 	p.Sent = ws.sent()
 	p.Nominal = float64(len(s.streams)) * s.shape.PacketsPerSecond() * el
 	p.Live = b.live.since(a.live)
+	if a.delay != nil && b.delay != nil {
+		p.NodeDelayP99 = convene.HistogramPct(a.delay, b.delay, 0.99)
+	}
 	if a.drops >= 0 && b.drops >= 0 {
 		p.Drops = b.drops - a.drops
 	}

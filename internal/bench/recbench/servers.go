@@ -11,6 +11,7 @@ import (
 
 	"github.com/convene/convene/internal/bench/convene"
 	"github.com/convene/convene/internal/bench/janus"
+	"github.com/convene/convene/internal/bench/rtcbench"
 	"github.com/convene/convene/internal/rtctest"
 )
 
@@ -27,6 +28,10 @@ type server interface {
 	// drops is what the server says its recorder dropped so far; -1 when
 	// it does not say.
 	drops() float64
+	// delay is the server's histogram of its own forwarding delay to
+	// the listeners (cumulative counts by upper bound in seconds); nil
+	// when it does not say.
+	delay() map[float64]float64
 	stop()
 }
 
@@ -99,6 +104,8 @@ func (c *conveneRecorder) drops() float64 {
 	return -1
 }
 
+func (c *conveneRecorder) delay() map[float64]float64 { return c.n.Histogram(rtcbench.DelayMetric) }
+
 func (c *conveneRecorder) member(sid string) (string, error) {
 	var j struct{ Token struct{ Token string } }
 	err := c.n.API("POST", "/api/v1/sessions/"+sid+"/members", map[string]string{"name": "m", "role": "participant"}, &j)
@@ -167,10 +174,11 @@ func startJanus(ctx context.Context, cfg Config, name, dir string) (*janusRecord
 	return r, nil
 }
 
-func (r *janusRecorder) pid() int           { return r.j.PID() }
-func (r *janusRecorder) version() string    { return r.j.Version }
-func (r *janusRecorder) recordings() string { return r.dir }
-func (r *janusRecorder) drops() float64     { return -1 }
+func (r *janusRecorder) pid() int                   { return r.j.PID() }
+func (r *janusRecorder) version() string            { return r.j.Version }
+func (r *janusRecorder) recordings() string         { return r.dir }
+func (r *janusRecorder) drops() float64             { return -1 }
+func (r *janusRecorder) delay() map[float64]float64 { return nil }
 func (r *janusRecorder) stop() {
 	if r.s != nil {
 		r.s.Close()

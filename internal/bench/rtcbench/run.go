@@ -322,7 +322,7 @@ func step(ctx context.Context, cfg Config, srv server, lc LoadConfig) (Point, er
 		if strings.HasPrefix(line, "{") {
 			_, cpu1, _ := proc.Process(srv.pid())
 			if hasDelay && d0 != nil {
-				p.NodeDelayP95 = delayPct(d0, dl.delayBuckets(), 0.95)
+				p.NodeDelayP95 = convene.HistogramPct(d0, dl.delayBuckets(), 0.95)
 			}
 			if m1, err := proc.ReadCPU(); err == nil {
 				p.MachineBusy, _ = m1.Since(m0)
