@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
+	"github.com/pion/transport/v5"
+	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/codec"
@@ -52,6 +55,12 @@ type Options struct {
 	// Decode makes the client decode the Opus audio it receives, kept per
 	// track (Recv.PCM) for tests that listen to what a browser hears.
 	Decode bool
+	// ReadBuffer, when not zero, is the receive buffer (SO_RCVBUF) of the
+	// client's sockets: a load that receives video bursts in one process
+	// gives its clients one as a browser's, so that the load's kernel
+	// does not drop what the server sent in time (the default, 208 KiB on
+	// Linux, holds about 90 packets of 1,200 bytes).
+	ReadBuffer int
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -250,8 +259,29 @@ func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error
 		ifname = "lo"
 	}
 	se.SetInterfaceFilter(func(s string) bool { return s == ifname })
+	if opt.ReadBuffer > 0 {
+		n, err := stdnet.NewNet()
+		if err != nil {
+			return nil, err
+		}
+		se.SetNet(bufferedNet{Net: n, size: opt.ReadBuffer})
+	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
 	return api.NewPeerConnection(webrtc.Configuration{})
+}
+
+// bufferedNet gives the sockets ICE gathers on a receive buffer of size.
+type bufferedNet struct {
+	*stdnet.Net
+	size int
+}
+
+func (n bufferedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
+	c, err := n.Net.ListenUDP(network, laddr)
+	if b, ok := c.(interface{ SetReadBuffer(int) error }); ok && err == nil {
+		_ = b.SetReadBuffer(n.size)
+	}
+	return c, err
 }
 
 // Close hangs up.

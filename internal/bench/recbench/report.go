@@ -45,7 +45,7 @@ func Format(res Result) string {
 			continue
 		}
 		fmt.Fprintf(&b, "## %s\n\n", Shapes[name].Title)
-		b.WriteString("| system | streams | rooms | sent | not recorded | server's drops | listeners' loss | late | latency p50 / p99 / max ms | node's own delay p99 ms | load's lag ms | server CPU (cores) | streams per core | load's CPU (cores) | machine busy / steal | others' CPU (cores) | pass |\n")
+		b.WriteString("| system | streams | rooms | sent | not recorded | server's drops: recorder / forwarding | listeners' loss | late | latency p50 / p99 / max ms | node's own delay p99 ms | load's lag ms | server CPU (cores) | streams per core | load's CPU (cores) | machine busy / steal | others' CPU (cores) | pass |\n")
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range ss {
 			for _, p := range s.Points {
@@ -54,8 +54,8 @@ func Format(res Result) string {
 					n += " (again)"
 				}
 				drops := "–"
-				if p.Drops >= 0 {
-					drops = fmt.Sprintf("%.0f", p.Drops)
+				if p.Drops >= 0 && p.ForwardDrops >= 0 {
+					drops = fmt.Sprintf("%.0f / %.0f", p.Drops, p.ForwardDrops)
 				}
 				sent := "–"
 				if p.Nominal > 0 {
@@ -95,7 +95,7 @@ func Format(res Result) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\"not recorded\" counts the window's packets missing from the files; \"server's drops\" is what Convene itself counted over the window "+
-		"(convene_recorder_dropped_packets_total; Janus does not say). \"late\" counts listener packets over the bar; latency is from the send time in the payload to the listener's read; "+
+		"as not recorded (convene_recorder_dropped_packets_total) and as not forwarded to a listener (convene_webrtc_dropped_packets_total); Janus does not say. \"late\" counts listener packets over the bar; latency is from the send time in the payload to the listener's read; "+
 		"\"node's own delay\" is the share of it Convene spent queueing for the listener (convene_webrtc_forward_delay_seconds, as the upper bound of its bucket; Janus does not say): latency beyond it is spent outside the node (the kernel, the load's process). "+
 		"\"load's lag\" is how late, at worst, the load sent a frame against its schedule. "+
 		"\"others' CPU\" is what neither the server nor the load used (other work on a shared machine); %s.\n\n", results.TriesNote)

@@ -12,8 +12,8 @@ func TestReport(t *testing.T) {
 	res := Result{Run: results.Run{Date: time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC), CPUs: 2, Warmup: "3s", Window: "10s", Pinned: true, Nice: -10},
 		Series: []Series{
 			{System: "convene", Version: "convene dev", Shape: "128k", PerRoom: 10, MaxOK: 400, PerCore: 500, Points: []Point{
-				{Streams: 400, Rooms: 40, Sent: 200000, Nominal: 200000, Drops: 0, Live: Live{Received: 200000, Expected: 200000}, CPU: 0.8, PerCore: 500},
-				{Streams: 600, Rooms: 60, Sent: 300000, Nominal: 300000, Missing: 12, MissingStreams: 2, Drops: 12,
+				{Streams: 400, Rooms: 40, Sent: 200000, Nominal: 200000, Drops: 0, ForwardDrops: 0, Live: Live{Received: 200000, Expected: 200000}, CPU: 0.8, PerCore: 500},
+				{Streams: 600, Rooms: 60, Sent: 300000, Nominal: 300000, Missing: 12, MissingStreams: 2, Drops: 12, ForwardDrops: 3,
 					Live: Live{Received: 299000, Expected: 300000, Loss: 0.0033, Late: 40, LatP99: 120}, CPU: 1, PerCore: 600},
 			}},
 			{System: "janus", Version: "Janus 1.1.2", Shape: "128k", PerRoom: 10, MaxOK: 200, PerCore: 300, Points: []Point{
@@ -30,7 +30,7 @@ func TestReport(t *testing.T) {
 	md := Format(res)
 	for _, want := range []string{
 		"## 128 kb/s",
-		"| convene | 400 | 40 | 100.0% | 0 | 0 | 0.00% | 0 |",
+		"| convene | 400 | 40 | 100.0% | 0 | 0 / 0 | 0.00% | 0 |",
 		"12 packets of 2 streams not recorded; 40 live packets later than 100 ms",
 		"| janus | 400 (again) | 40 | 95.0% | 0 | – |",
 		"the load skipped 10 frames",

@@ -72,10 +72,12 @@ type Point struct {
 	Missing        uint64 `json:"recorded_missing"`
 	MissingStreams int    `json:"recorded_missing_streams"`
 	// Drops is what the server itself counted as not recorded over the
-	// window (Convene's convene_recorder_dropped_packets_total); -1 when
-	// it does not say.
-	Drops float64 `json:"server_drops"`
-	Live  Live    `json:"live"`
+	// window (Convene's convene_recorder_dropped_packets_total), and
+	// ForwardDrops as not forwarded to a listener
+	// (convene_webrtc_dropped_packets_total); -1 when it does not say.
+	Drops        float64 `json:"server_drops"`
+	ForwardDrops float64 `json:"server_forward_drops"`
+	Live         Live    `json:"live"`
 	// NodeDelayP99 is the 99th percentile of the server's own forwarding
 	// delay to the listeners over the window, ms, as the upper bound of
 	// its histogram's bucket (Convene's convene_webrtc_forward_delay_seconds);
@@ -329,8 +331,8 @@ func (s *series) grow(ctx context.Context, n int) error {
 }
 
 func logPoint(w io.Writer, s Series, p Point) {
-	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%gms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
-		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, 100*p.Live.Loss, p.Live.Late,
+	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%gms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
+		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, p.ForwardDrops, 100*p.Live.Loss, p.Live.Late,
 		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.NodeDelayP99, p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
 }
 
@@ -338,7 +340,7 @@ func logPoint(w io.Writer, s Series, p Point) {
 // listeners, the server's CPU, then the recordings' hold of the window.
 func (s *series) step(ctx context.Context) Point {
 	cfg := s.cfg
-	p := Point{Streams: len(s.streams), Rooms: len(s.listeners), Drops: -1}
+	p := Point{Streams: len(s.streams), Rooms: len(s.listeners), Drops: -1, ForwardDrops: -1}
 	select {
 	case <-time.After(cfg.Warmup):
 	case <-ctx.Done():
@@ -346,15 +348,15 @@ func (s *series) step(ctx context.Context) Point {
 		return p
 	}
 	type sample struct {
-		cpu, self, drops float64
-		m                proc.CPU
-		at               time.Time
-		live             listen
-		delay            map[float64]float64
+		cpu, self, drops, fwd float64
+		m                     proc.CPU
+		at                    time.Time
+		live                  listen
+		delay                 map[float64]float64
 	}
 	take := func() sample {
 		var a sample
-		a.drops = s.srv.drops()
+		a.drops, a.fwd = s.srv.drops()
 		a.delay = s.srv.delay()
 		_, a.cpu, _ = proc.Process(s.srv.pid())
 		_, a.self, _ = proc.Process(os.Getpid())
@@ -400,6 +402,9 @@ func (s *series) step(ctx context.Context) Point {
 	}
 	if a.drops >= 0 && b.drops >= 0 {
 		p.Drops = b.drops - a.drops
+	}
+	if a.fwd >= 0 && b.fwd >= 0 {
+		p.ForwardDrops = b.fwd - a.fwd
 	}
 	if el > 0 {
 		p.CPU = (b.cpu - a.cpu) / el

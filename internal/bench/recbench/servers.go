@@ -25,15 +25,22 @@ type server interface {
 	version() string
 	// recordings is the directory the recordings are written under.
 	recordings() string
-	// drops is what the server says its recorder dropped so far; -1 when
-	// it does not say.
-	drops() float64
+	// drops is what the server says it dropped so far, of what its
+	// recorder had to write and what it had to forward to listeners; -1
+	// when it does not say.
+	drops() (recorder, forwarding float64)
 	// delay is the server's histogram of its own forwarding delay to
 	// the listeners (cumulative counts by upper bound in seconds); nil
 	// when it does not say.
 	delay() map[float64]float64
 	stop()
 }
+
+// listenerBuffer is the listeners' socket receive buffer: 4 MiB (Linux's
+// net.core.rmem_max as Debian sets it; more is cut to it), so that a burst
+// of keyframes from every stream of a room, sent on time, is not dropped
+// by the load's own kernel while the load's process is busy.
+const listenerBuffer = 4 << 20
 
 // waitConnected waits until a publisher's connection is up.
 func waitConnected(ctx context.Context, c *rtctest.Client) error {
@@ -97,11 +104,14 @@ func (c *conveneRecorder) version() string    { return c.n.Version }
 func (c *conveneRecorder) recordings() string { return c.dir }
 func (c *conveneRecorder) stop()              { c.n.Stop() }
 
-func (c *conveneRecorder) drops() float64 {
-	if v, ok := c.n.Metric("convene_recorder_dropped_packets_total"); ok {
-		return v
+func (c *conveneRecorder) drops() (recorder, forwarding float64) {
+	recorder, ok := c.n.Metric("convene_recorder_dropped_packets_total")
+	if !ok {
+		return -1, -1
 	}
-	return -1
+	// The forwarding drops have no sample before the first (by reason).
+	forwarding, _ = c.n.Metric("convene_webrtc_dropped_packets_total")
+	return recorder, forwarding
 }
 
 func (c *conveneRecorder) delay() map[float64]float64 { return c.n.Histogram(rtcbench.DelayMetric) }
@@ -139,7 +149,7 @@ func (c *conveneRecorder) addRoom(ctx context.Context, id int, ss []*stream) (*r
 	if err != nil {
 		return nil, err
 	}
-	l, err := rtctest.Dial(ctx, c.n.URL, s.ID, tok, rtctest.Options{})
+	l, err := rtctest.Dial(ctx, c.n.URL, s.ID, tok, rtctest.Options{ReadBuffer: listenerBuffer})
 	if err != nil {
 		return nil, fmt.Errorf("listener: %w", err)
 	}
@@ -177,7 +187,7 @@ func startJanus(ctx context.Context, cfg Config, name, dir string) (*janusRecord
 func (r *janusRecorder) pid() int                   { return r.j.PID() }
 func (r *janusRecorder) version() string            { return r.j.Version }
 func (r *janusRecorder) recordings() string         { return r.dir }
-func (r *janusRecorder) drops() float64             { return -1 }
+func (r *janusRecorder) drops() (float64, float64)  { return -1, -1 }
 func (r *janusRecorder) delay() map[float64]float64 { return nil }
 func (r *janusRecorder) stop() {
 	if r.s != nil {
@@ -226,7 +236,7 @@ func (r *janusRecorder) addRoom(ctx context.Context, id int, ss []*stream) (*rtc
 	if err != nil {
 		return nil, fmt.Errorf("listener in room %d: %w", room, err)
 	}
-	l, err := rtctest.NewViewer(rtctest.Options{Interface: janus.Interface})
+	l, err := rtctest.NewViewer(rtctest.Options{Interface: janus.Interface, ReadBuffer: listenerBuffer})
 	if err != nil {
 		return nil, err
 	}

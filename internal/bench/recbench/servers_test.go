@@ -97,7 +97,7 @@ func TestConveneRecords(t *testing.T) {
 			}
 			defer c.stop()
 			recordOneRoom(t, c, shape)
-			if d := c.drops(); d != 0 {
+			if d, _ := c.drops(); d != 0 {
 				t.Errorf("the recorder says it dropped %v packets", d)
 			}
 		})
