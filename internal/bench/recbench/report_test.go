@@ -30,9 +30,9 @@ func TestReport(t *testing.T) {
 	md := Format(res)
 	for _, want := range []string{
 		"## 128 kb/s",
-		"| convene | 400 | 40 | 100.0% | 0 | 0 / 0 | 0.00% | 0 |",
+		"| convene | 400 | 40 | 100.0% | 0 | 0 / 0 | 0 / 0 | 0.00% | 0 |",
 		"12 packets of 2 streams not recorded; 40 live packets later than 100 ms",
-		"| janus | 400 (again) | 40 | 95.0% | 0 | – |",
+		"| janus | 400 (again) | 40 | 95.0% | 0 | – | 0 / 0 |",
 		"the load skipped 10 frames",
 		"**400 streams** at the bar, 500 streams per core",
 		"Convene / Janus streams: **2.00×** (target 1.5×)",

@@ -77,7 +77,13 @@ type Point struct {
 	// (convene_webrtc_dropped_packets_total); -1 when it does not say.
 	Drops        float64 `json:"server_drops"`
 	ForwardDrops float64 `json:"server_forward_drops"`
-	Live         Live    `json:"live"`
+	// ServerUDPDrops and LoadUDPDrops are the datagrams the kernel
+	// dropped over the window at the server's sockets and at the load's
+	// (receive buffers full): a server that did not read in time, or a
+	// load that did not.
+	ServerUDPDrops uint64 `json:"server_udp_drops"`
+	LoadUDPDrops   uint64 `json:"load_udp_drops"`
+	Live           Live   `json:"live"`
 	// NodeDelayP99 is the 99th percentile of the server's own forwarding
 	// delay to the listeners over the window, ms, as the upper bound of
 	// its histogram's bucket (Convene's convene_webrtc_forward_delay_seconds);
@@ -331,8 +337,8 @@ func (s *series) grow(ctx context.Context, n int) error {
 }
 
 func logPoint(w io.Writer, s Series, p Point) {
-	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%gms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
-		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, p.ForwardDrops, 100*p.Live.Loss, p.Live.Late,
+	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f kernel-drops=%d/%d live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%gms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
+		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, p.ForwardDrops, p.ServerUDPDrops, p.LoadUDPDrops, 100*p.Live.Loss, p.Live.Late,
 		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.NodeDelayP99, p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
 }
 
@@ -349,6 +355,7 @@ func (s *series) step(ctx context.Context) Point {
 	}
 	type sample struct {
 		cpu, self, drops, fwd float64
+		udpSrv, udpLoad       uint64
 		m                     proc.CPU
 		at                    time.Time
 		live                  listen
@@ -357,6 +364,8 @@ func (s *series) step(ctx context.Context) Point {
 	take := func() sample {
 		var a sample
 		a.drops, a.fwd = s.srv.drops()
+		a.udpSrv, _ = proc.UDPDrops(s.srv.pid())
+		a.udpLoad, _ = proc.UDPDrops(os.Getpid())
 		a.delay = s.srv.delay()
 		_, a.cpu, _ = proc.Process(s.srv.pid())
 		_, a.self, _ = proc.Process(os.Getpid())
@@ -405,6 +414,12 @@ func (s *series) step(ctx context.Context) Point {
 	}
 	if a.fwd >= 0 && b.fwd >= 0 {
 		p.ForwardDrops = b.fwd - a.fwd
+	}
+	if b.udpSrv >= a.udpSrv { // a socket closed meanwhile takes its count with it
+		p.ServerUDPDrops = b.udpSrv - a.udpSrv
+	}
+	if b.udpLoad >= a.udpLoad {
+		p.LoadUDPDrops = b.udpLoad - a.udpLoad
 	}
 	if el > 0 {
 		p.CPU = (b.cpu - a.cpu) / el
@@ -457,6 +472,9 @@ func judge(p Point) (bool, string) {
 	if p.Live.Loss >= MaxListenerLoss {
 		ok = false
 		why += fmt.Sprintf("listeners lost %.2f%%; ", 100*p.Live.Loss)
+	}
+	if !ok && p.LoadUDPDrops > 0 {
+		why += fmt.Sprintf("the load's own sockets dropped %d datagrams; ", p.LoadUDPDrops)
 	}
 	if p.Live.Received == 0 {
 		ok = false
