@@ -23,7 +23,11 @@
 // numbers missing. A step passes when none is missing, no listener packet
 // arrived later than rtcbench's bar (MaxP95ms) and the listeners lost
 // under rtcbench's MaxLoss; the load must also have sent what it should,
-// or the step does not count for the server.
+// or the step does not count for the server. To place a failure, each step
+// also reports what the server counted itself (Convene's recorder and
+// forwarding drops, its own forwarding delay), the datagrams the kernel
+// dropped at the server's sockets and at the load's (proc.UDPDrops), and
+// how late the load sent against its schedule.
 //
 // The number of streams grows step by step, rooms added to those already
 // running, each system from its own fresh process pinned to a CPU of its
