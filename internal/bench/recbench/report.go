@@ -88,6 +88,8 @@ func Format(res Result) string {
 		c, hasC := bySystem["convene"]
 		if j, ok := bySystem["janus"]; hasC && ok && j.MaxOK > 0 {
 			fmt.Fprintf(&b, "- Convene / Janus streams: **%.2f×** (target %.1f×)\n", float64(c.MaxOK)/float64(j.MaxOK), TargetRatio)
+		} else if hasC && ok && len(j.Points) > 0 {
+			fmt.Fprintf(&b, "- Convene / Janus streams: Janus passed no step (its first, %d streams, did not), so no ratio (target %.1f×)\n", j.Points[0].Streams, TargetRatio)
 		}
 		if hasC {
 			fmt.Fprintf(&b, "- Convene: %d streams (target %d; Voyager's node: %s)\n", c.MaxOK, Target[name], Voyager[name])

@@ -43,6 +43,11 @@ func TestReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	// Janus passing no step leaves no ratio, and says so.
+	res.Series[1].MaxOK = 0
+	if md := Format(res); !strings.Contains(md, "Janus passed no step (its first, 200 streams, did not)") {
+		t.Errorf("no ratio line for a Janus at 0:\n%s", md)
+	}
 	if strings.Contains(md, "## 5 Mb/s") {
 		t.Error("a rate not run has a section")
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,10 @@ const LateAfter = rtcbench.MaxP95ms
 // MaxListenerLoss is the share of packets the listeners may lose together:
 // rtcbench's bar. The recordings may lose none.
 const MaxListenerLoss = rtcbench.MaxLoss
+
+// loadGOGC is the load's GOGC during a run: a heap of ~50 MB at 200
+// streams collects every few seconds at 100, five times less often here.
+const loadGOGC = 400
 
 // Config is one run.
 type Config struct {
@@ -135,6 +140,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res.Pinned = true
 	}
+	// The load is the instrument: its garbage collector's mark phases
+	// (tens of ms on the one CPU it has on a small machine) must stall
+	// the publishers and listeners as seldom as memory allows.
+	defer debug.SetGCPercent(debug.SetGCPercent(loadGOGC))
 	if cfg.Nice != 0 {
 		// The load is the instrument: other work on a shared machine must
 		// not stall it any more than the servers.
@@ -146,7 +155,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		fmt.Sprintf("`convene serve` ran with `%s`: the recording admission limit lifted (the disk capacity probed at start-up, against which each recording reserves 128 kb/s per audio and 2.5 Mb/s per video track), so that the packets recorded decide, as for Janus, which has no such limit",
 			strings.Join(conveneArgs(cfg, "DIR"), " ")),
 		"Janus: VideoRoom rooms created with record=true and rec_dir, audiocodec opus, videocodec vp8, bitrate 0 (no REMB cap), fir_freq 0; every publisher and listener handle on one Janus session over its HTTP transport",
-		"Convene fsyncs each recording's files every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache")
+		"Convene fsyncs each recording's files every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache",
+		"Socket receive buffers: Convene asks for 8 MiB on its one WebRTC port (the kernel caps it at net.core.rmem_max); Janus takes the system's default on each connection's port (net.core.rmem_default); "+
+			"this machine: rmem_default "+sysctl("net/core/rmem_default")+", rmem_max "+sysctl("net/core/rmem_max")+" bytes. The listeners' sockets get 4 MiB")
 	res.Notes = append(res.Notes, cfg.Notes...)
 	share := cfg.Budget / time.Duration(max(1, len(cfg.Shapes)*len(cfg.Systems)))
 	for _, name := range cfg.Shapes {
@@ -481,4 +492,13 @@ func judge(p Point) (bool, string) {
 		why += "the listeners received nothing; "
 	}
 	return ok, strings.TrimSuffix(why, "; ")
+}
+
+// sysctl reads /proc/sys/<name>, or says it could not.
+func sysctl(name string) string {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
 }
