@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Convene needs on Debian 12: Go modules for `run`, plus the
-# real peers the tests drive (ffmpeg, iproute2, SIPp, baresip, rtpengine)
+# real peers the tests drive (ffmpeg, iproute2, SIPp, baresip, rtpengine,
+# PostgreSQL)
 # and Janus and Chromium for `test`, the benchmark's peers (Kamailio,
 # rtpengine, Janus) for `bench`, and
 # what the README's examples use (curl, a WebSocket client) for `examples`.
@@ -29,6 +30,9 @@ if [ "$what" = test ]; then
   need ffmpeg ffmpeg
   need ip iproute2
   need nats-server nats-server
+  # The catalog's and the cluster tests' throwaway PostgreSQL (initdb and
+  # postgres, run as the package's postgres user; testutil.StartPostgres).
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || apt_pkgs+=(postgresql)
   need sipp sip-tester
   need baresip baresip-core
   need rtpengine rtpengine-daemon # relaybench's own test drives it

@@ -45,21 +45,14 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	b := begin("mixer", *out, *wait, stderr)
-	if b == nil {
+	h := holdBench("mixer", *wait, *out, stderr)
+	if h == nil {
 		return 1
 	}
-	defer b.end()
-	res, err := mixbench.Run(b.ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
-		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: b.tmp, Log: stdout, Out: *out, Profile: *profile,
+	defer h.release()
+	res, err := mixbench.Run(h.Ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
+		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, Profile: *profile,
 		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice, Notes: nonEmpty(*note)})
 	return report("mixer", stdout, stderr, err, func() (string, error) { return mixbench.Write(*out, res) },
 		func() string { return mixbench.Format(res) })
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }

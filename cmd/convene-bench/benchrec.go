@@ -49,14 +49,14 @@ func benchRecCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	b := begin("recorder", *out, *wait, stderr)
-	if b == nil {
+	h := holdBench("recorder", *wait, *out, stderr)
+	if h == nil {
 		return 1
 	}
-	defer b.end()
-	res, err := recbench.Run(b.ctx, recbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Shapes: strings.Split(*rates, ","),
+	defer h.release()
+	res, err := recbench.Run(h.Ctx, recbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Shapes: strings.Split(*rates, ","),
 		Steps: steps, PerRoom: map[string]int{"128k": *audioRoom, "5M": *videoRoom}, Warmup: *warmup, Window: *window, Grace: *grace,
-		Budget: *budget, Tmp: b.tmp, Log: stdout, Out: *out, Profile: *profile, ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice,
+		Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, Profile: *profile, ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice,
 		Workers: *workers, Notes: nonEmpty(*note)})
 	return report("recorder", stdout, stderr, err, func() (string, error) { return recbench.Write(*out, res) },
 		func() string { return recbench.Format(res) })

@@ -48,17 +48,18 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
 		return 1
 	}
-	steps, ok := intList("webrtc", *stepList, stderr)
-	if !ok {
+	steps, err := positiveInts(*stepList)
+	if err != nil {
+		fmt.Fprintf(stderr, "convene-bench webrtc: bad -steps: %v\n", err)
 		return 2
 	}
-	b := begin("webrtc", *out, *wait, stderr)
-	if b == nil {
+	h := holdBench("webrtc", *wait, *out, stderr)
+	if h == nil {
 		return 1
 	}
-	defer b.end()
-	res, err := rtcbench.Run(b.ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
-		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: b.tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
+	defer h.release()
+	res, err := rtcbench.Run(h.Ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
+		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
 	return report("webrtc", stdout, stderr, err, func() (string, error) { return rtcbench.Write(*out, res) },
 		func() string { return rtcbench.Format(res) })
 }

@@ -10,6 +10,7 @@
 //	convene-bench webrtc [flags]  WebRTC subscribers beside Janus VideoRoom
 //	convene-bench mixer [flags]   audio mixing beside Janus AudioBridge
 //	convene-bench recorder [flags] recording beside Janus VideoRoom's recorder
+//	convene-bench chat [flags]    conversations (chat) through the node
 //
 // The benchmarks run the server as child processes (`convene serve`,
 // `convene relay`): the binary given by -convene, by default the `convene`
@@ -43,6 +44,7 @@ commands:
   webrtc    WebRTC subscribers of one publisher beside Janus VideoRoom (make bench)
   mixer     audio mixing sessions of 10 members beside Janus AudioBridge (make bench)
   recorder  recorded streams at 128 kb/s and 5 Mb/s beside Janus VideoRoom's recorder (make bench)
+  chat      conversations through the node: messages/s per core, latency, join (make bench)
   version   print the version
 
 The benchmarks start the server binary given by -convene (default: the
@@ -72,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchMixCmd(args[1:], stdout, stderr)
 	case "recorder":
 		return benchRecCmd(args[1:], stdout, stderr)
+	case "chat":
+		return benchChatCmd(args[1:], stdout, stderr)
 	case "rtc-load":
 		return rtcLoadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":

@@ -40,6 +40,7 @@ func (s *Server) exportRecording(w http.ResponseWriter, r *http.Request) {
 	case s.exports <- struct{}{}:
 		defer func() { <-s.exports }()
 	default:
+		s.m.busy.WithLabelValues("export").Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterExport))
 		writeError(w, http.StatusServiceUnavailable, "export_busy",
 			fmt.Sprintf("this node runs %d exports at a time; try again later", cap(s.exports)))

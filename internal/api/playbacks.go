@@ -148,6 +148,7 @@ func (s *Server) writePlaybackError(w http.ResponseWriter, r *http.Request, err 
 	case errors.Is(err, playback.ErrNoMedia):
 		writeError(w, http.StatusConflict, "conflict", err.Error())
 	case errors.Is(err, playback.ErrBusy):
+		s.m.busy.WithLabelValues("playback").Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterExport))
 		writeError(w, http.StatusServiceUnavailable, "playback_busy", err.Error())
 	case errors.Is(err, playback.ErrDraining):

@@ -2,8 +2,13 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"time"
+
+	"github.com/convene/convene/internal/ingest"
 
 	"github.com/convene/convene/internal/recording"
 )
@@ -11,6 +16,7 @@ import (
 // Who may do what with recordings:
 //
 //	start          POST /sessions/{id}/recordings      the operator or a chair of the session
+//	start ad hoc   POST /recordings                    the operator (an endpoint with no session)
 //	list           GET  /sessions/{id}/recordings      the operator or a token of the session
 //	list, search   GET  /recordings?q=&session=        the operator: all; a token: its session's
 //	read           GET  /recordings/{rid}              the operator or a token of its session
@@ -28,6 +34,16 @@ const retryAfterCapacity = 60
 type recordingRequest struct {
 	Title       string `json:"title"`
 	Description string `json:"description"`
+}
+
+// adHocRequest asks for an ad-hoc recording. Sources are IPs or CIDR
+// prefixes that may send; none means the caller's own IP.
+type adHocRequest struct {
+	Title        string            `json:"title"`
+	Description  string            `json:"description"`
+	Sources      []string          `json:"sources"`
+	PayloadTypes map[string]string `json:"payload_types"`
+	IdleS        int               `json:"idle_s"`
 }
 
 type recordingPatch struct {
@@ -68,6 +84,74 @@ func (s *Server) startRecording(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/api/v1/recordings/"+rec.ID)
 	writeJSON(w, http.StatusCreated, rec)
+}
+
+// startAdHoc opens a recording endpoint with no session: the caller sends
+// RTP to the address in the answer.
+func (s *Server) startAdHoc(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) || !s.recordings(w) {
+		return
+	}
+	var req adHocRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if len(req.PayloadTypes) > 32 {
+		writeError(w, http.StatusBadRequest, "invalid_request", "payload_types: at most 32")
+		return
+	}
+	pts, err := ingest.ParsePayloadTypes(req.PayloadTypes)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "payload_types: "+err.Error())
+		return
+	}
+	if req.IdleS < 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request", "idle_s: want 0 (the default) or more")
+		return
+	}
+	var sources []netip.Prefix
+	if len(req.Sources) > recording.MaxSources {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("sources: at most %d", recording.MaxSources))
+		return
+	}
+	for _, src := range req.Sources {
+		p, err := parseSource(src)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", "sources: "+err.Error())
+			return
+		}
+		sources = append(sources, p)
+	}
+	if len(sources) == 0 {
+		ap, err := netip.ParseAddrPort(r.RemoteAddr)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", "sources: name the IPs that will send")
+			return
+		}
+		a := ap.Addr().Unmap()
+		sources = []netip.Prefix{netip.PrefixFrom(a, a.BitLen())}
+	}
+	rec, err := s.o.Recordings.StartAdHoc(r.Context(), recording.NewAdHoc{Owner: recording.Operator, Title: req.Title,
+		Description: req.Description, Sources: sources, PayloadTypes: pts, Idle: time.Duration(req.IdleS) * time.Second})
+	if err != nil {
+		s.writeRecordingError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/recordings/"+rec.ID)
+	writeJSON(w, http.StatusCreated, rec)
+}
+
+// parseSource reads an IP ("192.0.2.7") or a prefix ("192.0.2.0/24").
+func parseSource(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is neither an IP nor a prefix", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 func (s *Server) listSessionRecordings(w http.ResponseWriter, r *http.Request) {

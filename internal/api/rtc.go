@@ -34,18 +34,8 @@ func (s *Server) rtc(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, "no_webrtc", "this node has no WebRTC")
 		return
 	}
-	p, ok := s.caller(w, r, sid, false)
+	p, ok := s.memberSocket(w, r, sid, "signalling")
 	if !ok {
-		return
-	}
-	if p.member == "" {
-		writeError(w, http.StatusForbidden, "forbidden", "the signalling socket is a member's: join first and use the member token")
-		return
-	}
-	if reason := s.ws.take(sid, s.o.WSMaxPerSession, s.o.WSMax); reason != "" {
-		s.m.wsRefused.WithLabelValues(reason).Inc()
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "too_many_streams", "too many sockets open ("+reason+" cap)")
 		return
 	}
 	defer s.ws.give(sid)
@@ -63,6 +53,27 @@ func (s *Server) rtc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Close(websocket.StatusNormalClosure, "")
+}
+
+// memberSocket admits a member's socket (signalling, conversation): a
+// member token of the session, and a place under the sockets' caps, which
+// the caller gives back (s.ws.give) when the socket closes.
+func (s *Server) memberSocket(w http.ResponseWriter, r *http.Request, sid, what string) (principal, bool) {
+	p, ok := s.caller(w, r, sid, false)
+	if !ok {
+		return p, false
+	}
+	if p.member == "" {
+		writeError(w, http.StatusForbidden, "forbidden", "the "+what+" socket is a member's: join first and use the member token")
+		return p, false
+	}
+	if reason := s.ws.take(sid, s.o.WSMaxPerSession, s.o.WSMax); reason != "" {
+		s.m.wsRefused.WithLabelValues(reason).Inc()
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "too_many_streams", "too many sockets open ("+reason+" cap)")
+		return p, false
+	}
+	return p, true
 }
 
 // keepAlive pings a socket every WSPing and cancels when a ping goes

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/auth"
+	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
+	"github.com/convene/convene/internal/registry"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sipusers"
@@ -67,11 +69,17 @@ type Options struct {
 	WSPing                 time.Duration
 	// RTC is the node's WebRTC (signalling, WHIP, WHEP); nil answers 501.
 	RTC *sfu.SFU
+	// Chat carries the sessions' conversations (conversation.go); nil
+	// answers 501.
+	Chat *chat.Service
 	// Recordings record sessions (recordings.go); nil answers 503.
 	Recordings *recording.Service
 	// Playbacks play recordings into sessions (playbacks.go); nil
 	// answers 503.
 	Playbacks *playback.Service
+	// Nodes are the cluster's nodes as this node hears their heartbeats
+	// (GET /api/v1/nodes); nil answers 503.
+	Nodes *registry.Registry
 	// MaxExports caps the recordings exported at a time (export.go;
 	// default 2).
 	MaxExports int
@@ -115,8 +123,9 @@ func New(o Options) *Server {
 	if o.WSPing <= 0 {
 		o.WSPing = 30 * time.Second
 	}
-	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry),
-		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: make(chan struct{}, o.MaxExports)}
+	exports := make(chan struct{}, o.MaxExports)
+	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry, exports),
+		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: exports}
 	s.route("GET /healthz", s.healthz)
 	if o.Pprof {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -125,6 +134,7 @@ func New(o Options) *Server {
 	s.mux.Handle("GET /metrics", s.metricsAuth(promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})))
 	s.route("GET /api/v1/openapi.json", s.openapi)
 	s.route("GET /api/v1/node", s.node)
+	s.route("GET /api/v1/nodes", s.nodes)
 	s.route("GET /api/v1/sessions", s.listSessions)
 	s.route("POST /api/v1/sessions", s.createSession)
 	s.route("GET /api/v1/sessions/{id}", s.getSession)
@@ -167,9 +177,11 @@ func New(o Options) *Server {
 	s.route("PATCH /api/v1/sessions/{id}/whip/{resource}", s.trickle)
 	s.route("PATCH /api/v1/sessions/{id}/whep/{resource}", s.trickle)
 	// Recordings (recordings.go).
+	s.route("GET /api/v1/sessions/{id}/conversation", s.conversation)
 	s.route("POST /api/v1/sessions/{id}/recordings", s.startRecording)
 	s.route("GET /api/v1/sessions/{id}/recordings", s.listSessionRecordings)
 	s.route("GET /api/v1/recordings", s.listRecordings)
+	s.route("POST /api/v1/recordings", s.startAdHoc)
 	s.route("GET /api/v1/recordings/{rid}", s.getRecording)
 	s.route("PATCH /api/v1/recordings/{rid}", s.updateRecording)
 	s.route("DELETE /api/v1/recordings/{rid}", s.deleteRecording)
@@ -253,6 +265,20 @@ func (s *Server) node(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.o.Node)
+}
+
+// nodes lists the cluster's nodes: each one's last heartbeat (load and
+// capacity), its state and whether it is stale. Operators only, like
+// /api/v1/node: load figures are for whoever places work.
+func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
+	if s.o.Nodes == nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "this node keeps no node registry")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"nodes": s.o.Nodes.Nodes()})
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {

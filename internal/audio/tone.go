@@ -18,3 +18,18 @@ func ToneShare(x []int16, freq float64, rate int) float64 {
 	}
 	return (s1*s1 + s2*s2 - c*s1*s2) / (e * float64(len(x)) / 2)
 }
+
+// WindowedToneShare is ToneShare averaged over 100 ms windows: the pitch
+// a listener hears, without asking that the tone's phase run on unbroken
+// for seconds (a time stretch moves it a little at every splice).
+func WindowedToneShare(x []int16, freq float64, rate int) float64 {
+	n, sum := 0, 0.0
+	for w := rate / 10; len(x) >= w; x = x[w:] {
+		sum += ToneShare(x[:w], freq, rate)
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,9 @@ type Options struct {
 
 	// Version is reported in heartbeats. Empty reports "dev".
 	Version string
+	// Capacity is reported in heartbeats: the packets per second this node
+	// can deliver; 0 means unknown.
+	Capacity float64
 	// Now is the clock used for event timestamps and uptime. nil uses time.Now.
 	Now func() time.Time
 }
@@ -55,6 +59,7 @@ type Bus struct {
 	clientURL string
 	nodeID    string
 	version   string
+	capacity  float64
 	log       *slog.Logger
 	now       func() time.Time
 	started   time.Time
@@ -80,6 +85,7 @@ func Connect(ctx context.Context, opts Options) (*Bus, error) {
 	b := &Bus{
 		nodeID:     opts.NodeID,
 		version:    opts.Version,
+		capacity:   opts.Capacity,
 		log:        opts.Logger,
 		now:        opts.Now,
 		connClosed: make(chan struct{}),
@@ -132,7 +138,7 @@ func Connect(ctx context.Context, opts Options) (*Bus, error) {
 		b.nc = nc
 		b.log.Info("embedded nats server started", "server", srv.Name(), "client_url", b.clientURL)
 	} else {
-		b.clientURL = opts.URL
+		b.clientURL = redactURLs(opts.URL)
 		natsOpts = append(natsOpts,
 			nats.MaxReconnects(-1),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -144,7 +150,7 @@ func Connect(ctx context.Context, opts Options) (*Bus, error) {
 		)
 		nc, err := nats.Connect(opts.URL, natsOpts...)
 		if err != nil {
-			return nil, fmt.Errorf("bus: connect to %s: %w", redactURL(opts.URL), err)
+			return nil, fmt.Errorf("bus: connect to %s: %w", redactURLs(opts.URL), err)
 		}
 		b.nc = nc
 		b.log.Info("connected to nats", "url", nc.ConnectedUrlRedacted())
@@ -213,9 +219,22 @@ func embeddedClientURL(srv *server.Server) string {
 	return u.String()
 }
 
+// redactURLs is redactURL for each URL of a comma-separated list, as
+// nats.url may be.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		parts[i] = redactURL(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	switch {
+	case err != nil && strings.Contains(raw, "@"):
+		return "(a URL with credentials that does not parse)"
+	case err != nil || u.User == nil:
 		return raw
 	}
 	return u.Redacted()
@@ -229,7 +248,9 @@ func (b *Bus) Embedded() bool { return b.srv != nil }
 
 // ClientURL returns a URL outside tools can connect to: the embedded
 // server's client URL when Options.Listen was set, Options.URL for an
-// external server, and "" for an in-process-only embedded server.
+// external server (with any password in it masked: the node logs it and
+// GET /api/v1/node shows it), and "" for an in-process-only embedded
+// server.
 func (b *Bus) ClientURL() string { return b.clientURL }
 
 // NodeID returns this node's ID.

@@ -219,7 +219,7 @@ func TestNodeEvents(t *testing.T) {
 
 func TestHeartbeat(t *testing.T) {
 	start := time.Now()
-	b := newBus(t, Options{NodeID: "hb-node", Version: "1.2.3"})
+	b := newBus(t, Options{NodeID: "hb-node", Version: "1.2.3", Capacity: 5000})
 	sub := subscribe(t, b.Conn(), AllHeartbeats)
 
 	want := Load{Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
@@ -244,7 +244,7 @@ func TestHeartbeat(t *testing.T) {
 		if err := json.Unmarshal(ev.Data, &hb); err != nil {
 			t.Fatal(err)
 		}
-		if hb.Load != want || hb.Version != "1.2.3" {
+		if hb.Load != want || hb.Version != "1.2.3" || hb.CapacityPPS != 5000 || hb.Rates != (Rates{}) {
 			t.Errorf("heartbeat = %+v", hb)
 		}
 		if hb.UptimeSeconds < 0 || hb.UptimeSeconds > time.Since(start).Seconds() {
@@ -252,13 +252,14 @@ func TestHeartbeat(t *testing.T) {
 		}
 		data := raw["data"].(map[string]any)
 		for _, k := range []string{"sessions", "links", "tracks", "packets_in", "packets_out", "drops",
-			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version"} {
+			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version",
+			"packets_in_per_second", "packets_out_per_second", "cpu_cores", "capacity_pps"} {
 			if _, ok := data[k]; !ok {
 				t.Errorf("heartbeat data lacks %q: %s", k, ev.Data)
 			}
 		}
-		if len(data) != 11 {
-			t.Errorf("heartbeat data has %d keys, want 11: %s", len(data), ev.Data)
+		if len(data) != 15 {
+			t.Errorf("heartbeat data has %d keys, want 15: %s", len(data), ev.Data)
 		}
 	}
 
@@ -267,6 +268,93 @@ func TestHeartbeat(t *testing.T) {
 	case <-done:
 	case <-time.After(waitFor):
 		t.Fatal("RunHeartbeat did not return after ctx cancel")
+	}
+}
+
+// Rates come from the difference between two beats' loads over the time
+// between them, on the bus's clock: here each beat is 2 s after the last
+// and 100 packets in, 900 out and half a CPU second later.
+func TestHeartbeatRates(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	b := newBus(t, Options{NodeID: "hb-node", Now: now})
+	sub := subscribe(t, b.Conn(), AllHeartbeats)
+	var ld Load
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go b.RunHeartbeat(ctx, 20*time.Millisecond, func() Load {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(2 * time.Second)
+		ld.PacketsIn, ld.PacketsOut, ld.CPUSeconds = ld.PacketsIn+100, ld.PacketsOut+900, ld.CPUSeconds+0.5
+		return ld
+	})
+	for i, want := range []Rates{{}, {PacketsInPerSecond: 50, PacketsOutPerSecond: 450, CPUCores: 0.25}} {
+		ev, _ := decode(t, next(t, sub))
+		var hb Heartbeat
+		if err := json.Unmarshal(ev.Data, &hb); err != nil {
+			t.Fatal(err)
+		}
+		if hb.Rates != want {
+			t.Errorf("beat %d: rates %+v, want %+v", i, hb.Rates, want)
+		}
+	}
+	// A counter that went down (a restart) is no change, not a negative rate.
+	if r := rates(Load{PacketsIn: 10, CPUSeconds: 3}, Load{PacketsIn: 5, PacketsOut: 4, CPUSeconds: 1}, time.Second); r != (Rates{PacketsOutPerSecond: 4}) {
+		t.Errorf("rates after a reset = %+v", r)
+	}
+	if r := rates(Load{}, Load{PacketsIn: 5}, 0); r != (Rates{}) {
+		t.Errorf("rates over no time = %+v", r)
+	}
+}
+
+// WatchNodes hears every node's heartbeats, draining and stopped, and
+// drops what does not decode.
+func TestWatchNodes(t *testing.T) {
+	b := newBus(t, Options{NodeID: "watcher", Capacity: 7})
+	got := make(chan NodeStatus, 16)
+	stop, err := b.WatchNodes(func(st NodeStatus) { got <- st })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	nc := b.Conn()
+	nc.Publish("convene.node.junk.heartbeat", []byte("{not json"))
+	nc.Publish("convene.node.other.services", []byte("{}")) // not watched
+	ctx, cancel := context.WithCancel(context.Background())
+	go b.RunHeartbeat(ctx, time.Hour, func() Load { return Load{Sessions: 4} })
+	var st NodeStatus
+	select {
+	case st = <-got:
+	case <-time.After(waitFor):
+		t.Fatal("no heartbeat status")
+	}
+	cancel()
+	if st.NodeID != "watcher" || st.Type != EventHeartbeat || st.Heartbeat.Sessions != 4 || st.Heartbeat.CapacityPPS != 7 {
+		t.Errorf("heartbeat status = %+v", st)
+	}
+	for _, typ := range []string{EventDraining, EventStopped} {
+		if err := b.NodeEvent(typ, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case st := <-got:
+			if st.NodeID != "watcher" || st.Type != typ {
+				t.Errorf("status = %+v, want %s", st, typ)
+			}
+		case <-time.After(waitFor):
+			t.Fatalf("no %s status", typ)
+		}
+	}
+	stop()
+	nc.Flush()
+	b.NodeEvent(EventDraining, nil)
+	nc.Flush()
+	select {
+	case st := <-got:
+		t.Errorf("status after stop: %+v", st)
+	default:
 	}
 }
 
@@ -554,5 +642,20 @@ func TestProcessCPUSeconds(t *testing.T) {
 	b := ProcessCPUSeconds()
 	if a <= 0 || b < a {
 		t.Errorf("ProcessCPUSeconds: %v then %v", a, b)
+	}
+}
+
+// A NATS URL's password never reaches logs or the API: each URL of the
+// list is masked.
+func TestRedactURLs(t *testing.T) {
+	got := redactURLs("nats://convene:s3cr3t@10.0.0.1:4222, nats://10.0.0.2:4222,tls://u:p4ss@h:4222")
+	if strings.Contains(got, "s3cr3t") || strings.Contains(got, "p4ss") {
+		t.Errorf("redactURLs = %q shows a password", got)
+	}
+	if want := "nats://convene:xxxxx@10.0.0.1:4222,nats://10.0.0.2:4222,tls://u:xxxxx@h:4222"; got != want {
+		t.Errorf("redactURLs = %q, want %q", got, want)
+	}
+	if got := redactURLs("nats://u:s3cr3t@h:port"); strings.Contains(got, "s3cr3t") {
+		t.Errorf("an unparsable URL is shown: %q", got)
 	}
 }

@@ -21,10 +21,44 @@ type Load struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 }
 
-// Heartbeat is the Data of a heartbeat Event. Load's fields are inlined in
-// the JSON object.
+// Rates are a node's load per second over the interval since its previous
+// heartbeat, derived from two Loads; zero in a node's first heartbeat.
+type Rates struct {
+	PacketsInPerSecond  float64 `json:"packets_in_per_second"`
+	PacketsOutPerSecond float64 `json:"packets_out_per_second"`
+	// CPUCores is the process's CPU time per second of wall time: 1.5 is
+	// one and a half cores busy.
+	CPUCores float64 `json:"cpu_cores"`
+}
+
+// rates is what changed from prev to cur in dt, per second. A counter that
+// went down (a restart) counts as no change.
+func rates(prev, cur Load, dt time.Duration) Rates {
+	sec := dt.Seconds()
+	if sec <= 0 {
+		return Rates{}
+	}
+	per := func(a, b float64) float64 {
+		if b < a {
+			return 0
+		}
+		return (b - a) / sec
+	}
+	return Rates{
+		PacketsInPerSecond:  per(float64(prev.PacketsIn), float64(cur.PacketsIn)),
+		PacketsOutPerSecond: per(float64(prev.PacketsOut), float64(cur.PacketsOut)),
+		CPUCores:            per(prev.CPUSeconds, cur.CPUSeconds),
+	}
+}
+
+// Heartbeat is the Data of a heartbeat Event. Load's and Rates' fields are
+// inlined in the JSON object.
 type Heartbeat struct {
 	Load
+	Rates
+	// CapacityPPS is the packets per second the node can deliver
+	// (Options.Capacity); 0 means unknown.
+	CapacityPPS   float64 `json:"capacity_pps"`
 	UptimeSeconds float64 `json:"uptime_seconds"`
 	Version       string  `json:"version"`
 }
@@ -52,12 +86,22 @@ func (b *Bus) RunHeartbeat(ctx context.Context, interval time.Duration, load fun
 		return
 	}
 
+	var (
+		prev   Load
+		prevAt time.Time
+	)
 	beat := func() {
 		var hb Heartbeat
 		if load != nil {
 			hb.Load = load()
 		}
-		hb.UptimeSeconds = b.now().Sub(b.started).Seconds()
+		now := b.now()
+		if !prevAt.IsZero() {
+			hb.Rates = rates(prev, hb.Load, now.Sub(prevAt))
+		}
+		prev, prevAt = hb.Load, now
+		hb.CapacityPPS = b.capacity
+		hb.UptimeSeconds = now.Sub(b.started).Seconds()
 		hb.Version = b.version
 		if err := b.Publish(subject, Event{Type: EventHeartbeat, Data: hb}); err != nil {
 			b.log.Warn("heartbeat publish failed", "err", err)

@@ -10,23 +10,84 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/testutil"
 )
 
-func openTest(t *testing.T, path string) *Store {
+// backend is one driver the catalog's tests run against.
+type backend struct {
+	driver string
+	// dsn names a new, empty database for t; opening it again reaches
+	// the same data.
+	dsn func(t *testing.T) string
+}
+
+// pg is the PostgreSQL server the package's tests share, started on first
+// use and stopped by TestMain: one initdb for the suite, a database a test.
+var pg struct {
+	once sync.Once
+	srv  *testutil.Postgres
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pg.srv != nil {
+		if err := pg.srv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop PostgreSQL:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func sqliteBackend() backend {
+	return backend{driver: "sqlite", dsn: func(t *testing.T) string {
+		return filepath.Join(t.TempDir(), "sub", "dir", "catalog.db") // parent dirs created by Open
+	}}
+}
+
+// postgresBackend starts the shared server if needed. Without PostgreSQL's
+// binaries the test is skipped, saying so (under CI=true it fails).
+func postgresBackend(t *testing.T) backend {
 	t.Helper()
-	s, err := Open(context.Background(), "sqlite", path)
+	testutil.NeedPostgresBinaries(t)
+	pg.once.Do(func() { pg.srv, pg.err = testutil.StartPostgres() })
+	if pg.err != nil {
+		t.Fatalf("start PostgreSQL: %v", pg.err)
+	}
+	return backend{driver: "postgres", dsn: func(t *testing.T) string {
+		dsn, err := pg.srv.CreateDatabase(t.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dsn
+	}}
+}
+
+// forDrivers runs test once per driver, as subtests named after them.
+func forDrivers(t *testing.T, test func(t *testing.T, b backend)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, sqliteBackend()) })
+	t.Run("postgres", func(t *testing.T) { test(t, postgresBackend(t)) })
+}
+
+func openTest(t *testing.T, b backend, dsn string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), b.driver, dsn)
 	if err != nil {
-		t.Fatalf("Open(%q): %v", path, err)
+		t.Fatalf("Open(%s): %v", b.driver, err)
 	}
 	return s
 }
 
-func newStore(t *testing.T) (*Store, string) {
+// newStore opens a store on a new database, closed when t ends, and
+// returns the DSN to reopen it.
+func newStore(t *testing.T, b backend) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sub", "dir", "catalog.db") // parent dirs created by Open
-	s := openTest(t, path)
+	dsn := b.dsn(t)
+	s := openTest(t, b, dsn)
 	t.Cleanup(func() { s.Close() })
-	return s, path
+	return s, dsn
 }
 
 // ms is a base time with sub-millisecond noise and a non-UTC zone.
@@ -52,11 +113,10 @@ func wantTime(t *testing.T, field string, got, in time.Time) {
 	}
 }
 
-func TestOpenPragmasAndMigrationsIdempotent(t *testing.T) {
+func TestOpenPragmas(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "nested", "catalog.db")
-	s := openTest(t, path)
-
+	b := sqliteBackend()
+	s, _ := newStore(t, b)
 	var mode string
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		t.Fatal(err)
@@ -77,14 +137,29 @@ func TestOpenPragmasAndMigrationsIdempotent(t *testing.T) {
 	if fk != 1 || busy != 5000 || sync != 1 {
 		t.Errorf("foreign_keys=%d busy_timeout=%d synchronous=%d, want 1 5000 1(NORMAL)", fk, busy, sync)
 	}
-	// Every statement of the multi-statement migration ran.
+}
+
+// schemaObjects is the query counting tables and indexes by name.
+var schemaObjects = map[string]string{
+	"sqlite":   "SELECT COUNT(*) FROM sqlite_master WHERE name IN ",
+	"postgres": "SELECT COUNT(*) FROM pg_class WHERE relname IN ",
+}
+
+func TestMigrationsIdempotent(t *testing.T) { forDrivers(t, testMigrationsIdempotent) }
+
+func testMigrationsIdempotent(t *testing.T, b backend) {
+	ctx := context.Background()
+	dsn := b.dsn(t)
+	s := openTest(t, b, dsn)
+
+	// Every statement of the multi-statement migrations ran.
 	var objs int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name IN
-		('sessions','links','sessions_created_at_idx','links_session_idx','schema_migrations')`).Scan(&objs); err != nil {
+	if err := s.db.QueryRowContext(ctx, schemaObjects[b.driver]+`('sessions','links','sessions_created_at_idx',
+		'links_session_idx','schema_migrations','recordings_started_idx','sip_bindings_expires_idx')`).Scan(&objs); err != nil {
 		t.Fatal(err)
 	}
-	if objs != 5 {
-		t.Errorf("schema objects = %d, want 5", objs)
+	if objs != 6 { // sip_bindings_expires_idx was dropped by 0007
+		t.Errorf("schema objects = %d, want 6", objs)
 	}
 	if err := s.CreateSession(ctx, Session{ID: "s_1", Name: "one", State: "created", CreatedAt: ms(0)}); err != nil {
 		t.Fatal(err)
@@ -101,7 +176,7 @@ func TestOpenPragmasAndMigrationsIdempotent(t *testing.T) {
 		t.Fatalf("loadMigrations: %v %d", err, len(ms))
 	}
 	for i := 0; i < 2; i++ {
-		s2 := openTest(t, path)
+		s2 := openTest(t, b, dsn)
 		var n, maxv int64
 		if err := s2.db.QueryRowContext(ctx, "SELECT COUNT(*), MAX(version) FROM schema_migrations").Scan(&n, &maxv); err != nil {
 			t.Fatal(err)
@@ -118,12 +193,34 @@ func TestOpenPragmasAndMigrationsIdempotent(t *testing.T) {
 	}
 }
 
+// Two nodes starting together on one new database both migrate it; each
+// migration is applied once and neither fails.
+func TestConcurrentMigrate(t *testing.T) {
+	b := postgresBackend(t)
+	dsn := b.dsn(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(context.Background(), b.driver, dsn)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v", i, err)
+		}
+	}
+}
+
 func TestOpenDrivers(t *testing.T) {
 	ctx := context.Background()
-	_, err := Open(ctx, "postgres", "postgres://localhost/convene")
-	if err == nil || err.Error() != "catalog: driver postgres not built in yet" {
-		t.Errorf("postgres: err = %v", err)
-	}
 	if _, err := Open(ctx, "mysql", "x"); err == nil {
 		t.Error("unknown driver: want error")
 	}
@@ -142,9 +239,65 @@ func TestOpenDrivers(t *testing.T) {
 	}
 }
 
-func TestSessionCRUD(t *testing.T) {
+// A PostgreSQL DSN carries a password: no error repeats it, whether the
+// DSN does not parse or the server cannot be reached.
+func TestPostgresDSNNotShown(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	const secret = "s3cr3t-pa55"
+	for _, dsn := range []string{
+		"postgres://convene:" + secret + "@localhost:notaport/convene",
+		"postgres://convene:" + secret + "@%zz/convene",
+		"host=localhost password=" + secret + " port=x",
+		"",
+	} {
+		_, err := Open(ctx, "postgres", dsn)
+		if !errors.Is(err, ErrBadDSN) {
+			t.Errorf("Open(bad dsn): err = %v, want ErrBadDSN", err)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("error shows the password: %v", err)
+		}
+	}
+	for _, dsn := range []string{
+		"postgres://convene:" + secret + "@db.example:5432/convene?sslmode=verify-full",
+		"host=db.example dbname=convene user=convene password=" + secret,
+	} {
+		if _, err := postgresConfig(dsn); err != nil {
+			t.Errorf("a good DSN: %v", err)
+		}
+	}
+	// A socket directory with no server in it: the connection fails.
+	nowhere := "postgres://convene:" + secret + "@/convene?host=" + t.TempDir() + "&connect_timeout=5"
+	_, err := Open(ctx, "postgres", nowhere)
+	if err == nil {
+		t.Fatal("Open with no server: want error")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error shows the password: %v", err)
+	}
+}
+
+// PostgreSQL's constraint errors map to the same sentinels as SQLite's.
+func TestPostgresErrors(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, postgresBackend(t))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'','',0)`)
+	if !isFKViolation(err) || isUniqueViolation(err) {
+		t.Errorf("dangling session_id: err = %v, want only an FK violation", err)
+	}
+	for i := 0; i < 2; i++ {
+		_, err = s.db.ExecContext(ctx, `INSERT INTO sessions (id, name, state, created_at, updated_at) VALUES ('s_d', '', 'created', 0, 0)`)
+	}
+	if !isUniqueViolation(err) || isFKViolation(err) {
+		t.Errorf("duplicate session: err = %v, want only a unique violation", err)
+	}
+}
+
+func TestSessionCRUD(t *testing.T) { forDrivers(t, testSessionCRUD) }
+
+func testSessionCRUD(t *testing.T, b backend) {
+	ctx := context.Background()
+	s, _ := newStore(t, b)
 
 	in := Session{
 		ID: "s_0123456789abcdef", Name: "Board call", State: "created",
@@ -232,9 +385,11 @@ func linkIDs(ls []Link) []string {
 	return out
 }
 
-func TestLinkCRUD(t *testing.T) {
+func TestLinkCRUD(t *testing.T) { forDrivers(t, testLinkCRUD) }
+
+func testLinkCRUD(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	s, _ := newStore(t, b)
 	for _, id := range []string{"s_a", "s_b"} {
 		if err := s.CreateSession(ctx, Session{ID: id, Name: id, State: "created", CreatedAt: ms(0)}); err != nil {
 			t.Fatal(err)
@@ -305,9 +460,11 @@ func TestLinkCRUD(t *testing.T) {
 	}
 }
 
-func TestForeignKeyRefusal(t *testing.T) {
+func TestForeignKeyRefusal(t *testing.T) { forDrivers(t, testForeignKeyRefusal) }
+
+func testForeignKeyRefusal(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	s, _ := newStore(t, b)
 	err := s.AddLink(ctx, Link{ID: "l_x", SessionID: "s_ghost", Type: "rtp", Kind: "audio",
 		Direction: "sendrecv", Remote: "192.0.2.1:4000", CreatedAt: ms(0)})
 	if !errors.Is(err, ErrNotFound) {
@@ -324,9 +481,11 @@ func TestForeignKeyRefusal(t *testing.T) {
 	}
 }
 
-func TestCascadeDelete(t *testing.T) {
+func TestCascadeDelete(t *testing.T) { forDrivers(t, testCascadeDelete) }
+
+func testCascadeDelete(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	s, _ := newStore(t, b)
 	for _, id := range []string{"s_a", "s_b"} {
 		if err := s.CreateSession(ctx, Session{ID: id, State: "created", CreatedAt: ms(0)}); err != nil {
 			t.Fatal(err)
@@ -354,10 +513,12 @@ func TestCascadeDelete(t *testing.T) {
 }
 
 // Sessions survive a node restart: data written, store closed, reopened.
-func TestSurvivesRestart(t *testing.T) {
+func TestSurvivesRestart(t *testing.T) { forDrivers(t, testSurvivesRestart) }
+
+func testSurvivesRestart(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "data", "catalog.db")
-	s := openTest(t, path)
+	dsn := b.dsn(t)
+	s := openTest(t, b, dsn)
 	sess := Session{ID: "s_keep", Name: "persist", State: "activated", CreatedAt: ms(0), StartAt: ms(time.Minute), UpdatedAt: ms(time.Second)}
 	link := Link{ID: "l_keep", SessionID: "s_keep", Type: "multicast", Kind: "audio", Direction: "sendonly",
 		Remote: "239.1.2.3:5004", TTL: 4, Interface: "eth1", CreatedAt: ms(2 * time.Second)}
@@ -371,11 +532,11 @@ func TestSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The checkpoint on Close leaves nothing pending in the WAL.
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() != 0 {
+	if fi, err := os.Stat(dsn + "-wal"); b.driver == "sqlite" && err == nil && fi.Size() != 0 {
 		t.Errorf("WAL not flushed on Close: %d bytes", fi.Size())
 	}
 
-	s2 := openTest(t, path)
+	s2 := openTest(t, b, dsn)
 	defer s2.Close()
 	got, err := s2.GetSession(ctx, "s_keep")
 	if err != nil {
@@ -397,9 +558,11 @@ func TestSurvivesRestart(t *testing.T) {
 	}
 }
 
-func TestConcurrentCreateSession(t *testing.T) {
+func TestConcurrentCreateSession(t *testing.T) { forDrivers(t, testConcurrentCreateSession) }
+
+func testConcurrentCreateSession(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	s, _ := newStore(t, b)
 	const workers, per = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*per*2)
@@ -442,17 +605,20 @@ func TestConcurrentCreateSession(t *testing.T) {
 }
 
 // Two stores (two connections, as two processes would have) writing the same
-// file concurrently rely on WAL + busy_timeout: no SQLITE_BUSY.
-func TestConcurrentTwoHandles(t *testing.T) {
+// database concurrently: SQLite relies on WAL + busy_timeout (no
+// SQLITE_BUSY), PostgreSQL on its own concurrency (two nodes of a cluster).
+func TestConcurrentTwoHandles(t *testing.T) { forDrivers(t, testConcurrentTwoHandles) }
+
+func testConcurrentTwoHandles(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	a := openTest(t, path)
+	dsn := b.dsn(t)
+	a := openTest(t, b, dsn)
 	defer a.Close()
-	b := openTest(t, path)
-	defer b.Close()
+	c := openTest(t, b, dsn)
+	defer c.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
-	for w, st := range []*Store{a, b, a, b} {
+	for w, st := range []*Store{a, c, a, c} {
 		wg.Add(1)
 		go func(w int, st *Store) {
 			defer wg.Done()
@@ -473,7 +639,7 @@ func TestConcurrentTwoHandles(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	list, err := b.ListSessions(ctx)
+	list, err := c.ListSessions(ctx)
 	if err != nil || len(list) != 100 {
 		t.Errorf("ListSessions: %d, %v", len(list), err)
 	}
@@ -498,8 +664,10 @@ func TestRebind(t *testing.T) {
 	}
 }
 
-func TestCanceledContext(t *testing.T) {
-	s, _ := newStore(t)
+func TestCanceledContext(t *testing.T) { forDrivers(t, testCanceledContext) }
+
+func testCanceledContext(t *testing.T, b backend) {
+	s, _ := newStore(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.CreateSession(ctx, Session{ID: "s_c", State: "created"}); err == nil {

@@ -58,6 +58,14 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
+// migrateLock is the key of the PostgreSQL advisory lock that migrations
+// run under ("convene" in ASCII), so that nodes starting together on one
+// database apply each migration once: without it, two transactions both
+// see a version missing (READ COMMITTED) and the second fails on the
+// first's CREATE TABLE. SQLite needs no lock: its transactions take the
+// write lock at BEGIN (_txlock=immediate), one at a time.
+const migrateLock = 0x636f6e76656e65
+
 // migrate creates schema_migrations and applies every pending migration,
 // each in its own transaction together with its schema_migrations row.
 func (s *Store) migrate(ctx context.Context) error {
@@ -65,22 +73,35 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	conn, err := s.db.Conn(ctx) // the advisory lock belongs to a connection
+	if err != nil {
+		return fmt.Errorf("catalog: migrate: %w", err)
+	}
+	defer conn.Close()
+	if s.driver == driverPostgres {
+		if _, err := conn.ExecContext(ctx, s.q("SELECT pg_advisory_lock(?)"), int64(migrateLock)); err != nil {
+			return fmt.Errorf("catalog: migrate: lock: %w", err)
+		}
+		// Unlocked even when ctx has ended; closing the connection
+		// would release it too, but database/sql keeps it in the pool.
+		defer conn.ExecContext(context.Background(), s.q("SELECT pg_advisory_unlock(?)"), int64(migrateLock)) //nolint:errcheck
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
     version    BIGINT NOT NULL PRIMARY KEY,
     applied_at BIGINT NOT NULL
 )`); err != nil {
 		return fmt.Errorf("catalog: migrate: create schema_migrations: %w", err)
 	}
 	for _, m := range ms {
-		if err := s.applyMigration(ctx, m); err != nil {
+		if err := s.applyMigration(ctx, conn, m); err != nil {
 			return fmt.Errorf("catalog: migrate %s: %w", m.name, err)
 		}
 	}
 	return nil
 }
 
-func (s *Store) applyMigration(ctx context.Context, m migration) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) applyMigration(ctx context.Context, conn *sql.Conn, m migration) error {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-func TestRecordingCRUD(t *testing.T) {
+func TestRecordingCRUD(t *testing.T) { forDrivers(t, testRecordingCRUD) }
+
+func testRecordingCRUD(t *testing.T, drv backend) {
 	ctx := context.Background()
-	s, path := newStore(t)
+	s, dsn := newStore(t, drv)
 
 	a := Recording{ID: "r_a", SessionID: "s_1", Title: "Board call", Description: "Q3 budget, 100% approved",
 		Owner: "operator", State: "recording", StartedAt: ms(0), Dir: "/data/recordings/r_a"}
@@ -109,7 +111,7 @@ func TestRecordingCRUD(t *testing.T) {
 
 	// What was stored survives a restart.
 	s.Close()
-	s2 := openTest(t, path)
+	s2 := openTest(t, drv, dsn)
 	defer s2.Close()
 	got, err = s2.GetRecording(ctx, "r_b")
 	if err != nil {

@@ -3,10 +3,13 @@
 // restart: which sessions exist, their lifecycle state and schedule, and the
 // RTP / multicast links attached to each of them.
 //
-// The catalog is opened with Open. The "sqlite" driver (pure Go,
-// modernc.org/sqlite) is built in; "postgres" is reserved. All SQL is kept
-// portable: standard column types, timestamps as BIGINT unix milliseconds
-// UTC, and '?' placeholders rebound per driver.
+// The catalog is opened with Open. Two drivers are built in: "sqlite" (pure
+// Go, modernc.org/sqlite; the default, one node) and "postgres" (pgx through
+// its database/sql adapter; several nodes sharing one catalog). Both take
+// the same code path: all SQL, migrations included, is portable — standard
+// column types, timestamps as BIGINT unix milliseconds UTC, booleans as
+// INTEGER 0/1, and '?' placeholders rebound per driver — and each driver's
+// constraint errors map to the same ErrExists and ErrNotFound.
 package catalog
 
 import (
@@ -14,17 +17,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	sqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Sentinel errors, usable with errors.Is.
@@ -44,6 +40,7 @@ const (
 type Store struct {
 	db     *sql.DB
 	driver string
+	dsn    string // sqlite: the full DSN, for the checkpointer; postgres: empty (it may hold a password)
 
 	ckpt      *checkpointer // sqlite files: WAL checkpoints in the background (checkpoint.go)
 	closeOnce sync.Once
@@ -57,109 +54,42 @@ type Store struct {
 // directory is created if missing. The connection runs with WAL journaling,
 // busy_timeout=5000, foreign_keys=ON and synchronous=NORMAL, and the pool is
 // limited to a single connection (SQLite serializes writes anyway).
-// Driver "postgres" is not built in yet.
+//
+// For driver "postgres", dsn is a PostgreSQL connection URL
+// (postgres://user:password@host:5432/db?sslmode=…) or key=value string, as
+// pgx parses it; the database must exist. Errors never repeat the DSN, which
+// may hold a password.
 func Open(ctx context.Context, driver, dsn string) (*Store, error) {
+	var (
+		s   *Store
+		err error
+	)
 	switch driver {
 	case driverSQLite:
+		s, err = openSQLite(dsn)
 	case driverPostgres:
-		return nil, errors.New("catalog: driver postgres not built in yet")
+		s, err = openPostgres(dsn)
 	default:
 		return nil, fmt.Errorf("catalog: unknown driver %q", driver)
 	}
-
-	full, err := sqliteDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	own := full
-	if !inMemory(full) {
-		own = withoutAutoCheckpoint(full) // checkpoint.go runs them instead
-	}
-	db, err := sql.Open("sqlite", own)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: open: %w", err)
-	}
-	// One connection: writes serialize in SQLite anyway, and a single
-	// connection rules out SQLITE_BUSY between our own goroutines.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-
-	s := &Store{db: db, driver: driver}
 	if err := s.Ping(ctx); err != nil {
-		db.Close()
+		s.db.Close()
 		return nil, fmt.Errorf("catalog: open: %w", err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		s.db.Close()
 		return nil, err
 	}
-	if !inMemory(full) {
-		if s.ckpt, err = startCheckpointer(full); err != nil {
-			db.Close()
+	if s.driver == driverSQLite && !inMemory(s.dsn) {
+		if s.ckpt, err = startCheckpointer(s.dsn); err != nil {
+			s.db.Close()
 			return nil, fmt.Errorf("catalog: open: %w", err)
 		}
 	}
 	return s, nil
-}
-
-// sqliteDSN turns a path or file: URI into a modernc.org/sqlite DSN carrying
-// the connection pragmas, creating the database's parent directory.
-func sqliteDSN(dsn string) (string, error) {
-	if dsn == "" {
-		return "", errors.New("catalog: open: empty sqlite dsn")
-	}
-	path, query, _ := strings.Cut(dsn, "?")
-	path = strings.TrimPrefix(path, "file:")
-	if path != "" && path != ":memory:" && !strings.HasPrefix(path, ":memory:") {
-		if dir := filepath.Dir(path); dir != "" && dir != "." {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return "", fmt.Errorf("catalog: open: create directory: %w", err)
-			}
-		}
-		if err := private(path); err != nil {
-			return "", fmt.Errorf("catalog: open: %w", err)
-		}
-	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return "", fmt.Errorf("catalog: open: bad dsn query: %w", err)
-	}
-	// busy_timeout is applied first by the driver regardless of order.
-	for _, p := range []string{
-		"busy_timeout(5000)",
-		"journal_mode(WAL)",
-		"foreign_keys(ON)",
-		"synchronous(NORMAL)",
-	} {
-		q.Add("_pragma", p)
-	}
-	if q.Get("_txlock") == "" {
-		// Take the write lock at BEGIN so transactions from other
-		// processes wait on busy_timeout instead of failing on upgrade.
-		q.Set("_txlock", "immediate")
-	}
-	return "file:" + path + "?" + q.Encode(), nil
-}
-
-// private makes the database file (and any -wal, -shm left from before)
-// readable by the node's user only: it holds HA1 digests, which are as good
-// as passwords for SIP. SQLite gives the WAL and shared-memory files it
-// creates the database file's mode, so creating the file 0600 first is
-// enough for them.
-func private(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
 }
 
 // Ping checks that the database is reachable.
@@ -237,17 +167,16 @@ func rebind(driver, query string) string {
 // q returns query rebound for the store's driver.
 func (s *Store) q(query string) string { return rebind(s.driver, query) }
 
-// isFKViolation reports whether err is a foreign key constraint failure.
+// isFKViolation reports whether err is a foreign key constraint failure,
+// from either driver.
 func isFKViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	return sqliteFKViolation(err) || postgresFKViolation(err)
 }
 
-// isUniqueViolation reports whether err is a primary key / unique failure.
+// isUniqueViolation reports whether err is a primary key / unique failure,
+// from either driver.
 func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) &&
-		(se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+	return sqliteUniqueViolation(err) || postgresUniqueViolation(err)
 }
 
 // toMillis converts t to unix milliseconds; the zero time maps to NULL.

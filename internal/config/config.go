@@ -32,6 +32,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// CapacityPPS is the RTP packets per second this node can deliver,
+	// reported in its heartbeats for the cluster's registry; 0 means
+	// unknown (issue 16 will measure it).
+	CapacityPPS float64 `yaml:"capacity_pps"`
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 }
@@ -235,6 +240,13 @@ type RecordingConfig struct {
 	// QuotaMB caps the megabytes of one owner's recordings; an owner at or
 	// over it starts no new recording (507). 0 means no quota.
 	QuotaMB int64 `yaml:"quota_mb"`
+	// AdHocMax caps the ad-hoc recordings (endpoints with no session,
+	// each a UDP port pair on rtp.addr) running at once.
+	AdHocMax int `yaml:"adhoc_max"`
+	// Playbacks and Exports cap the recordings played and exported at
+	// once (each reads its files and paces or muxes them).
+	Playbacks int `yaml:"playbacks"`
+	Exports   int `yaml:"exports"`
 }
 
 // RecordingDir is where recordings go: Recording.Dir, else
@@ -338,9 +350,10 @@ const sqliteFile = "convene.db"
 // empty: they are derived by Resolved.
 func Default() Config {
 	return Config{
-		DataDir:  "./data",
-		Sessions: SessionsConfig{Max: 1000, MaxMembers: 1000},
-		Mixer:    MixerConfig{Speakers: 6, Depth: 3, Max: 200},
+		DataDir:   "./data",
+		Sessions:  SessionsConfig{Max: 1000, MaxMembers: 1000},
+		Mixer:     MixerConfig{Speakers: 6, Depth: 3, Max: 200},
+		Recording: RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -524,6 +537,15 @@ func (c Config) Validate() error {
 	if c.Recording.QuotaMB < 0 {
 		bad("recording.quota_mb", c.Recording.QuotaMB, "want 0 (no quota) or more")
 	}
+	if c.Recording.AdHocMax < 0 || c.Recording.AdHocMax > 1000 {
+		bad("recording.adhoc_max", c.Recording.AdHocMax, "want 0 (none) to 1000")
+	}
+	if c.Recording.Playbacks < 1 || c.Recording.Playbacks > 1000 {
+		bad("recording.playbacks", c.Recording.Playbacks, "want 1 to 1000")
+	}
+	if c.Recording.Exports < 1 || c.Recording.Exports > 100 {
+		bad("recording.exports", c.Recording.Exports, "want 1 to 100")
+	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")
 	}
@@ -557,6 +579,8 @@ func (c Config) Validate() error {
 	case DriverPostgres:
 		if c.Catalog.DSN == "" {
 			bad("catalog.dsn", c.Catalog.DSN, "required with the postgres driver")
+		} else if err := checkPostgresDSN(c.Catalog.DSN); err != nil {
+			bad("catalog.dsn", "(not shown: it may hold a password)", "%v", err)
 		}
 	default:
 		bad("catalog.driver", c.Catalog.Driver, "want %s or %s", DriverSQLite, DriverPostgres)
@@ -589,6 +613,9 @@ func (c Config) Validate() error {
 	if c.HeartbeatInterval <= 0 {
 		bad("heartbeat_interval", c.HeartbeatInterval, "must be positive")
 	}
+	if c.CapacityPPS < 0 {
+		bad("capacity_pps", c.CapacityPPS, "want 0 (unknown) or more")
+	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
 	}
@@ -615,6 +642,16 @@ func checkHostPort(s string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return errors.New("want host:port with a port in 0..65535")
+	}
+	return nil
+}
+
+// checkPostgresDSN accepts what the catalog's driver (pgx) does: a
+// postgres:// or postgresql:// URL or a key=value string. Its error never
+// repeats the DSN; pgx's own redacts passwords only as far as it can parse.
+func checkPostgresDSN(dsn string) error {
+	if _, err := pgx.ParseConfig(dsn); err != nil {
+		return errors.New("want a postgres://user:password@host:port/database URL or a key=value string that PostgreSQL's libpq would take")
 	}
 	return nil
 }

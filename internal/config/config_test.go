@@ -114,8 +114,9 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_LINKS_ALLOW_DESTINATIONS", "CONVENE_LINKS_MAX_PER_MEMBER", "CONVENE_LINKS_MAX_PER_SESSION", "CONVENE_LINKS_CONSENT",
 		"CONVENE_MIXER_SPEAKERS", "CONVENE_MIXER_DEPTH", "CONVENE_MIXER_MAX", "CONVENE_MIXER_CORES",
 		"CONVENE_RECORDING_DIR", "CONVENE_RECORDING_CAPACITY_MBPS", "CONVENE_RECORDING_QUOTA_MB",
+		"CONVENE_RECORDING_ADHOC_MAX", "CONVENE_RECORDING_PLAYBACKS", "CONVENE_RECORDING_EXPORTS",
 		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
-		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
+		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_CAPACITY_PPS", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
 		"node-id", "data-dir", "http-addr", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
@@ -128,8 +129,8 @@ func TestDerivedNames(t *testing.T) {
 		"sip-algorithms", "sip-auth-calls", "sip-register-rate", "sip-invite-rate", "sip-request-rate", "sip-max-contacts",
 		"sip-tcp-idle-timeout", "sip-tcp-max-conns", "sip-tcp-max-conns-per-ip", "sip-min-password-length",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "sessions-max", "sessions-max-members",
-		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "log-level", "log-format",
-		"heartbeat-interval", "shutdown-timeout",
+		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "recording-adhoc-max", "recording-playbacks", "recording-exports", "log-level", "log-format",
+		"heartbeat-interval", "capacity-pps", "shutdown-timeout",
 	}
 	var gotEnv, gotFlags []string
 	for _, k := range keys() {
@@ -386,12 +387,23 @@ func TestValidate(t *testing.T) {
 		{"nats bad listen", func(c *Config) { c.NATS.Listen = "4222" }, "nats.listen"},
 		{"postgres", func(c *Config) { c.Catalog.Driver = "postgres"; c.Catalog.DSN = "postgres://x/y" }, ""},
 		{"postgres no dsn", func(c *Config) { c.Catalog.Driver = "postgres" }, "catalog.dsn"},
+		{"postgres key=value", func(c *Config) {
+			c.Catalog.Driver, c.Catalog.DSN = "postgres", "host=db.example dbname=convene user=convene password=pw sslmode=verify-full"
+		}, ""},
+		{"postgres bad port", func(c *Config) {
+			c.Catalog.Driver, c.Catalog.DSN = "postgres", "postgres://convene:pw@db.example:http/convene"
+		}, "catalog.dsn"},
+		{"postgres bad sslmode", func(c *Config) {
+			c.Catalog.Driver, c.Catalog.DSN = "postgres", "postgres://convene:pw@db.example/convene?sslmode=maybe"
+		}, "catalog.dsn"},
 		{"bad driver", func(c *Config) { c.Catalog.Driver = "mysql" }, "catalog.driver"},
 		{"level", func(c *Config) { c.Log.Level = "debug" }, ""},
 		{"bad level", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
 		{"json", func(c *Config) { c.Log.Format = "json" }, ""},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, "log.format"},
 		{"zero heartbeat", func(c *Config) { c.HeartbeatInterval = 0 }, "heartbeat_interval"},
+		{"capacity", func(c *Config) { c.CapacityPPS = 50000 }, ""},
+		{"negative capacity", func(c *Config) { c.CapacityPPS = -1 }, "capacity_pps"},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -1 }, "shutdown_timeout"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
 		{"relay addr any", func(c *Config) { c.Relay.Addr = "0.0.0.0" }, "relay.addr"},
@@ -457,6 +469,20 @@ func TestResolved(t *testing.T) {
 	c.Catalog.Driver, c.Catalog.DSN = DriverPostgres, ""
 	if r := c.Resolved(); r.Catalog.DSN != "" {
 		t.Errorf("postgres DSN derived: %q", r.Catalog.DSN)
+	}
+}
+
+// A bad PostgreSQL DSN is refused without showing it: it may hold a
+// password.
+func TestPostgresDSNNotShown(t *testing.T) {
+	c := Default()
+	c.Catalog.Driver, c.Catalog.DSN = DriverPostgres, "postgres://convene:s3cr3t@db.example:http/convene"
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "catalog.dsn") {
+		t.Fatalf("Validate = %v, want a catalog.dsn error", err)
+	}
+	if strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("the error shows the password: %v", err)
 	}
 }
 

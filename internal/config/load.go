@@ -335,6 +335,9 @@ var flagUsage = map[string]string{
 	"recording.dir":                "directory of the recordings, one directory each; empty means <data_dir>/recordings",
 	"recording.capacity_mbps":      "disk capacity for recordings in `Mb/s` (128 kb/s per audio and 2.5 Mb/s per video track reserved); 0 measures it at start-up",
 	"recording.quota_mb":           "`megabytes` one owner's recordings may take; 0 means no quota",
+	"recording.adhoc_max":          "most ad-hoc recordings (RTP endpoints with no session) at once; 0 means none",
+	"recording.playbacks":          "most recordings played at once",
+	"recording.exports":            "most recordings exported at once",
 	"auth.api_keys":                "operator API `keys`, comma-separated; empty: one is made in <data_dir>/api_key",
 	"links.allow_destinations":     "`CIDRs`, comma-separated, members' links may send to although loopback, link-local, multicast, broadcast or this host's",
 	"links.max_per_member":         "most media links one session member may have",
@@ -344,6 +347,7 @@ var flagUsage = map[string]string{
 	"log.level":                    "log `level`: debug, info, warn or error",
 	"log.format":                   "log `format`: text or json",
 	"heartbeat_interval":           "`duration` between node heartbeats, e.g. 2s",
+	"capacity_pps":                 "RTP `packets` per second this node can deliver, reported in its heartbeats; 0 means unknown",
 	"shutdown_timeout":             "maximum `duration` of a graceful shutdown, e.g. 10s",
 }
 

@@ -3,7 +3,10 @@
 // states of BFCP (RFC 8855 §5.2.5), so that a BFCP interface later is a
 // translation.
 //
-// A session has one Floor per media kind ("audio", "video"). A floor is
+// A session has one Floor per media kind ("audio", "video") and one for
+// its shared data ("data": the whiteboard; package chat asks Holds before
+// it takes a stroke, so the chalkboard style lets only the holder draw).
+// A floor is
 // controlled by tokens: a member may send media of that kind while it holds
 // a token of the floor. The primitives are the seed's: request, grant,
 // release, transfer, replicate (copy), delete and distribute, plus deny and

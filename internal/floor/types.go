@@ -34,8 +34,9 @@ const (
 // ValidRole reports whether r is a role.
 func ValidRole(r string) bool { return r == RoleChair || r == RoleParticipant || r == RoleListener }
 
-// Floors of every session, one per media kind.
-var Floors = []string{"audio", "video"}
+// Floors of every session: one per media kind, and "data" for the
+// shared whiteboard (package chat).
+var Floors = []string{"audio", "video", "data"}
 
 // Silence bounds of activity sensing.
 const (

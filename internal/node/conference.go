@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
@@ -21,6 +22,7 @@ type conferences struct {
 	sessions *session.Service
 	dtmf     *dtmf
 	media    netip.AddrPort // the shared RTP socket's address
+	chat     *chat.Service  // the phone takes part in the chat by SIP MESSAGE; nil: it does not
 }
 
 // phoneSuffix marks the name of a member who dialled in.
@@ -68,6 +70,26 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		return netip.AddrPort{}, none, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
 	}
 	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
+	if c.chat != nil && caller.Say != nil {
+		// The node orders the chat for the phone and sends it each line,
+		// in order, as a MESSAGE (one at a time: the next waits for the
+		// phone's answer); the phone's MESSAGEs are said in its name.
+		ag, err := c.chat.AttachAgent(ctx, sessionID, m.ID, m.Name, func(from, text string) {
+			if from != "" {
+				text = from + ": " + text
+			}
+			_ = caller.Say(text)
+		})
+		if err != nil {
+			leave()
+			return netip.AddrPort{}, none, err
+		}
+		call.Text = ag.Say
+		call.Leave = func() {
+			ag.Close()
+			leave()
+		}
+	}
 	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/audio"
 	"github.com/convene/convene/internal/export"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
@@ -63,6 +64,43 @@ type probed struct {
 	} `json:"format"`
 }
 
+// download GETs an export as the operator into a file named for format.
+func download(t *testing.T, url, format string) (path string, size int64) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-API-Key", testAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "out."+format)
+	f, _ := os.Create(path)
+	size, err = io.Copy(f, resp.Body)
+	resp.Body.Close()
+	f.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: %d, %v", format, resp.StatusCode, err)
+	}
+	if cl := resp.Header.Get("Content-Length"); cl != "" && cl != strconv.FormatInt(size, 10) {
+		t.Errorf("%s: Content-Length %s, got %d bytes", format, cl, size)
+	}
+	return path, size
+}
+
+// probe reads a file's streams and duration with ffprobe.
+func probe(t *testing.T, ffprobe, path string) probed {
+	t.Helper()
+	out, err := exec.Command(ffprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
+	if err != nil {
+		t.Fatalf("%s: ffprobe: %v", path, err)
+	}
+	var p probed
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestExportFFmpeg: a recording of ffmpeg's PCMU tone and VP8 test card
 // exports as WebM (one VP8 and one Opus stream: the G.711 is transcoded),
 // Ogg/Opus and WAV; ffprobe reads each with a duration within 10% of the
@@ -104,31 +142,8 @@ func TestExportFFmpeg(t *testing.T) {
 		format string
 		codecs []string
 	}{{"webm", []string{"vp8", "opus"}}, {"ogg", []string{"opus"}}, {"wav", []string{"pcm_s16le"}}} {
-		req, _ := http.NewRequest("GET", url+c.format, nil)
-		req.Header.Set("X-API-Key", testAPIKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "out."+c.format)
-		f, _ := os.Create(path)
-		size, err := io.Copy(f, resp.Body)
-		resp.Body.Close()
-		f.Close()
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%s: %d, %v", c.format, resp.StatusCode, err)
-		}
-		if cl := resp.Header.Get("Content-Length"); cl != "" && cl != strconv.FormatInt(size, 10) {
-			t.Errorf("%s: Content-Length %s, got %d bytes", c.format, cl, size)
-		}
-		out, err := exec.Command(ffprobe, "-v", "error", "-print_format", "json", "-show_streams", "-show_format", path).Output()
-		if err != nil {
-			t.Fatalf("%s: ffprobe: %v", c.format, err)
-		}
-		var p probed
-		if err := json.Unmarshal(out, &p); err != nil {
-			t.Fatal(err)
-		}
+		path, size := download(t, url+c.format, c.format)
+		p := probe(t, ffprobe, path)
 		var got []string
 		for _, s := range p.Streams {
 			got = append(got, s.CodecName)
@@ -168,31 +183,9 @@ func TestPlayIntoSession(t *testing.T) {
 	_, ptok := joinAs(t, n, sid, "Pat", "participant")
 	recorded, _ := readDump(t, filepath.Join(dataDir, "recordings", rec.ID, audioFile(t, n, rec.ID)))
 
-	rx, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rx.Close()
-	addLink(t, n, sid, map[string]any{"remote": rx.LocalAddr().String(), "kind": "audio", "direction": "recvonly"})
-	type got struct {
-		at  time.Time
-		pkt []byte
-	}
-	var mu sync.Mutex
-	var heard []got
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			k, err := rx.Read(buf)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			heard = append(heard, got{time.Now(), append([]byte(nil), buf[:k]...)})
-			mu.Unlock()
-		}
-	}()
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(heard) }
+	rx := listenRTP(t)
+	addLink(t, n, sid, map[string]any{"remote": rx.addr(), "kind": "audio", "direction": "recvonly"})
+	count := func() int { return len(rx.packets(false)) }
 
 	url := n.URL() + "/api/v1/recordings/" + rec.ID + "/play"
 	if code := callAs(t, ptok, "POST", url, map[string]any{"session": sid}, nil); code != 403 {
@@ -237,26 +230,70 @@ func TestPlayIntoSession(t *testing.T) {
 		return call(t, "GET", pbURL, nil, nil) == 404
 	})
 	time.Sleep(200 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
+	heard := rx.packets(false)
 	if len(heard) != len(recorded) {
 		t.Fatalf("the receiver got %d packets, the recording holds %d", len(heard), len(recorded))
 	}
-	for i, h := range heard {
-		p, r := h.pkt, recorded[i]
+	for i, p := range heard {
+		r := recorded[i]
 		if string(p[12:]) != string(r[12:]) {
 			t.Fatalf("packet %d: payload differs", i)
 		}
 		if binary.BigEndian.Uint32(p[8:]) == binary.BigEndian.Uint32(r[8:]) {
 			t.Errorf("packet %d keeps the recorded SSRC", i)
 		}
-		if i > 0 && binary.BigEndian.Uint16(p[2:]) != binary.BigEndian.Uint16(heard[i-1].pkt[2:])+1 {
-			t.Fatalf("packet %d: sequence %d after %d", i, binary.BigEndian.Uint16(p[2:]), binary.BigEndian.Uint16(heard[i-1].pkt[2:]))
+		if i > 0 && binary.BigEndian.Uint16(p[2:]) != binary.BigEndian.Uint16(heard[i-1][2:])+1 {
+			t.Fatalf("packet %d: sequence %d after %d", i, binary.BigEndian.Uint16(p[2:]), binary.BigEndian.Uint16(heard[i-1][2:]))
 		}
 	}
 	if hasMember(t, n, sid, pb.Member) {
 		t.Errorf("the playback's member %s is still in the session", pb.Member)
 	}
+}
+
+// rtpRx is a plain RTP receiver on loopback that keeps what it hears.
+type rtpRx struct {
+	c    *net.UDPConn
+	mu   sync.Mutex
+	pkts [][]byte
+}
+
+func listenRTP(t *testing.T) *rtpRx {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	rx := &rtpRx{c: c}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			rx.mu.Lock()
+			rx.pkts = append(rx.pkts, append([]byte(nil), buf[:k]...))
+			rx.mu.Unlock()
+		}
+	}()
+	return rx
+}
+
+func (rx *rtpRx) addr() string { return rx.c.LocalAddr().String() }
+
+// packets returns what arrived so far; take also forgets it.
+func (rx *rtpRx) packets(take bool) [][]byte {
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	out := rx.pkts
+	if take {
+		rx.pkts = nil
+	} else {
+		out = append([][]byte(nil), out...)
+	}
+	return out
 }
 
 // audioFile is the recording's audio RTP stream file.
@@ -341,4 +378,88 @@ func TestPlayToWHEP(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "the playback to stop with its session", func() bool {
 		return call(t, "GET", n.URL()+"/api/v1/playbacks/"+pb.ID, nil, nil) == 404
 	})
+}
+
+// TestPlaySpeedAndSeekThroughTheAPI: a recording of ffmpeg's 3 s 440 Hz
+// tone played into its session at 2× reaches a plain RTP receiver as about
+// 1.5 s of 20 ms packets, still at 440 Hz (stretched, not sped up like a
+// tape); a second playback at 0.5×, sought to 2 s, gives about 2 s of it.
+func TestPlaySpeedAndSeekThroughTheAPI(t *testing.T) {
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	sid, rec := recordFFmpeg(t, n, dataDir)
+	rx := listenRTP(t)
+	addLink(t, n, sid, map[string]any{"remote": rx.addr(), "kind": "audio", "direction": "recvonly"})
+	take := func() [][]byte { return rx.packets(true) }
+	type playback struct {
+		ID, State  string
+		Speed      float64 `json:"speed"`
+		PositionMS int64   `json:"position_ms"`
+	}
+	play := func(body map[string]any) playback {
+		var pb playback
+		if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/play", body, &pb); code != 201 {
+			t.Fatalf("play %v: %d", body, code)
+		}
+		return pb
+	}
+	ended := func(pb playback) {
+		testutil.WaitFor(t, 15*time.Second, "the playback's end", func() bool {
+			return call(t, "GET", n.URL()+"/api/v1/playbacks/"+pb.ID, nil, nil) == 404
+		})
+		time.Sleep(200 * time.Millisecond)
+	}
+	check := func(what string, pkts [][]byte, want time.Duration) {
+		t.Helper()
+		var pcm []int16
+		for i, p := range pkts {
+			if i > 0 && (binary.BigEndian.Uint16(p[2:]) != binary.BigEndian.Uint16(pkts[i-1][2:])+1 ||
+				binary.BigEndian.Uint32(p[4:])-binary.BigEndian.Uint32(pkts[i-1][4:]) != 160) {
+				t.Fatalf("%s: packet %d does not follow the one before", what, i)
+			}
+			for _, b := range p[12:] {
+				pcm = append(pcm, audio.MulawDecode(b))
+			}
+		}
+		got := time.Duration(len(pcm)) * time.Second / 8000
+		share := audio.WindowedToneShare(pcm[len(pcm)/4:3*len(pcm)/4], 440, 8000)
+		t.Logf("%s: %d packets, %v of audio, %.2f of it at 440 Hz", what, len(pkts), got, share)
+		if got < want*85/100 || got > want*115/100 {
+			t.Errorf("%s: %v of audio, want about %v", what, got, want)
+		}
+		if share < 0.8 {
+			t.Errorf("%s: %.2f of the energy at 440 Hz; the tone lost its pitch", what, share)
+		}
+	}
+
+	pb := play(map[string]any{"session": sid, "speed": 2})
+	if pb.Speed != 2 {
+		t.Errorf("speed %v", pb.Speed)
+	}
+	ended(pb)
+	check("2×", take(), 1500*time.Millisecond)
+
+	pb = play(map[string]any{"session": sid, "speed": 0.5})
+	ctl := n.URL() + "/api/v1/playbacks/" + pb.ID + "/control"
+	if code := call(t, "POST", ctl, map[string]any{"action": "seek", "position_ms": 5000}, nil); code != 400 {
+		t.Errorf("a seek past the end: %d, want 400", code)
+	}
+	if code := call(t, "POST", ctl, map[string]any{"action": "seek", "position_ms": 2000}, &pb); code != 200 || pb.PositionMS < 2000 {
+		t.Fatalf("seek: %d %+v", code, pb)
+	}
+	if code := call(t, "POST", ctl, map[string]any{"action": "speed", "speed": 3}, nil); code != 400 {
+		t.Errorf("speed 3: %d, want 400", code)
+	}
+	ended(pb)
+	pkts := take()
+	// The few packets sent before the seek came first: the seek
+	// starts a new run of timestamps (moved on by the wall time).
+	from := 0
+	for i := 1; i < min(len(pkts), 15); i++ {
+		if binary.BigEndian.Uint32(pkts[i][4:])-binary.BigEndian.Uint32(pkts[i-1][4:]) != 160 {
+			from = i
+			break
+		}
+	}
+	check("seek to 2 s, 0.5×", pkts[from:], 2*time.Second)
 }

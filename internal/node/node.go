@@ -16,12 +16,14 @@ import (
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/bus"
 	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
+	"github.com/convene/convene/internal/registry"
 	"github.com/convene/convene/internal/relay"
 	"github.com/convene/convene/internal/relay/ng"
 	"github.com/convene/convene/internal/rtplink"
@@ -45,6 +47,7 @@ type Node struct {
 
 	cat      *catalog.Store
 	bus      *bus.Bus
+	registry *registry.Registry // the cluster's nodes, from their heartbeats
 	socks    rtplink.Sockets
 	sessions *session.Service
 	mixers   *mixer.Service
@@ -59,6 +62,8 @@ type Node struct {
 	sipUsers  *sipusers.Service
 	sip       *sip.Server
 	rtc       *sfu.SFU
+	// chat carries the sessions' conversations.
+	chat *chat.Service
 	// recordings record sessions; set before any session event can fire.
 	recordings *recording.Service
 	// playbacks play recordings into sessions.
@@ -101,7 +106,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	if n.bus, err = bus.Connect(ctx, bus.Options{URL: cfg.NATS.URL, Listen: cfg.NATS.Listen, NodeID: busToken(cfg.NodeID),
-		Logger: log, Version: version}); err != nil {
+		Logger: log, Version: version, Capacity: cfg.CapacityPPS}); err != nil {
+		return nil, err
+	}
+	if n.registry, err = registry.New(registry.Options{Watcher: n.bus, Logger: log}); err != nil {
 		return nil, err
 	}
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
@@ -135,11 +143,16 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks))
+		newMediaCollector(n.sessions, n.socks), n.registry.Collector())
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
-	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Logger: log.With("component", "playback")})
+	n.chat = chat.New(chat.Options{Catalog: n.cat, Relay: chatRelay{n.bus}, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
+		Logger: log.With("component", "chat")}, reg)
+	n.playbacks = playback.NewService(playback.Options{Sessions: n.sessions, Max: cfg.Recording.Playbacks,
+		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
+			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
+		}, Logger: log.With("component", "playback")})
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -149,7 +162,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr()}, reg, log); err != nil {
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat}, reg, log); err != nil {
 		return nil, err
 	}
 	tcMetrics := transcode.NewMetrics()
@@ -179,6 +192,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Dialler:    n.sip,
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
+		Nodes:      n.registry,
+		Chat:       n.chat,
+		MaxExports: cfg.Recording.Exports,
 
 		MetricsToken:    cfg.HTTP.MetricsToken,
 		RequestTimeout:  cfg.HTTP.RequestTimeout.Std(),
@@ -310,6 +326,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.socks.RTCP != nil {
 		errs = append(errs, n.socks.RTCP.Close())
+	}
+	if n.registry != nil {
+		n.registry.Close()
 	}
 	if n.bus != nil {
 		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {

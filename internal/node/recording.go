@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"strings"
 
 	"github.com/convene/convene/internal/catalog"
@@ -10,6 +11,7 @@ import (
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/floor"
+	"github.com/convene/convene/internal/ingest"
 	"github.com/convene/convene/internal/recorder"
 	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/session"
@@ -33,9 +35,17 @@ func startRecordings(ctx context.Context, cfg config.Config, cat *catalog.Store,
 		capacity = bps
 		log.Info("recording capacity probed", "dir", root, "mbps", int(bps/1e6))
 	}
-	recMetrics, svcMetrics := recorder.NewMetrics(), recording.NewMetrics()
+	recMetrics, svcMetrics, inMetrics := recorder.NewMetrics(), recording.NewMetrics(), ingest.NewMetrics()
 	recMetrics.Register(reg)
 	svcMetrics.Register(reg)
+	inMetrics.Register(reg)
+	// Ad-hoc recordings bind the media address; none if recording.adhoc_max is 0.
+	var adHoc netip.Addr
+	if cfg.Recording.AdHocMax > 0 {
+		if a, err := netip.ParseAddr(cfg.RTP.Addr); err == nil {
+			adHoc = a.Unmap()
+		}
+	}
 	return recording.New(ctx, recording.Options{Root: root, Catalog: cat, Rooms: sessions, Events: ev,
 		Present: func(sessionID string) []recorder.Event {
 			ms, err := sessions.Members(context.Background(), sessionID)
@@ -49,6 +59,7 @@ func startRecordings(ctx context.Context, cfg config.Config, cat *catalog.Store,
 			return evs
 		},
 		Capacity: capacity, Quota: cfg.Recording.QuotaMB << 20, Metrics: svcMetrics,
+		AdHocAddr: adHoc, AdHocMax: cfg.Recording.AdHocMax, Ingest: inMetrics,
 		Recorder: recorder.Options{Metrics: recMetrics, Logger: log}, Logger: log})
 }
 
@@ -61,6 +72,12 @@ type recordingEvents struct {
 }
 
 func (r recordingEvents) SessionEvent(sessionID string, typ event.Type, data any) error {
+	if c := r.n.chat; c != nil {
+		switch typ {
+		case event.Deactivated, event.Finished, event.Canceled:
+			c.SessionEnded(sessionID)
+		}
+	}
 	if rec := r.n.recordings; rec != nil {
 		switch typ {
 		case event.Deactivated, event.Finished, event.Canceled:

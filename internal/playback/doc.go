@@ -16,9 +16,17 @@
 // run on without a jump, and timestamps that advance with the time the
 // receiver sees: after a seek, a pause or a speed change the next packet's
 // timestamp is the last one's plus the wall time between them, and at
-// speed s timestamps advance 1/s as fast as the recording's, so a video
-// receiver shows frames at the new pace. Audio is not time-stretched: at
-// a speed other than 1× its packets come faster or slower than they play,
-// which an adaptive jitter buffer (a browser's) absorbs by stretching or
-// compressing; a plain receiver may not.
+// speed s a video stream's timestamps advance 1/s as fast as the
+// recording's, so a receiver shows frames at the new pace. Audio at a
+// speed other than 1× is time-stretched (stretch.go): decoded, made
+// faster or slower at its own pitch by WSOLA (audio.Stretcher), encoded
+// again in its own codec and sent as 20 ms packets every 20 ms, so any
+// receiver, a phone's fixed jitter buffer too, hears sped-up speech and
+// not a chipmunk. At 1× the recorded packets go out as they are. A codec
+// the node cannot encode (not G.711, G.722, L16 or Opus) falls back to
+// its packets sent faster or slower with scaled timestamps.
+//
+// The recording's chat lines (the time line's "message" events) are said
+// again in the session at their places among the media, "[Ada] hello",
+// by the playback's member (Options.Chat; text.go).
 package playback

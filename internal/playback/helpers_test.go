@@ -3,11 +3,14 @@ package playback
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/audio"
+	"github.com/convene/convene/internal/codec"
 	"github.com/convene/convene/internal/export"
 	"github.com/convene/convene/internal/recorder"
 	"github.com/convene/convene/internal/rtpdump"
@@ -37,6 +40,41 @@ func audioStream(first uint32, n int) stream {
 	s := stream{file: "001-audio-1.rtpdump", kind: "audio", codec: "audio/PCMU", pt: 0, rate: 8000, ssrc: 0xa}
 	for i := range n {
 		s.pkts = append(s.pkts, pkt{ms: first + uint32(20*i), seq: uint16(1000 + i), ts: uint32(160 * i), pl: make([]byte, 160)})
+	}
+	return s
+}
+
+// toneStream: n PCMU packets of a freq Hz tone every 20 ms from first ms.
+func toneStream(first uint32, n int, freq float64) stream {
+	s := audioStream(first, n)
+	for i := range s.pkts {
+		for j := range s.pkts[i].pl {
+			v := 8000 * math.Sin(2*math.Pi*freq*float64(160*i+j)/8000)
+			s.pkts[i].pl[j] = audio.MulawEncode(int16(v))
+		}
+	}
+	return s
+}
+
+// opusToneStream: n Opus packets (48 kHz, 20 ms) of a freq Hz tone every
+// 20 ms from first ms.
+func opusToneStream(t testing.TB, first uint32, n int, freq float64) stream {
+	enc, err := codec.NewEncoder(codec.Opus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stream{file: "001-audio-1.rtpdump", kind: "audio", codec: "audio/opus", pt: 111, rate: 48000, ssrc: 0xa}
+	pcm := make([]int16, 960)
+	for i := range n {
+		for j := range pcm {
+			pcm[j] = int16(8000 * math.Sin(2*math.Pi*freq*float64(960*i+j)/48000))
+		}
+		out := make([]byte, 1500)
+		m, err := enc.Encode(pcm, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.pkts = append(s.pkts, pkt{ms: first + uint32(20*i), seq: uint16(i), ts: uint32(960 * i), pl: out[:m]})
 	}
 	return s
 }

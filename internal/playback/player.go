@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ type Track struct {
 	has   bool
 	video bool
 	rw    rewriter
+	str   *stretch // audio the node can encode: played at other speeds (stretch.go)
 }
 
 // Emit is told each packet a Player sends: b is the Player's, valid until
@@ -53,8 +55,13 @@ type Emit func(t *Track, b []byte)
 // Player replays a recording's RTP streams. It is not safe for concurrent
 // use: Playback owns one in a goroutine.
 type Player struct {
-	rec      *export.Recording
-	Tracks   []*Track
+	rec    *export.Recording
+	Tracks []*Track
+	// Texts are the recording's chat lines; OnText, if set, gets each
+	// when its place on the time line comes (text.go).
+	Texts    []Text
+	OnText   func(Text)
+	nextText int
 	speed    float64
 	playing  bool
 	ended    bool
@@ -66,7 +73,7 @@ type Player struct {
 // NewPlayer opens every stream of rec (each file once), stopped at
 // position 0 at speed 1.
 func NewPlayer(rec *export.Recording) (*Player, error) {
-	p := &Player{rec: rec, speed: 1, duration: rec.Duration}
+	p := &Player{rec: rec, speed: 1, duration: rec.Duration, Texts: textsOf(rec.Manifest)}
 	for _, s := range append(append([]*export.Stream(nil), rec.Audio...), rec.Video...) {
 		k := media.Audio
 		if strings.HasPrefix(strings.ToLower(s.Codec), "video/") {
@@ -74,6 +81,9 @@ func NewPlayer(rec *export.Recording) (*Player, error) {
 		}
 		t := &Track{Stream: s, Kind: k, SSRC: rand.Uint32() | 1, video: k == media.Video}
 		t.rw = rewriter{ssrc: t.SSRC, rate: s.Rate, speed: 1}
+		if k == media.Audio {
+			t.str = newStretch(s)
+		}
 		if err := t.open(rec.Manifest.Started); err != nil {
 			p.Close()
 			return nil, err
@@ -167,7 +177,7 @@ func (p *Player) Play(now time.Time) {
 		return
 	}
 	p.playing, p.at0 = true, now
-	p.cut()
+	p.cut(false)
 }
 
 // Pause stops the clock at now's position.
@@ -186,14 +196,23 @@ func (p *Player) SetSpeed(now time.Time, s float64) error {
 	}
 	p.pos0, p.at0 = p.Position(now), now
 	p.speed = s
-	p.cut()
+	p.cut(true)
 	return nil
 }
 
-// cut makes each track's next packet start a new run of timestamps.
-func (p *Player) cut() {
+// cut makes each track's next packet start a new run of timestamps;
+// reset also drops the stretched audio not sent yet (a seek, a new speed).
+func (p *Player) cut(reset bool) {
 	for _, t := range p.Tracks {
 		t.rw.cut(p.speed)
+		if t.str == nil {
+			continue
+		}
+		if reset {
+			t.str.reset(p.speed)
+		} else {
+			t.str.due = time.Time{}
+		}
 	}
 }
 
@@ -231,9 +250,10 @@ func (p *Player) Seek(now time.Time, to time.Duration) error {
 			}
 		}
 	}
+	p.nextText = sort.Search(len(p.Texts), func(i int) bool { return p.Texts[i].At >= to })
 	p.pos0, p.at0 = to, now
 	p.ended = false
-	p.cut()
+	p.cut(true)
 	return nil
 }
 
@@ -241,31 +261,70 @@ func (p *Player) Seek(now time.Time, to time.Duration) error {
 // (wall time) until the next is due; done when the last was sent (the
 // player then counts as ended and not playing). A paused player sends
 // nothing and returns a wait of -1.
+//
+// At a speed other than 1 an audio stream the node can encode is
+// stretched (stretch.go): its recorded packets go into the stretcher when
+// their place on the time line comes, and its frames go out every 20 ms.
 func (p *Player) Step(now time.Time, emit Emit) (wait time.Duration, done bool) {
 	if !p.playing {
 		return -1, p.ended
 	}
 	pos := p.Position(now)
+	stretching := p.speed != 1
+	var t *Track
 	for {
-		var t *Track
+		t = nil
 		for _, c := range p.Tracks {
 			if c.has && (t == nil || c.at < t.at) {
 				t = c
 			}
 		}
-		if t == nil {
-			p.pos0, p.playing, p.ended = p.duration, false, true
-			return -1, true
+		if t == nil || t.at > pos {
+			break
 		}
-		if t.at > pos {
-			// Rounded up, so the position then has reached the packet.
-			return max(time.Nanosecond, time.Duration(math.Ceil(float64(t.at-pos)/p.speed))), false
+		if stretching && t.str != nil {
+			t.str.push(t.next)
+			t.str.send(t, now, emit)
+		} else {
+			t.rw.rewrite(t.next, now)
+			t.Sent++
+			emit(t, t.next)
 		}
-		t.rw.rewrite(t.next, now)
-		t.Sent++
-		emit(t, t.next)
 		if err := t.advance(); err != nil {
 			t.has = false // a bad record ends its stream; the others go on
 		}
 	}
+	for p.nextText < len(p.Texts) && p.Texts[p.nextText].At <= pos {
+		if p.OnText != nil {
+			p.OnText(p.Texts[p.nextText])
+		}
+		p.nextText++
+	}
+	wait = -1
+	if t != nil {
+		// Rounded up, so the position then has reached the packet.
+		wait = max(time.Nanosecond, time.Duration(math.Ceil(float64(t.at-pos)/p.speed)))
+	}
+	if p.nextText < len(p.Texts) {
+		w := max(time.Nanosecond, time.Duration(math.Ceil(float64(p.Texts[p.nextText].At-pos)/p.speed)))
+		if wait < 0 || w < wait {
+			wait = w
+		}
+	}
+	if stretching {
+		for _, c := range p.Tracks {
+			if c.str == nil {
+				continue
+			}
+			c.str.send(c, now, emit)
+			if w, ok := c.str.wait(now); ok && (wait < 0 || w < wait) {
+				wait = max(w, time.Nanosecond)
+			}
+		}
+	}
+	if wait < 0 {
+		p.pos0, p.playing, p.ended = p.duration, false, true
+		return -1, true
+	}
+	return wait, false
 }

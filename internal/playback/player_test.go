@@ -1,8 +1,16 @@
 package playback
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/audio"
+	"github.com/convene/convene/internal/codec"
+	"github.com/convene/convene/internal/conversation"
+	"github.com/convene/convene/internal/export"
+	"github.com/convene/convene/internal/recorder"
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -152,15 +160,16 @@ func TestSeek(t *testing.T) {
 	}
 }
 
-// TestSpeed: at 2× the gaps halve and so do the timestamps' steps; at
-// 0.5× they double; 3× is refused.
+// TestSpeed: at 2× and 0.5× the audio is stretched: 20 ms packets every
+// 20 ms with timestamps by 160 (G.711 at 8 kHz), a recording's second of
+// them taking half a second or two; at 1× the recorded packets go as
+// they came; 3× is refused.
 func TestSpeed(t *testing.T) {
 	for _, c := range []struct {
 		speed float64
-		gap   time.Duration
-		ts    uint32
-	}{{2, ms(10), 80}, {0.5, ms(40), 320}, {1, ms(20), 160}} {
-		rec := writeRecording(t, time.Second, audioStream(0, 20))
+		dur   time.Duration // how long a second of audio plays
+	}{{2, ms(500)}, {0.5, ms(2000)}, {1, ms(1000)}} {
+		rec := writeRecording(t, time.Second, audioStream(0, 50))
 		p, _ := NewPlayer(rec)
 		if err := p.SetSpeed(t0, c.speed); err != nil {
 			t.Fatal(err)
@@ -168,9 +177,16 @@ func TestSpeed(t *testing.T) {
 		p.Play(t0)
 		out := drive(p, t0, t0.Add(time.Hour), nil)
 		for i := 1; i < len(out); i++ {
-			if g := out[i].at.Sub(out[i-1].at); g != c.gap || out[i].ts-out[i-1].ts != c.ts {
-				t.Fatalf("%v×: packet %d after %v, timestamp +%d; want %v, +%d", c.speed, i, g, out[i].ts-out[i-1].ts, c.gap, c.ts)
+			if g := out[i].at.Sub(out[i-1].at); g != ms(20) || out[i].ts-out[i-1].ts != 160 || out[i].seq != out[i-1].seq+1 {
+				t.Fatalf("%v×: packet %d after %v, timestamp +%d, seq %d after %d; want 20ms, +160, by one",
+					c.speed, i, g, out[i].ts-out[i-1].ts, out[i].seq, out[i-1].seq)
 			}
+		}
+		if got := time.Duration(len(out)) * ms(20); got < c.dur-ms(40) || got > c.dur {
+			t.Errorf("%v×: %d packets (%v of audio), want about %v", c.speed, len(out), got, c.dur)
+		}
+		if !p.Ended() {
+			t.Errorf("%v×: not ended", c.speed)
 		}
 		p.Close()
 	}
@@ -182,12 +198,124 @@ func TestSpeed(t *testing.T) {
 			t.Errorf("speed %v: %v", s, err)
 		}
 	}
-	// A change mid-way: 10 packets at 1×, then 2×.
+}
+
+// TestSpeedKeepsPitch: a recorded 440 Hz tone (PCMU) played at 2× and at
+// 0.5× decodes as a 440 Hz tone half or twice as long: speech sped up,
+// not a chipmunk; a change of speed half-way keeps the sequence numbers
+// and timestamps running.
+func TestSpeedKeepsPitch(t *testing.T) {
+	for _, speed := range []float64{2, 0.5} {
+		rec := writeRecording(t, 2*time.Second, toneStream(0, 100, 440))
+		playTone(t, rec, speed, 8000, 160, func(b []byte, pcm []int16) []int16 {
+			for _, x := range b {
+				pcm = append(pcm, audio.MulawDecode(x))
+			}
+			return pcm
+		})
+	}
+}
+
+// TestSpeedKeepsPitchOpus: the same for a browser's Opus, decoded and
+// encoded again by libopus.
+func TestSpeedKeepsPitchOpus(t *testing.T) {
+	for _, speed := range []float64{1.5, 0.5} {
+		rec := writeRecording(t, 2*time.Second, opusToneStream(t, 0, 100, 440))
+		dec, err := codec.NewDecoder(codec.Opus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]int16, 5760)
+		playTone(t, rec, speed, 48000, 960, func(b []byte, pcm []int16) []int16 {
+			n, err := dec.Decode(b, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(pcm, buf[:n]...)
+		})
+	}
+}
+
+// playTone plays rec at speed on simulated time, checks that the packets
+// run on by one frame of ticks each, decodes them with decode and checks
+// that 2 s of a 440 Hz tone came out 2/speed s long, at 440 Hz.
+func playTone(t *testing.T, rec *export.Recording, speed float64, rate int, ticks uint32, decode func(payload []byte, pcm []int16) []int16) {
+	t.Helper()
+	{
+		p, _ := NewPlayer(rec)
+		p.SetSpeed(t0, speed)
+		p.Play(t0)
+		var pcm []int16
+		var last sent
+		n := 0
+		emit := func(tr *Track, b []byte) {
+			pcm = decode(b[12:], pcm)
+			seq, ts := binary.BigEndian.Uint16(b[2:]), binary.BigEndian.Uint32(b[4:])
+			if n > 0 && (seq != last.seq+1 || ts != last.ts+ticks) {
+				t.Fatalf("%v×: seq %d ts %d after %d, %d", speed, seq, ts, last.seq, last.ts)
+			}
+			last.seq, last.ts = seq, ts
+			n++
+		}
+		for now := t0; !p.Ended() && now.Before(t0.Add(time.Minute)); now = now.Add(ms(5)) {
+			p.Step(now, emit)
+		}
+		want := 2 / speed * float64(rate)
+		if got := float64(len(pcm)); got < 0.95*want || got > 1.01*want {
+			t.Errorf("%v×: %d samples, want about %.0f", speed, len(pcm), want)
+		}
+		body := pcm[rate/10 : len(pcm)-rate/10]
+		if at440, at880 := audio.WindowedToneShare(body, 440, rate), audio.WindowedToneShare(body, 440*speed, rate); at440 < 0.8 || at880 > 0.05 {
+			t.Errorf("%v×: %.2f of the energy at 440 Hz, %.2f at %.0f Hz; want the tone at its own pitch", speed, at440, at880, 440*speed)
+		}
+		p.Close()
+	}
+}
+
+// TestTexts: a recording's chat lines are said at their places on the
+// time line, named by the time line's members, the whiteboard's strokes
+// not; a seek skips the lines before it.
+func TestTexts(t *testing.T) {
+	line := func(flow uint32, seq uint64, text string) string {
+		m := conversation.Message{Conversation: 1, Flow: flow, Sender: 1, Seq: seq, Sent: started, Payload: []byte(text)}
+		return base64.StdEncoding.EncodeToString(m.Marshal())
+	}
+	rec := writeRecording(t, 2*time.Second, audioStream(0, 100))
+	rec.Manifest.Events = []recorder.Event{
+		{Kind: recorder.MemberJoined, Member: "m_a", Detail: "Ada (present)"},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 300, Detail: line(1, 1, "hello")},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 400, Detail: line(2, 2, "a stroke")},
+		{Kind: recorder.Message, Member: "m_x", OffsetMS: 1500, Detail: line(1, 3, "bye")},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 1600, Detail: "not base64!"},
+	}
+	p, err := NewPlayer(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var said []string
+	var at []time.Duration
+	now := t0
+	p.OnText = func(x Text) {
+		said = append(said, x.From+": "+x.Text)
+		at = append(at, now.Sub(t0))
+	}
 	p.Play(t0)
-	out := drive(p, t0, t0.Add(time.Hour), map[time.Duration]func(time.Time){
-		ms(190): func(now time.Time) { p.SetSpeed(now, 2) },
-	})
-	if d := out[len(out)-1].at.Sub(t0); d != ms(190+5+9*10) {
-		t.Errorf("last packet at %v, want 285ms", d)
+	for ; !p.Ended() && now.Before(t0.Add(time.Minute)); now = now.Add(ms(10)) {
+		p.Step(now, func(*Track, []byte) {})
+	}
+	if len(said) != 2 || said[0] != "Ada: hello" || said[1] != "m_x: bye" || at[0] != ms(300) || at[1] != ms(1500) {
+		t.Fatalf("said %v at %v", said, at)
+	}
+	said = nil
+	if err := p.Seek(now, ms(1000)); err != nil {
+		t.Fatal(err)
+	}
+	p.Play(now)
+	for end := now.Add(time.Minute); !p.Ended() && now.Before(end); now = now.Add(ms(10)) {
+		p.Step(now, func(*Track, []byte) {})
+	}
+	if len(said) != 1 || said[0] != "m_x: bye" {
+		t.Errorf("after a seek to 1 s: %v", said)
 	}
 }

@@ -58,3 +58,24 @@ func (w *rewriter) rewrite(b []byte, now time.Time) {
 	}
 	w.lastWall = now
 }
+
+// synth gives a packet the node made (a stretched frame of ticks) the
+// stream's SSRC, the next sequence number and a timestamp ticks after the
+// last one's, or after the wall time that passed when a run starts.
+func (w *rewriter) synth(b []byte, ticks uint32, now time.Time) {
+	var seq uint16
+	var ts uint32
+	switch {
+	case !w.started:
+		seq, ts = uint16(w.ssrc>>3), w.ssrc*7
+	case w.rebase:
+		seq, ts = w.lastSeq+1, w.lastTS+uint32(now.Sub(w.lastWall).Seconds()*float64(w.rate))
+	default:
+		seq, ts = w.lastSeq+1, w.lastTS+ticks
+	}
+	w.started, w.rebase = true, false
+	binary.BigEndian.PutUint16(b[2:], seq)
+	binary.BigEndian.PutUint32(b[4:], ts)
+	binary.BigEndian.PutUint32(b[8:], w.ssrc)
+	w.lastSeq, w.lastTS, w.lastWall = seq, ts, now
+}

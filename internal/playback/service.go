@@ -31,6 +31,10 @@ var (
 // Options configure a Service.
 type Options struct {
 	Sessions *session.Service
+	// Chat, if set, lets a playback say its recording's chat lines in the
+	// session as its member, "[name] text", at their places (package
+	// chat's Agent).
+	Chat func(ctx context.Context, sessionID, memberID, name string) (Sayer, error)
 	// Max caps the playbacks running at a time on the node (default 4).
 	Max    int
 	Clock  Clock // default Real
@@ -48,10 +52,17 @@ type Service struct {
 }
 
 // play is one running playback.
+// Sayer says lines in a session's chat as one member.
+type Sayer interface {
+	Say(text string) error
+	Close()
+}
+
 type play struct {
 	info  Info
 	pb    *Playback
 	links []string
+	sayer Sayer         // the recording's chat lines go out through it
 	gone  chan struct{} // closed when the session closed one of its links
 	once  sync.Once
 }
@@ -134,7 +145,7 @@ func (s *Service) start(ctx context.Context, pl *play, req Request) (Info, error
 	if err != nil {
 		return Info{}, err
 	}
-	if len(p.Tracks) == 0 {
+	if len(p.Tracks) == 0 && len(p.Texts) == 0 {
 		p.Close()
 		return Info{}, ErrNoMedia
 	}
@@ -148,6 +159,18 @@ func (s *Service) start(ctx context.Context, pl *play, req Request) (Info, error
 		return Info{}, err
 	}
 	pl.info.Member = m.ID
+	if s.o.Chat != nil && len(p.Texts) > 0 {
+		if pl.sayer, err = s.o.Chat(ctx, req.Session, m.ID, req.Name); err != nil {
+			s.o.Logger.Warn("playback: its chat lines will not be said", "recording", req.Recording, "err", err)
+		} else {
+			say := pl.sayer
+			p.OnText = func(t Text) {
+				if err := say.Say("[" + t.From + "] " + t.Text); err != nil {
+					s.o.Logger.Debug("playback: chat line", "err", err)
+				}
+			}
+		}
+	}
 	tracks := map[*Track]*broker.Track{}
 	for _, t := range p.Tracks {
 		t := t
@@ -218,6 +241,9 @@ func (s *Service) watch(pl *play) {
 
 // leave detaches the playback's links and removes its member.
 func (s *Service) leave(pl *play) {
+	if pl.sayer != nil {
+		pl.sayer.Close()
+	}
 	for _, l := range pl.links {
 		s.o.Sessions.DetachLive(pl.info.Session, l)
 	}

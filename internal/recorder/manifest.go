@@ -79,6 +79,9 @@ const (
 	StreamStarted    EventKind = "stream_started"
 	SlowDisk         EventKind = "slow_disk"   // the queue overflowed: packets were dropped
 	WriteError       EventKind = "write_error" // the recording stopped
+	// Message is a conversation message (chat, whiteboard): Detail holds
+	// its wire form in base64, Stream "flow/seq".
+	Message EventKind = "message"
 )
 
 // Event is one entry of the time line.

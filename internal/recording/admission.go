@@ -92,7 +92,7 @@ func dirSize(dir string) int64 {
 //
 //	convene_recording_capacity_bits        the disk capacity recordings are admitted against (bits/s)
 //	convene_recording_reserved_bits        what the running recordings reserved of it (bits/s)
-//	convene_recording_refused_total{reason} recordings refused: capacity, quota
+//	convene_recording_refused_total{reason} recordings refused: capacity, quota, adhoc (the cap of ad-hoc ones)
 type Metrics struct {
 	capacity prometheus.Gauge
 	reserved prometheus.Gauge
@@ -107,10 +107,11 @@ func NewMetrics() *Metrics {
 		reserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_recording_reserved_bits",
 			Help: "Bits per second the running recordings reserved of the capacity (estimates per track)."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_recording_refused_total",
-			Help: "Recordings refused, by reason (capacity: 503; quota: 507)."}, []string{"reason"}),
+			Help: "Recordings refused, by reason (capacity: 503; quota: 507; adhoc: the ad-hoc cap, 503)."}, []string{"reason"}),
 	}
 	m.refused.WithLabelValues("capacity")
 	m.refused.WithLabelValues("quota")
+	m.refused.WithLabelValues("adhoc")
 	return m
 }
 

@@ -47,6 +47,8 @@ type Detail struct {
 	Timeline []recorder.Event `json:"timeline"`
 	// Dropped counts packets the recording lost, by reason.
 	Dropped map[string]uint64 `json:"dropped,omitempty"`
+	// Endpoint is a running ad-hoc recording's.
+	Endpoint *Endpoint `json:"endpoint,omitempty"`
 }
 
 // File is one stream's rtpdump file as its sidecar describes it.
@@ -76,6 +78,12 @@ func (s *Service) Get(ctx context.Context, id string) (Detail, error) {
 	}
 	r = s.current(r)
 	d := Detail{Recording: view(r), Files: []File{}, Timeline: []recorder.Event{}}
+	s.mu.Lock()
+	if l := s.live[id]; l != nil && l.ep != nil {
+		e := l.endpoint()
+		d.Endpoint = &e
+	}
+	s.mu.Unlock()
 	m, err := recorder.ReadManifest(r.Dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {

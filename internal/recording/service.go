@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/ingest"
 	"github.com/convene/convene/internal/recorder"
 )
 
@@ -70,9 +72,14 @@ type Options struct {
 	Present func(sessionID string) []recorder.Event
 	// Recorder are the options of every recording (its Metrics shared).
 	Recorder recorder.Options
-	Metrics  *Metrics
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// AdHocAddr is the IP ad-hoc recordings' endpoints bind (unset: the
+	// node takes none); AdHocMax caps them (0 means 16).
+	AdHocAddr netip.Addr
+	AdHocMax  int
+	Ingest    *ingest.Metrics
+	Metrics   *Metrics
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Service runs the node's recordings.
@@ -94,6 +101,20 @@ type running struct {
 	cat   catalog.Recording
 	need  float64       // bits/s reserved
 	ended chan struct{} // closed once the end is stored
+	// An ad-hoc recording's endpoint and private room (adhoc.go).
+	ep      *ingest.Endpoint
+	room    *broker.Room
+	idle    time.Duration
+	sources []netip.Prefix
+}
+
+// stop ends the recording: an ad-hoc one's endpoint first, so that what
+// it accepted is all recorded.
+func (l *running) stop() {
+	if l.ep != nil {
+		l.ep.Close()
+	}
+	l.rec.Stop()
 }
 
 // New opens the service: it creates Root, repairs the recordings a
@@ -108,6 +129,12 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
+	}
+	if o.Ingest == nil {
+		o.Ingest = ingest.NewMetrics()
+	}
+	if o.AdHocMax <= 0 {
+		o.AdHocMax = 16
 	}
 	if o.Recorder.Metrics == nil {
 		o.Recorder.Metrics = recorder.NewMetrics()
@@ -224,20 +251,36 @@ func (s *Service) Start(ctx context.Context, req NewRecording) (Recording, error
 	if room == nil {
 		return Recording{}, fmt.Errorf("%w: session %s is not activated", ErrConflict, req.Session)
 	}
+	l, err := s.launch(ctx, req, room, Estimate(room.Tracks()), len(room.Tracks()), nil)
+	if err != nil {
+		return Recording{}, err
+	}
+	// The session may have ended between roomOf and now; then its
+	// SessionEnded found nothing to stop.
+	if s.roomOf(req.Session) != room {
+		go s.Stop(context.Background(), l.cat.ID)
+	}
+	return view(l.cat), nil
+}
+
+// launch admits a recording of room needing need bits/s for its tracks,
+// stores it in the catalog and starts the recorder. open, if set, opens
+// what feeds the room (an ad-hoc recording's endpoint) once admitted.
+func (s *Service) launch(ctx context.Context, req NewRecording, room *broker.Room, need float64, tracks int,
+	open func() (*ingest.Endpoint, error)) (*running, error) {
 	if s.o.Quota > 0 {
 		used, err := s.usage(ctx, req.Owner)
 		if err != nil {
-			return Recording{}, err
+			return nil, err
 		}
 		if used >= s.o.Quota {
 			s.o.Metrics.refused.WithLabelValues("quota").Inc()
-			return Recording{}, fmt.Errorf("%w: the recordings of %s take %d of %d bytes (recording.quota_mb); delete some first",
+			return nil, fmt.Errorf("%w: the recordings of %s take %d of %d bytes (recording.quota_mb); delete some first",
 				ErrQuota, req.Owner, used, s.o.Quota)
 		}
 	}
-	need := Estimate(room.Tracks())
-	if err := s.reserve(need, len(room.Tracks())); err != nil {
-		return Recording{}, err
+	if err := s.reserve(need, tracks); err != nil {
+		return nil, err
 	}
 	started := false
 	defer func() {
@@ -249,32 +292,45 @@ func (s *Service) Start(ctx context.Context, req NewRecording) (Recording, error
 	id := newID()
 	cat := catalog.Recording{ID: id, SessionID: req.Session, Title: req.Title, Description: req.Description,
 		Owner: req.Owner, State: string(recorder.StateRecording), Dir: filepath.Join(s.o.Root, id)}
-	opts := s.o.Recorder
-	rec, err := recorder.Start(room, cat.Dir, opts)
+	rec, err := recorder.Start(room, cat.Dir, s.o.Recorder)
 	if err != nil {
 		os.RemoveAll(cat.Dir)
-		return Recording{}, fmt.Errorf("recording: start: %w", err)
+		return nil, fmt.Errorf("recording: start: %w", err)
 	}
-	if s.o.Present != nil {
+	if s.o.Present != nil && req.Session != "" {
 		for _, e := range s.o.Present(req.Session) {
 			rec.Event(e)
 		}
 	}
+	var ep *ingest.Endpoint
+	if open != nil {
+		if ep, err = open(); err != nil {
+			rec.Stop()
+			os.RemoveAll(cat.Dir)
+			return nil, err
+		}
+	}
 	cat.StartedAt = rec.Started().UTC()
 	if err := s.o.Catalog.CreateRecording(ctx, cat); err != nil {
+		if ep != nil {
+			ep.Close()
+		}
 		rec.Stop()
 		os.RemoveAll(cat.Dir)
-		return Recording{}, err
+		return nil, err
 	}
 	cat, _ = s.o.Catalog.GetRecording(ctx, id) // as stored (ms)
-	l := &running{rec: rec, cat: cat, need: need, ended: make(chan struct{})}
+	l := &running{rec: rec, cat: cat, need: need, ep: ep, ended: make(chan struct{})}
+	if ep != nil {
+		l.room = room
+	}
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
-		rec.Stop()
+		l.stop()
 		s.finish(l)
 		started = true // finish released it
-		return Recording{}, ErrDraining
+		return nil, ErrDraining
 	}
 	s.live[id] = l
 	started = true
@@ -283,12 +339,7 @@ func (s *Service) Start(ctx context.Context, req NewRecording) (Recording, error
 	go s.watch(l)
 	s.publish(cat.SessionID, event.RecordingStarted, view(cat))
 	s.log.Info("recording started", "recording", id, "session", req.Session, "owner", req.Owner, "reserved_bps", need)
-	// The session may have ended between roomOf and now; then its
-	// SessionEnded found nothing to stop.
-	if s.roomOf(req.Session) != room {
-		go s.Stop(context.Background(), id)
-	}
-	return view(cat), nil
+	return l, nil
 }
 
 func (s *Service) roomOf(sessionID string) *broker.Room {
@@ -364,6 +415,10 @@ func (s *Service) watch(l *running) {
 // finish stores a recording's end, frees its reservation and announces
 // recording.stopped.
 func (s *Service) finish(l *running) {
+	if l.ep != nil { // the recorder may have failed by itself
+		l.ep.Close()
+		l.room.Close()
+	}
 	end := s.ended(l.cat, l.rec)
 	if end.State == string(recorder.StateRecording) { // the writer ended without a manifest state
 		end.State = string(recorder.StateFailed)
@@ -383,7 +438,7 @@ func (s *Service) finish(l *running) {
 }
 
 func (s *Service) publish(sessionID string, typ event.Type, data any) {
-	if s.o.Events == nil {
+	if s.o.Events == nil || sessionID == "" { // an ad-hoc recording has no session to tell
 		return
 	}
 	if err := s.o.Events.SessionEvent(sessionID, typ, data); err != nil {
@@ -404,7 +459,7 @@ func (s *Service) Stop(ctx context.Context, id string) (Recording, error) {
 		}
 		return Recording{}, fmt.Errorf("%w: recording %s is %s", ErrConflict, id, r.State)
 	}
-	l.rec.Stop()
+	l.stop()
 	select {
 	case <-l.ended:
 	case <-ctx.Done():
@@ -444,7 +499,7 @@ func (s *Service) SessionEnded(sessionID string) {
 	for _, l := range ls {
 		go func() {
 			defer s.bg.Done()
-			l.rec.Stop()
+			l.stop()
 		}()
 	}
 }
@@ -483,7 +538,7 @@ func (s *Service) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.rec.Stop()
+			l.stop()
 		}()
 	}
 	wg.Wait()

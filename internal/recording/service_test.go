@@ -102,6 +102,13 @@ func rtp(seq uint16, ssrc uint32) *media.Packet {
 
 func countRecords(t *testing.T, path string) int {
 	t.Helper()
+	return len(records(t, path))
+}
+
+// records reads every record of an rtpdump file, each with its own copy
+// of the bytes.
+func records(t *testing.T, path string) []rtpdump.Packet {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -111,16 +118,17 @@ func countRecords(t *testing.T, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []rtpdump.Packet
 	for {
-		_, err := r.Next()
+		p, err := r.Next()
 		if err == io.EOF {
-			return n
+			return out
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		n++
+		p.Data = append([]byte(nil), p.Data...)
+		out = append(out, p)
 	}
 }
 

@@ -49,6 +49,10 @@ type Caller struct {
 	// TelephoneEvent the RFC 4733 payload type of its digits (-1: none).
 	Codec          string
 	TelephoneEvent int
+	// Say sends the phone a line of text in a MESSAGE inside its call
+	// (the session's chat); it blocks until the phone answers (5 s at
+	// most).
+	Say func(text string) error
 }
 
 // ConferenceCall is a phone's membership of a session.
@@ -57,6 +61,9 @@ type ConferenceCall struct {
 	Leave func()
 	// Digit takes a digit the phone sent in a SIP INFO; nil ignores them.
 	Digit func(digit byte)
+	// Text takes what the phone sent in a MESSAGE inside the call (the
+	// session's chat); nil answers 501.
+	Text func(text string) error
 }
 
 // ErrConferenceFull is what a Conferences returns when the session or the
@@ -204,8 +211,16 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	if f := req.From(); f != nil && f.DisplayName != "" {
 		display = f.DisplayName
 	}
+	ourTag := sip.GenerateTagN(16)
+	if to := req.To(); to != nil {
+		if tag, ok := to.Params.Get("tag"); ok && tag != "" {
+			ourTag = tag
+		}
+	}
+	dlg := newConfDialog(req, ourTag)
 	local, call, err := s.o.Conferences.Join(s.ctx, Caller{Session: session, User: user, Display: display,
-		Media: o.remote, Signal: sourceIP(req.Source()), Codec: o.codec, TelephoneEvent: o.tePT})
+		Media: o.remote, Signal: sourceIP(req.Source()), Codec: o.codec, TelephoneEvent: o.tePT,
+		Say: func(text string) error { return s.say(dlg, session, text) }})
 	if err != nil {
 		s.m.calls.WithLabelValues("conference_refused").Inc()
 		code, reason := sip.StatusServiceUnavailable, "Service Unavailable"
@@ -220,18 +235,22 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	s.conf.add(string(*req.CallID()), call)
 	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, uint64(s.o.Now().UnixNano())))
 	if to := res.To(); to != nil && !to.Params.Has("tag") {
-		to.Params.Add("tag", sip.GenerateTagN(16))
+		to.Params.Add("tag", ourTag)
 	}
 	res.AppendHeader(sip.NewHeader("Contact", fmt.Sprintf("<sip:%s@%s>", session, hostPort(s.o.Advertise, s.port))))
 	res.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
-	res.AppendHeader(sip.NewHeader("Allow", "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO"))
+	res.AppendHeader(sip.NewHeader("Allow", "INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, MESSAGE"))
 	s.m.calls.WithLabelValues("conference").Inc()
 	s.respond(tx, res)
+	if dlg != nil {
+		close(dlg.ready) // requests inside the call may go now
+	}
 }
 
 // confInDialog answers a request inside a conference call: BYE hangs the
 // member up; INFO may carry a digit (application/dtmf-relay or
-// application/dtmf); a re-INVITE is refused, the call going on as it was.
+// application/dtmf); MESSAGE carries chat (confchat.go); a re-INVITE is
+// refused, the call going on as it was.
 func (s *Server) confInDialog(req *sip.Request, tx sip.ServerTransaction) bool {
 	callID := string(*req.CallID())
 	call, ok := s.conf.get(callID)
@@ -256,6 +275,8 @@ func (s *Server) confInDialog(req *sip.Request, tx sip.ServerTransaction) bool {
 			call.Digit(d)
 		}
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
+	case sip.MESSAGE:
+		s.confMessage(req, tx, call)
 	default:
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	}

@@ -36,6 +36,7 @@ type metrics struct {
 	badMessages   prometheus.Counter
 	denied        *prometheus.CounterVec
 	commit        prometheus.Histogram
+	chat          *prometheus.CounterVec
 
 	// Children resolved once for the hot path.
 	regOK, regChallenged, regFailed, reqRegister prometheus.Counter
@@ -67,6 +68,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "SIP requests refused or dropped as malformed."}),
 		denied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_denied_total",
 			Help: "SIP requests and connections refused as abuse, by reason."}, []string{"reason"}),
+		chat: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_sip_chat_messages_total",
+			Help: "Chat lines in SIP MESSAGEs inside conference calls: sent (to a phone, answered 2xx), refused or failed (by the phone), received (from a phone), refused_in (by the session)."},
+			[]string{"result"}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_sip_register_commit_seconds",
 			Help:    "Time to write a batch of changed bindings durably before their REGISTERs are answered.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14)}),
@@ -75,7 +79,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.registers.WithLabelValues("failed")
 	m.reqRegister = m.requests.WithLabelValues("REGISTER")
 	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.challenges, m.rateLimited, m.queueDrops,
-		m.registrations, m.registers, m.calls, m.callsActive, m.dropped, m.badMessages, m.denied, m.commit} {
+		m.registrations, m.registers, m.calls, m.callsActive, m.dropped, m.badMessages, m.denied, m.commit, m.chat} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

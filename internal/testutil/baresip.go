@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -27,8 +25,7 @@ type Baresip struct {
 	Dir  string
 	Cmd  *exec.Cmd
 	ctrl string // host:port of its ctrl_tcp module
-	mu   sync.Mutex
-	out  bytes.Buffer
+	out  Buffer
 }
 
 // BaresipConfig is one phone.
@@ -42,18 +39,10 @@ type BaresipConfig struct {
 	Commands       []string // run at start (-e), e.g. "/dial sip:…"
 }
 
-func (b *Baresip) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.Write(p)
-}
+func (b *Baresip) Write(p []byte) (int, error) { return b.out.Write(p) }
 
 // Output is what baresip printed.
-func (b *Baresip) Output() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.String()
-}
+func (b *Baresip) Output() string { return b.out.String() }
 
 // StartBaresip runs baresip with cfg; the test's end kills it.
 func StartBaresip(t testing.TB, ctx context.Context, cfg BaresipConfig) *Baresip {

@@ -5,8 +5,10 @@
 package testutil
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 )
@@ -71,4 +73,24 @@ func NeedRoot(t testing.TB, why string) {
 		t.Fatalf("%s needs root, and CI runs make test as root; euid is %d", why, os.Geteuid())
 	}
 	t.Skipf("%s needs root (euid %d); under CI=true this fails", why, os.Geteuid())
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use: the output of a
+// process, or of loggers, that a test reads while they write.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what has been written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

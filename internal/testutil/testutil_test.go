@@ -1,12 +1,15 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // recorder stands in for a test: it records a Skipf or Fatalf and ends the
@@ -65,4 +68,48 @@ func TestWaitFor(t *testing.T) {
 	if !strings.Contains(r.failed, "waiting for never") {
 		t.Fatalf("a condition that never holds: failed %q; want a failure naming it", r.failed)
 	}
+}
+
+func TestPostgres(t *testing.T) {
+	p := NeedPostgres(t)
+	dsn, err := p.CreateDatabase(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var who string
+	if err := c.QueryRow(ctx, "SELECT current_user || '@' || current_database()").Scan(&who); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(who, "convene@t_testpostgres_") {
+		t.Errorf("connected as %q", who)
+	}
+	// The password is required: the same DSN without it is refused.
+	if c2, err := pgx.Connect(ctx, strings.Replace(dsn, ":"+p.Password()+"@", "@", 1)); err == nil {
+		c2.Close(ctx)
+		t.Error("connected without the password")
+	}
+}
+
+func TestNATSCluster(t *testing.T) {
+	c := StartNATSCluster(t, 3)
+	if n := strings.Count(c.URLs(), ","); n != 2 {
+		t.Errorf("URLs = %q", c.URLs())
+	}
+	s := c.Servers[0]
+	if c.ByURL(s.URL()) != s {
+		t.Error("ByURL does not find the first server")
+	}
+	s.Kill(t)
+	if s.Running() {
+		t.Fatal("killed server still running")
+	}
+	c.WaitRouted(t) // the other two still route to each other
+	s.Start(t)
+	c.WaitRouted(t) // and the restarted one joins them again
 }

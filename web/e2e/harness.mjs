@@ -64,7 +64,7 @@ export async function startNode(extra = []) {
     return t ? JSON.parse(t) : {};
   };
   return {
-    url, key, api, proc,
+    url, key, api, proc, dir,
     log: () => log,
     stop: () => {
       proc.kill('SIGTERM');

@@ -224,6 +224,23 @@ export class Receiver {
     return this.earliest()?.deadline;
   }
 
+  // grow makes room for senders up to n-1 (members who joined later).
+  grow(n: number): void {
+    while (this.peers.length < n) this.peers.push({ next: 1, queue: [], gaps: [] });
+  }
+
+  get members(): number {
+    return this.peers.length;
+  }
+
+  // resume starts sender m's order after seq (its earlier messages were
+  // handled before: a page's history); it only moves forward.
+  resume(m: MemberID, seq: number): void {
+    const p = this.peers[m];
+    if (!p || m === this.self || p.queue.length > 0) return;
+    if (seq + 1 > p.next) p.next = seq + 1;
+  }
+
   // receive takes msg, arrived at now (ms), and returns what is deliverable.
   receive(msg: Message, now: number): Delivery[] {
     this.check(msg);
@@ -384,6 +401,13 @@ function takeGap(p: Peer, seq: number): boolean {
 // delivered since its previous message that nothing later depends on.
 export class Participant extends Receiver {
   private seq = 0;
+  // resumeSending continues after seq, the last message sent before (a reload).
+  resumeSending(seq: number): void {
+    if (seq > this.seq) this.seq = seq;
+  }
+  get lastSeq(): number {
+    return this.seq;
+  }
   send(flow: number, payload: Uint8Array, now: number): Message {
     if (!this.conv.flows.has(flow)) throw new ConversationError('conversation: unknown flow');
     const context = [...this.frontier].map(([member, seq]) => ({ member, seq })).sort((a, b) => a.member - b.member);

@@ -22,6 +22,10 @@ export type Remote = { stream: MediaStream; member: string; source: string };
 // audio energy, losses, and the codecs its tracks arrive in (audio/opus).
 export type RemoteStats = { framesDecoded: number; audioEnergy: number; packetsLost: number; codecs: string[] };
 
+// SentStats is one RTP stream the page sends: its SSRC, kind, codec, the
+// packets it sent, and those the node's receiver reports say it lost.
+export type SentStats = { ssrc: number; kind: string; mime: string; packetsSent: number; lost: number };
+
 export type RTCEvents = {
   remotes(r: Map<string, Remote>): void;
   quality(q: Record<string, Quality>): void;
@@ -243,6 +247,22 @@ export class RTC {
         if (mime && !o.codecs.includes(mime)) o.codecs.push(mime);
       });
     }
+    return out;
+  }
+
+  async sent(): Promise<SentStats[]> {
+    if (!this.pub) return [];
+    const report = await this.pub.getStats();
+    const out: SentStats[] = [];
+    report.forEach((s: any) => {
+      if (s.type !== 'outbound-rtp') return;
+      let lost = 0;
+      report.forEach((r: any) => {
+        if (r.type === 'remote-inbound-rtp' && r.ssrc === s.ssrc) lost = r.packetsLost ?? 0;
+      });
+      const mime = s.codecId ? (report.get(s.codecId)?.mimeType ?? '') : '';
+      out.push({ ssrc: s.ssrc, kind: s.kind, mime, packetsSent: s.packetsSent ?? 0, lost });
+    });
     return out;
   }
 

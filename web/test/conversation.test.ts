@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Conversation, contextSize, marshal, unmarshal, type Delivery, type Message } from '../src/conversation';
+import { Conversation, ConversationError, contextSize, marshal, unmarshal, type Delivery, type Message } from '../src/conversation';
 
 // The shared vectors, run by the Go package too (vectors_test.go, wire_test.go).
 declare global {
@@ -128,5 +128,23 @@ describe('participant', () => {
     const c1 = c.send(1, new Uint8Array(), 1050);
     expect(c1.context).toEqual([{ member: 1, seq: 1 }]); // A1 is covered by B1
     expect(a.send(2, new Uint8Array(), 1060).seq).toBe(2);
+  });
+});
+
+describe('members joining and pages reloading', () => {
+  it('grows, resumes a sender after its history, resumes its own sequence', () => {
+    const conv = new Conversation({ id: 1, members: ['node', 'a'], flows: [{ id: 1, delay: 100, lossDelay: 1000 }] });
+    const r = conv.receiver(0);
+    const m = { conversation: 1, flow: 1, sender: 2, seq: 5, sent: 1000, context: [], payload: new Uint8Array() };
+    expect(() => r.receive(m, 1000)).toThrow(ConversationError);
+    r.grow(3);
+    expect(r.members).toBe(3);
+    r.resume(2, 4);
+    const out = r.receive(m, 1000);
+    expect(out.map((d) => [d.message.seq, d.status, d.missing.length])).toEqual([[5, 'delivered', 0]]);
+    const p = conv.participant(1);
+    p.resumeSending(7);
+    expect(p.send(1, new Uint8Array(), 1000).seq).toBe(8);
+    expect(p.lastSeq).toBe(8);
   });
 });

@@ -13,6 +13,11 @@ import {
   type Member,
   type Recording,
 } from '../api';
+import { Chat, type ChatLine } from '../chat';
+import { decodeOp, encodeOp, type BoardOp } from '../board';
+import { FLOW_BOARD } from '../chat';
+import { ChatPanel } from '../components/ChatPanel';
+import { Whiteboard } from '../components/Whiteboard';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
 import { Tile } from '../components/Tile';
@@ -51,11 +56,19 @@ export function Room({ session }: { session: string }) {
   const [callMsg, setCallMsg] = useState('');
   const [ended, setEnded] = useState('');
   const [recording, setRecording] = useState<Recording>(); // the session's running recording
+  const [lines, setLines] = useState<ChatLine[]>([]);
+  const [chatReady, setChatReady] = useState(false);
+  const [ops, setOps] = useState<BoardOp[]>([]);
+  const [drawers, setDrawers] = useState<string[]>([]);
+  const [board, setBoard] = useState(false);
   const rtc = useRef<RTC>();
   const events = useRef<EventStream>();
+  const chat = useRef<Chat>();
 
   const names = useMemo(() => Object.fromEntries(members.map((m) => [m.id, m.name])), [members]);
   const meMember = members.find((m) => m.id === me);
+  const dataFloor = floors.find((f) => f.name === 'data');
+  const mayDraw = !dataFloor || dataFloor.style === 'none' || dataFloor.tokens.some((t) => t.holder === me);
   const chair = meMember?.role === 'chair';
 
   const refreshFloors = () => listFloors(creds, session).then(setFloors, () => {});
@@ -137,6 +150,7 @@ export function Room({ session }: { session: string }) {
     window.convene = {
       member: me,
       stats: () => r.stats(),
+      sent: () => r.sent(),
       timing: () => r.timing,
       pauseEvents: () => events.current?.pause(),
       resumeEvents: () => events.current?.resume(),
@@ -146,6 +160,24 @@ export function Room({ session }: { session: string }) {
       stop = true;
       r.close();
     };
+  }, [session, token]);
+
+  useEffect(() => {
+    if (!token) return;
+    const c = new Chat(session, token, {
+      line: (l) => setLines((ls) => [...ls.slice(-499), l]),
+      board: (from, payload) => {
+        const op = decodeOp(payload);
+        if (!op) return;
+        setOps((os) => (op.t === 'c' ? [op] : [...os.slice(-19_999), op]));
+        const who = c.name(from);
+        setDrawers((ds) => (ds.includes(who) ? ds : [...ds, who]));
+      },
+      state: setChatReady,
+      error: (m) => setErr('Chat: ' + m),
+    });
+    chat.current = c;
+    return () => c.close();
   }, [session, token]);
 
   const rtcRemotes = useRef(remotes);
@@ -263,6 +295,9 @@ export function Room({ session }: { session: string }) {
           <button class={screen ? 'off' : ''} onClick={toggleScreen} aria-label={screen ? 'Stop sharing the screen' : 'Share the screen'}>
             <Icon name="screen" /> {screen ? 'Stop sharing' : 'Share screen'}
           </button>
+          <button class={board ? 'off' : ''} onClick={() => setBoard(!board)} aria-pressed={board} aria-label={board ? 'Hide the whiteboard' : 'Show the whiteboard'}>
+            <Icon name="board" /> Whiteboard{ops.length > 0 && !board ? ' •' : ''}
+          </button>
           {chair && (
             <button class={recording ? 'off' : ''} onClick={toggleRecording} aria-label={recording ? 'Stop recording the session' : 'Record the session'}>
               <Icon name="rec" /> {recording ? 'Stop recording' : 'Record'}
@@ -277,6 +312,9 @@ export function Room({ session }: { session: string }) {
             <Icon name="leave" /> Leave
           </button>
         </nav>
+        {board && (
+          <Whiteboard ops={ops} mayDraw={mayDraw} who={drawers} send={(op) => chat.current?.send(encodeOp(op), FLOW_BOARD) ?? false} />
+        )}
         {!online && <p class="banner" role="status">Reconnecting to the event stream…</p>}
         {err && (
           <p class="error" role="alert">
@@ -328,6 +366,7 @@ export function Room({ session }: { session: string }) {
             </form>
           )}
         </section>
+        <ChatPanel lines={lines} ready={chatReady} send={(t) => chat.current?.send(t) ?? false} />
       </aside>
     </div>
   );

@@ -17,7 +17,7 @@ func TestIntLists(t *testing.T) {
 	}
 	for _, bad := range []string{"", "1,,2", "0", "-3", "x"} {
 		errb.Reset()
-		if _, ok := intList("recorder", bad, &errb); ok || !strings.Contains(errb.String(), "bad step") {
+		if _, ok := intLists("recorder", map[string]string{"5M": bad}, &errb); ok || !strings.Contains(errb.String(), "bad steps for 5M") {
 			t.Errorf("%q: accepted (%q)", bad, errb.String())
 		}
 	}

@@ -1,0 +1,358 @@
+package chat
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/conversation"
+)
+
+type floors struct{ holder string }
+
+func (f floors) MayDraw(_, member string) bool { return f.holder == "" || f.holder == member }
+
+type notes struct {
+	mu  sync.Mutex
+	got []uint64
+}
+
+func (n *notes) NoteMessage(_, _ string, _ uint32, seq uint64, _ []byte) {
+	n.mu.Lock()
+	n.got = append(n.got, seq)
+	n.mu.Unlock()
+}
+
+func setup(t *testing.T, fl Floors, nt Notes) (*Service, *catalog.Store) {
+	t.Helper()
+	cat, err := catalog.Open(context.Background(), "sqlite", filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	if err := cat.CreateSession(context.Background(), catalog.Session{ID: "s_1", Name: "s", State: "activated", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Catalog: cat, Floors: fl, Notes: nt}, nil), cat
+}
+
+// next reads the next frame without waiting long.
+func next(t *testing.T, c *Conn) (b []byte, binary bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	b, binary, ok := c.Next(ctx)
+	if !ok {
+		t.Fatal("no frame")
+	}
+	return b, binary
+}
+
+func hello(t *testing.T, c *Conn) Hello {
+	t.Helper()
+	b, bin := next(t, c)
+	var h Hello
+	if bin || json.Unmarshal(b, &h) != nil || h.Type != "hello" {
+		t.Fatalf("first frame %q", b)
+	}
+	return h
+}
+
+func errorCode(t *testing.T, c *Conn) string {
+	t.Helper()
+	b, bin := next(t, c)
+	var e ErrorFrame
+	if bin || json.Unmarshal(b, &e) != nil || e.Type != "error" {
+		t.Fatalf("want an error frame, got %q", b)
+	}
+	return e.Code
+}
+
+func msg(conv uint64, sender uint32, seq uint64, flow uint32, text string) []byte {
+	m := conversation.Message{Conversation: conv, Flow: flow, Sender: conversation.MemberID(sender), Seq: seq,
+		Sent: time.Now(), Payload: []byte(text)}
+	return m.Marshal()
+}
+
+// TestRelay: members are numbered from 1; a message goes to the others
+// byte for byte, is stored, and is in a later socket's history; the node
+// refuses a message in another's name, another conversation's, a replay,
+// an unknown flow, and the board without the data floor.
+func TestRelay(t *testing.T) {
+	nt := &notes{}
+	s, cat := setup(t, floors{holder: "m_a"}, nt)
+	ctx := context.Background()
+	a, err := s.Attach(ctx, "s_1", "m_a", "Ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ha := hello(t, a)
+	if ha.Self != 1 || ha.Conversation != ID("s_1") || ha.DeltaMS != 700 || len(ha.History) != 0 || ha.Members[1].Name != "Ada" {
+		t.Fatalf("Ada's hello %+v", ha)
+	}
+	b, _ := s.Attach(ctx, "s_1", "m_b", "Bob")
+	defer b.Close()
+	if hb := hello(t, b); hb.Self != 2 || hb.Members[1].ID != "m_a" || hb.Members[2].ID != "m_b" {
+		t.Fatalf("Bob's hello %+v", hb)
+	}
+	if f, _ := next(t, a); string(f) == "" || !json.Valid(f) {
+		t.Fatalf("Ada is not told of Bob: %q", f)
+	}
+	conv := ID("s_1")
+	m1 := msg(conv, 1, 1, FlowChat, "hello")
+	a.Receive(m1)
+	if f, bin := next(t, b); !bin || string(f) != string(m1) {
+		t.Fatalf("Bob got %q", f)
+	}
+	for name, bad := range map[string][]byte{
+		"in Bob's name":          msg(conv, 2, 1, FlowChat, "forged"),
+		"another conversation's": msg(conv+1, 1, 2, FlowChat, "x"),
+		"a replay":               m1,
+		"an unknown flow":        msg(conv, 1, 2, 9, "x"),
+		"garbage":                {0xff, 1, 2},
+		"too big":                make([]byte, MaxMessage+1),
+	} {
+		a.Receive(bad)
+		if code := errorCode(t, a); code != "refused" {
+			t.Errorf("%s: %s", name, code)
+		}
+	}
+	b.Receive(msg(conv, 2, 1, FlowBoard, "stroke"))
+	if code := errorCode(t, b); code != "floor" {
+		t.Errorf("Bob draws without the floor: %s", code)
+	}
+	a.Receive(msg(conv, 1, 2, FlowBoard, "stroke"))
+	if _, bin := next(t, b); !bin {
+		t.Error("Ada's stroke did not reach Bob")
+	}
+	stored, _ := cat.Messages(ctx, "s_1", 10)
+	if len(stored) != 2 || string(stored[0].Body) != string(m1) {
+		t.Errorf("stored %d messages", len(stored))
+	}
+	c, _ := s.Attach(ctx, "s_1", "m_c", "Cy")
+	defer c.Close()
+	hc := hello(t, c)
+	if len(hc.History) != 2 || hc.Last[1] != 2 || hc.History[0] != base64.StdEncoding.EncodeToString(m1) {
+		t.Errorf("Cy's hello: history %d, last %v", len(hc.History), hc.Last)
+	}
+	if nt.got == nil || len(nt.got) != 2 {
+		t.Errorf("time line got %v", nt.got)
+	}
+}
+
+// TestRateAndSlowSocket: a socket over its burst is refused; a reader
+// that takes nothing is hung up once its queue is full, not waited for.
+func TestRateAndSlowSocket(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	fixed := time.Now()
+	s.o.Now = func() time.Time { return fixed } // no refill while the burst goes in
+	ctx := context.Background()
+	a, _ := s.Attach(ctx, "s_1", "m_a", "Ada")
+	defer a.Close()
+	hello(t, a)
+	slow, _ := s.Attach(ctx, "s_1", "m_b", "Bob")
+	defer slow.Close()
+	conv := ID("s_1")
+	refused := 0
+	for i := range Burst + 50 {
+		a.Receive(msg(conv, 1, uint64(i+1), FlowChat, "x"))
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		b, bin, ok := a.Next(ctx)
+		cancel()
+		if !ok {
+			break
+		}
+		var e ErrorFrame
+		if !bin && json.Unmarshal(b, &e) == nil && e.Code == "rate_limited" {
+			refused++
+		}
+	}
+	if refused != 50 {
+		t.Errorf("%d of %d messages refused for the rate, want 50", refused, Burst+50)
+	}
+	// Bob never reads: his queue holds MaxQueue frames, and more closes him.
+	for i := range MaxQueue + 10 {
+		s.o.Now = func() time.Time { return fixed.Add(time.Duration(i+1) * time.Second) } // refill the bucket
+		a.Receive(msg(conv, 1, uint64(Burst+100+i), FlowChat, "x"))
+	}
+	select {
+	case <-slow.Done():
+	default:
+		t.Error("a socket that reads nothing is still open after its queue filled")
+	}
+}
+
+func FuzzReceive(f *testing.F) {
+	f.Add(msg(ID("s_1"), 1, 1, FlowChat, "hi"))
+	f.Add([]byte{1, 2, 3})
+	cat, err := catalog.Open(context.Background(), "sqlite", filepath.Join(f.TempDir(), "c.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer cat.Close()
+	cat.CreateSession(context.Background(), catalog.Session{ID: "s_1", Name: "s", State: "activated", CreatedAt: time.Now()})
+	s := New(Options{Catalog: cat}, nil)
+	c, err := s.Attach(context.Background(), "s_1", "m_a", "Ada")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c.Receive(b) // never panics; a refused one gets an error frame
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			_, _, ok := c.Next(ctx)
+			cancel()
+			if !ok {
+				return
+			}
+		}
+	})
+}
+
+// TestAgent: the node's agent for a phone delivers a member's lines in
+// order, says where one never came, and says the phone's lines in its
+// member's name.
+func TestAgent(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	ctx := context.Background()
+	a, _ := s.Attach(ctx, "s_1", "m_a", "Ada")
+	defer a.Close()
+	hello(t, a)
+	got := make(chan string, 10)
+	ag, err := s.AttachAgent(ctx, "s_1", "m_p", "Phone", func(from, text string) { got <- from + ": " + text })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	next(t, a) // Ada is told of the phone
+	conv := ID("s_1")
+	a.Receive(msg(conv, 1, 1, FlowChat, "one"))
+	a.Receive(msg(conv, 1, 3, FlowChat, "three")) // 2 never comes
+	want := []string{"Ada: one", ": 1 message(s) from Ada never arrived", "Ada: three"}
+	for _, w := range want {
+		select {
+		case g := <-got:
+			if g != w {
+				t.Fatalf("the agent delivered %q, want %q", g, w)
+			}
+		case <-time.After(5 * time.Second): // Δ is 700 ms: the gap is declared after it
+			t.Fatalf("waiting for %q", w)
+		}
+	}
+	if err := ag.Say("hello from the phone"); err != nil {
+		t.Fatal(err)
+	}
+	b, bin := next(t, a)
+	var m conversation.Message
+	if !bin || conversation.Unmarshal(b, &m) != nil || string(m.Payload) != "hello from the phone" || m.Sender != 2 || m.Seq != 1 {
+		t.Fatalf("Ada got %+v", m)
+	}
+	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 3 {
+		t.Errorf("the phone's line depends on %+v, want Ada's 3", m.Context)
+	}
+}
+
+// memRelay joins Services as the cluster's NATS would: what one publishes
+// for a session reaches every other's subscribers of it.
+type memRelay struct {
+	mu   sync.Mutex
+	subs map[*memSub]struct{}
+}
+
+type memSub struct {
+	from    *memRelay
+	node    int
+	session string
+	f       func([]byte)
+}
+
+type nodeRelay struct {
+	r    *memRelay
+	node int
+}
+
+func (n nodeRelay) Publish(session string, b []byte) error {
+	n.r.mu.Lock()
+	var fs []func([]byte)
+	for s := range n.r.subs {
+		if s.session == session && s.node != n.node {
+			fs = append(fs, s.f)
+		}
+	}
+	n.r.mu.Unlock()
+	for _, f := range fs {
+		f(append([]byte(nil), b...))
+	}
+	return nil
+}
+
+func (n nodeRelay) Subscribe(session string, f func([]byte)) (func(), error) {
+	s := &memSub{from: n.r, node: n.node, session: session, f: f}
+	n.r.mu.Lock()
+	n.r.subs[s] = struct{}{}
+	n.r.mu.Unlock()
+	return func() { n.r.mu.Lock(); delete(n.r.subs, s); n.r.mu.Unlock() }, nil
+}
+
+// TestRelayAcrossNodes: two nodes (Services on one catalog, joined by a
+// relay) carry one session's conversation: a member on each, numbered by
+// the catalog; what one node accepts reaches the other's socket, and a
+// member numbered on one is announced on the other; a garbled relay frame
+// is dropped.
+func TestRelayAcrossNodes(t *testing.T) {
+	_, cat := setup(t, nil, nil)
+	r := &memRelay{subs: map[*memSub]struct{}{}}
+	na := New(Options{Catalog: cat, Relay: nodeRelay{r, 1}}, nil)
+	nb := New(Options{Catalog: cat, Relay: nodeRelay{r, 2}}, nil)
+	ctx := context.Background()
+	a, _ := na.Attach(ctx, "s_1", "m_a", "Ada")
+	defer a.Close()
+	hello(t, a)
+	b, _ := nb.Attach(ctx, "s_1", "m_b", "Bob")
+	defer b.Close()
+	if hb := hello(t, b); hb.Self != 2 || hb.Members[1].Name != "Ada" {
+		t.Fatalf("Bob's hello on node B: %+v", hb)
+	}
+	if f, bin := next(t, a); bin || !strings.Contains(string(f), `"Bob"`) {
+		t.Fatalf("Ada on node A is not told of Bob: %q", f)
+	}
+	conv := ID("s_1")
+	m1 := msg(conv, 1, 1, FlowChat, "hello across")
+	a.Receive(m1)
+	if f, bin := next(t, b); !bin || string(f) != string(m1) {
+		t.Fatalf("Bob on node B got %q", f)
+	}
+	m2 := msg(conv, 2, 1, FlowChat, "and back")
+	b.Receive(m2)
+	if f, bin := next(t, a); !bin || string(f) != string(m2) {
+		t.Fatalf("Ada on node A got %q", f)
+	}
+	// Node B knows Ada's last: a third socket there gets it in its hello.
+	c, _ := nb.Attach(ctx, "s_1", "m_c", "Cy")
+	defer c.Close()
+	if hc := hello(t, c); hc.Last[1] != 1 || hc.Last[2] != 1 || len(hc.History) != 2 {
+		t.Errorf("Cy's hello on node B: last %v, %d in history", hc.Last, len(hc.History))
+	}
+	if f, bin := next(t, b); bin || !strings.Contains(string(f), `"Cy"`) {
+		t.Fatalf("Bob is not told of Cy: %q", f)
+	}
+	if f, bin := next(t, a); bin || !strings.Contains(string(f), `"Cy"`) {
+		t.Fatalf("Ada on node A is not told of Cy: %q", f)
+	}
+	nodeRelay{r, 9}.Publish("s_1", []byte{relayMessage, 200})
+	nodeRelay{r, 9}.Publish("s_1", []byte{7})
+	select {
+	case <-b.out:
+		t.Error("a garbled relay frame reached a socket")
+	default:
+	}
+}

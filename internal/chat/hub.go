@@ -1,0 +1,230 @@
+package chat
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/convene/convene/internal/catalog"
+	"github.com/convene/convene/internal/conversation"
+)
+
+// Flows of a session's conversation. Their delays are the seed's δ (the
+// delay a flow tolerates before quality suffers) and λ (beyond which
+// delivery is useless); Δ = max δ + 2ε.
+const (
+	FlowChat  uint32 = 1
+	FlowBoard uint32 = 2
+)
+
+// Flows are every session's.
+var Flows = []conversation.Flow{
+	{ID: FlowChat, Name: "chat", Delay: 500 * time.Millisecond, LossDelay: 30 * time.Second},
+	{ID: FlowBoard, Name: "board", Delay: 300 * time.Millisecond, LossDelay: 10 * time.Second},
+}
+
+// Skew is ε, the clock skew allowed between members' clocks.
+const Skew = 100 * time.Millisecond
+
+// Caps.
+const (
+	MaxMessage = 16 << 10 // bytes of one message, header included
+	MaxHistory = 200      // messages a socket's hello carries
+	MaxQueue   = 512      // frames waiting for one socket
+	Rate       = 100      // messages a second one socket may send on average
+	Burst      = 200      // and at once
+)
+
+// ID is the conversation ID of a session: 32 bits of FNV-1a of its ID,
+// the same on every node.
+func ID(sessionID string) uint64 {
+	h := fnv.New32a()
+	h.Write([]byte(sessionID))
+	return uint64(h.Sum32())
+}
+
+// hub is one session's conversation on this node.
+type hub struct {
+	s       *Service
+	session string
+	id      uint64
+	conns   map[*Conn]struct{}
+	members map[uint32]catalog.ConversationMember
+	last    map[uint32]uint64 // each sender's last accepted seq
+	mu      sync.Mutex        // guards the above, and orders accepts
+	unrelay func()            // ends the relay subscription
+}
+
+func (s *Service) hub(ctx context.Context, sessionID string) (*hub, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.hubs[sessionID]; h != nil {
+		return h, nil
+	}
+	ms, err := s.o.Catalog.ConversationMembers(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	last, err := s.o.Catalog.LastSeqs(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	h := &hub{s: s, session: sessionID, id: ID(sessionID), conns: map[*Conn]struct{}{},
+		members: map[uint32]catalog.ConversationMember{}, last: last}
+	for _, m := range ms {
+		h.members[m.N] = m
+	}
+	if s.o.Relay != nil {
+		if h.unrelay, err = s.o.Relay.Subscribe(sessionID, h.relayIn); err != nil {
+			return nil, err
+		}
+	}
+	s.hubs[sessionID] = h
+	return h, nil
+}
+
+// Hello is what a socket gets first.
+type Hello struct {
+	Type         string            `json:"type"` // "hello"
+	Conversation uint64            `json:"conversation"`
+	Self         uint32            `json:"self"`
+	DeltaMS      int64             `json:"delta_ms"`
+	SkewMS       int64             `json:"skew_ms"`
+	Flows        []FlowView        `json:"flows"`
+	Members      map[uint32]Member `json:"members"`
+	Last         map[uint32]uint64 `json:"last"`    // each sender's last accepted seq
+	History      []string          `json:"history"` // base64 wire messages, oldest first
+}
+
+// FlowView is a flow as a hello shows it.
+type FlowView struct {
+	ID          uint32 `json:"id"`
+	Name        string `json:"name"`
+	DelayMS     int64  `json:"delay_ms"`
+	LossDelayMS int64  `json:"loss_delay_ms"`
+}
+
+// Member is a numbered member.
+type Member struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// MemberFrame tells the sockets of a newly numbered member.
+type MemberFrame struct {
+	Type string `json:"type"` // "member"
+	N    uint32 `json:"n"`
+	Member
+}
+
+// ErrorFrame tells a socket why a message was refused.
+type ErrorFrame struct {
+	Type    string `json:"type"` // "error"
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Seq     uint64 `json:"seq,omitempty"`
+}
+
+func (h *hub) hello(ctx context.Context, self uint32) (Hello, error) {
+	msgs, err := h.s.o.Catalog.Messages(ctx, h.session, MaxHistory)
+	if err != nil {
+		return Hello{}, err
+	}
+	conv, _ := conversation.New(conversation.Spec{ID: h.id, Members: []string{"node"}, Flows: Flows, Skew: Skew})
+	hl := Hello{Type: "hello", Conversation: h.id, Self: self, DeltaMS: conv.Delta().Milliseconds(), SkewMS: Skew.Milliseconds(),
+		Members: map[uint32]Member{}, Last: map[uint32]uint64{}, History: make([]string, 0, len(msgs))}
+	for _, f := range Flows {
+		hl.Flows = append(hl.Flows, FlowView{ID: f.ID, Name: f.Name, DelayMS: f.Delay.Milliseconds(), LossDelayMS: f.LossDelay.Milliseconds()})
+	}
+	for n, m := range h.members {
+		hl.Members[n] = Member{ID: m.MemberID, Name: m.Name}
+	}
+	for n, seq := range h.last {
+		hl.Last[n] = seq
+	}
+	for _, m := range msgs {
+		hl.History = append(hl.History, base64.StdEncoding.EncodeToString(m.Body))
+	}
+	return hl, nil
+}
+
+// Errors of a refused message; the socket is told the reason.
+var (
+	ErrTooBig  = errors.New("message too big")
+	ErrRate    = errors.New("over the message rate")
+	ErrHeader  = errors.New("bad header")
+	ErrFloor   = errors.New("the data floor is another member's")
+	ErrStorage = errors.New("could not store the message")
+)
+
+// accept checks, stores and forwards one message of c.
+func (h *hub) accept(c *Conn, b []byte) error {
+	var m conversation.Message
+	if err := conversation.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("%w: %v", ErrHeader, err)
+	}
+	switch {
+	case m.Conversation != h.id:
+		return fmt.Errorf("%w: conversation %d, this session's is %d", ErrHeader, m.Conversation, h.id)
+	case m.Flow != FlowChat && m.Flow != FlowBoard:
+		return fmt.Errorf("%w: flow %d (1 chat, 2 board)", ErrHeader, m.Flow)
+	case uint32(m.Sender) != c.n:
+		return fmt.Errorf("%w: sender %d, this socket's member is %d", ErrHeader, m.Sender, c.n)
+	}
+	if m.Flow == FlowBoard && h.s.o.Floors != nil && !h.s.o.Floors.MayDraw(h.session, c.member) {
+		return ErrFloor
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m.Seq <= h.last[c.n] {
+		return fmt.Errorf("%w: seq %d, the last accepted of member %d is %d", ErrHeader, m.Seq, c.n, h.last[c.n])
+	}
+	for _, d := range m.Context {
+		if _, ok := h.members[uint32(d.Member)]; !ok && d.Member != 0 {
+			return fmt.Errorf("%w: context names member %d, who has no number", ErrHeader, d.Member)
+		}
+	}
+	now := h.s.o.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.s.o.Catalog.AddMessage(ctx, h.session, catalog.StoredMessage{Sender: c.n, Seq: m.Seq, Flow: m.Flow,
+		SentAt: m.Sent, ReceivedAt: now, Body: b}); err != nil {
+		h.s.log.Error("store message", "session", h.session, "member", c.member, "err", err)
+		return ErrStorage
+	}
+	h.last[c.n] = m.Seq
+	h.s.m.accepted.WithLabelValues(flowName(m.Flow)).Inc()
+	h.publish(relayedMessage(c.member, b))
+	frame := append([]byte(nil), b...)
+	for o := range h.conns {
+		if o != c {
+			o.push(outFrame{bin: frame})
+		}
+	}
+	if h.s.o.Notes != nil {
+		h.s.o.Notes.NoteMessage(h.session, c.member, m.Flow, m.Seq, b)
+	}
+	return nil
+}
+
+// publish relays a frame to the other nodes (called under h.mu, so they
+// get them in the order this node accepted them).
+func (h *hub) publish(b []byte) {
+	if h.s.o.Relay == nil {
+		return
+	}
+	if err := h.s.o.Relay.Publish(h.session, b); err != nil {
+		h.s.log.Warn("relay to the cluster", "session", h.session, "err", err)
+	}
+}
+
+func flowName(f uint32) string {
+	if f == FlowBoard {
+		return "board"
+	}
+	return "chat"
+}

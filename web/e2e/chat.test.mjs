@@ -1,0 +1,104 @@
+// Chat in the meeting (issue 17), in Chromium against a real node: two
+// members write to each other from the keyboard, see each other's lines
+// in the order they were written, the text stays text, and a page that
+// reloads gets the conversation back.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { joinThroughUI, launch, startNode, waitFor } from './harness.mjs';
+
+let node, browser;
+before(async () => {
+  node = await startNode();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  node?.stop();
+});
+
+async function link(sid, role) {
+  const t = await node.api('POST', `/sessions/${sid}/tokens`, { role });
+  return `${node.url}/join/${sid}#t=${encodeURIComponent(t.token)}`;
+}
+
+const lines = (page) =>
+  page.getByRole('log', { name: 'Chat messages' }).getByTestId('chat-line').evaluateAll((ls) =>
+    ls.map((l) => `${l.querySelector('.chat-from').textContent}: ${l.querySelector('.chat-text').textContent}`),
+  );
+
+async function say(page, text) {
+  const box = page.getByRole('textbox', { name: 'Message', exact: true });
+  await box.click();
+  await box.fill(text);
+  await box.press('Enter');
+  await waitFor(async () => (await box.inputValue()) === '', 5000, 'the message box to empty after sending');
+}
+
+test('two members chat; the order holds, text stays text, a reload keeps the conversation', { timeout: 90_000 }, async () => {
+  const s = await node.api('POST', '/sessions', { name: 'chat' });
+  const ada = await joinThroughUI(await browser.newContext(), await link(s.id, 'chair'), 'Ada');
+  const bob = await joinThroughUI(await browser.newContext(), await link(s.id, 'participant'), 'Bob');
+  await waitFor(async () => (await bob.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, "Bob's chat to connect");
+  await waitFor(async () => (await ada.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, "Ada's chat to connect");
+
+  await say(ada, 'Hello Bob');
+  await say(ada, 'Can you hear me?');
+  await waitFor(async () => (await lines(bob)).length === 2, 10_000, "Ada's two lines on Bob's page");
+  assert.deepEqual(await lines(bob), ['Ada: Hello Bob', 'Ada: Can you hear me?']);
+  await say(bob, 'Yes — <b>loud</b> and clear');
+  await waitFor(async () => (await lines(ada)).length === 3, 10_000, "Bob's reply on Ada's page");
+  assert.deepEqual(await lines(ada), ['You: Hello Bob', 'You: Can you hear me?', 'Bob: Yes — <b>loud</b> and clear']);
+  assert.equal(await ada.locator('.chat-text b').count(), 0, 'what a member types is never HTML');
+
+  // Bob reloads: the conversation comes back, and he goes on from there.
+  await bob.reload();
+  await waitFor(async () => (await lines(bob)).length === 3, 15_000, 'the history after a reload');
+  assert.deepEqual(await lines(bob), ['Ada: Hello Bob', 'Ada: Can you hear me?', 'You: Yes — <b>loud</b> and clear']);
+  await say(bob, 'Back again');
+  await waitFor(async () => (await lines(ada)).length === 4, 10_000, "Bob's line after his reload on Ada's page");
+  assert.equal((await lines(ada))[3], 'Bob: Back again');
+  // The node kept them all, in order.
+  assert.equal((await node.api('GET', `/sessions/${s.id}`)).state, 'activated');
+});
+
+test('the whiteboard: one member draws, the other sees it; with the chalkboard style only the holder draws', { timeout: 90_000 }, async () => {
+  const s = await node.api('POST', '/sessions', { name: 'board' });
+  const ada = await joinThroughUI(await browser.newContext(), await link(s.id, 'chair'), 'Ada');
+  const bob = await joinThroughUI(await browser.newContext(), await link(s.id, 'participant'), 'Bob');
+  for (const p of [ada, bob]) {
+    await waitFor(async () => (await p.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, 'chat to connect');
+    await p.getByRole('button', { name: 'Show the whiteboard' }).click();
+  }
+  const inked = (page) =>
+    page.getByTestId('whiteboard').evaluate((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+      return n;
+    });
+  const stroke = async (page, x0, y0, x1, y1) => {
+    const box = await page.getByTestId('whiteboard').boundingBox();
+    await page.mouse.move(box.x + box.width * x0, box.y + box.height * y0);
+    await page.mouse.down();
+    for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + box.width * (x0 + ((x1 - x0) * i) / 10), box.y + box.height * (y0 + ((y1 - y0) * i) / 10));
+    await page.mouse.up();
+  };
+  await stroke(ada, 0.1, 0.1, 0.9, 0.9);
+  await waitFor(async () => (await inked(bob)) > 500, 10_000, "Ada's stroke on Bob's board");
+  assert.match(await bob.getByTestId('whiteboard').getAttribute('aria-label'), /by Ada/);
+
+  // The chair gives the whiteboard the chalkboard style: Bob, who holds no
+  // token, may not draw; Ada takes the floor and clears the board.
+  await node.api('PUT', `/sessions/${s.id}/floors/data`, { style: 'chalkboard', auto: true });
+  await waitFor(async () => (await bob.getByText("Only the whiteboard floor's holder draws now.").count()) === 1, 10_000, 'Bob told he may not draw');
+  const before = await inked(ada);
+  await stroke(bob, 0.9, 0.1, 0.1, 0.9);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(await inked(ada), before, "Bob's stroke must not reach Ada's board");
+  await ada.getByRole('button', { name: 'Request whiteboard floor' }).click();
+  await ada.getByText('You have the whiteboard floor.').waitFor({ timeout: 10_000 });
+  await ada.getByRole('button', { name: 'Clear the board' }).click();
+  await waitFor(async () => (await inked(bob)) === 0, 10_000, "Ada's clear on Bob's board");
+  await stroke(ada, 0.2, 0.5, 0.8, 0.5);
+  await waitFor(async () => (await inked(bob)) > 200, 10_000, "Ada's stroke as the floor's holder on Bob's board");
+});
