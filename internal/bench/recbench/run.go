@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Notes = append(res.Notes,
-		fmt.Sprintf("`convene serve` ran with `%s`: the recording admission limit lifted (the disk capacity probed at start-up, against which each recording reserves 128 kb/s per audio and 2.5 Mb/s per video track), so that the packets recorded decide, as for Janus, which has no such limit",
+		fmt.Sprintf("`convene serve` ran with `%s`: the admission limits lifted (the disk capacity probed at start-up, against which each recording reserves 128 kb/s per audio and 2.5 Mb/s per video track; the node's delivery capacity, against which joins are admitted), so that the packets recorded decide, as for Janus, which has no such limit",
 			strings.Join(conveneArgs(cfg, "DIR"), " ")),
 		"Janus: VideoRoom rooms created with record=true and rec_dir, audiocodec opus, videocodec vp8, bitrate 0 (no REMB cap), fir_freq 0; every publisher and listener handle on one Janus session over its HTTP transport",
 		"Convene fsyncs each recording's files every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache",

@@ -82,13 +82,14 @@ type conveneRecorder struct {
 }
 
 // conveneArgs are the flags the benchmark adds to `convene serve`: the
-// recordings under dir, and the admission limit lifted (the capacity the
+// recordings under dir, and the admission limits lifted (the capacity the
 // disk probe measured at start-up, against which a recording reserves
-// 128 kb/s per audio and 2.5 Mb/s per video track), so that the packets
-// recorded decide, as for Janus, which has no such limit. ServeArgs come
-// after and may set them again.
+// 128 kb/s per audio and 2.5 Mb/s per video track; the node's delivery
+// capacity, capacity.pps, against which joins and links are admitted), so
+// that the packets recorded decide, as for Janus, which has no such limit.
+// ServeArgs come after and may set them again.
 func conveneArgs(cfg Config, dir string) []string {
-	return append([]string{"-recording-dir", dir, "-recording-capacity-mbps", "1000000"}, cfg.ServeArgs...)
+	return append([]string{"-recording-dir", dir, "-recording-capacity-mbps", "1000000", "-capacity-pps", "1e12"}, cfg.ServeArgs...)
 }
 
 func startConvene(cfg Config, dir string) (*conveneRecorder, error) {
