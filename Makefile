@@ -56,6 +56,7 @@ bench: test-deps build-bench microbench
 	./$(BENCH) relay -out bench/results
 	./$(BENCH) webrtc -out bench/results
 	./$(BENCH) mixer -out bench/results
+	./$(BENCH) recorder -out bench/results
 	./$(BENCH) chat -out bench/results
 	cd web && node bench/jointime.mjs ../bench/results
 

@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,16 +41,9 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	if bin == "" {
 		return 1
 	}
-	steps := map[string][]int{}
-	for codec, list := range map[string]string{"g711": *g711Steps, "opus": *opusSteps} {
-		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				fmt.Fprintf(stderr, "convene-bench mixer: bad step %q\n", f)
-				return 2
-			}
-			steps[codec] = append(steps[codec], n)
-		}
+	steps, ok := intLists("mixer", map[string]string{"g711": *g711Steps, "opus": *opusSteps}, stderr)
+	if !ok {
+		return 2
 	}
 	h := holdBench("mixer", *wait, *out, stderr)
 	if h == nil {
@@ -62,16 +53,6 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	res, err := mixbench.Run(h.Ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
 		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, Profile: *profile,
 		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice, Notes: nonEmpty(*note)})
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench mixer:", err)
-		return 1
-	}
-	path, err := mixbench.Write(*out, res)
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench mixer:", err)
-		return 1
-	}
-	fmt.Fprint(stdout, mixbench.Format(res))
-	fmt.Fprintln(stdout, "report:", path)
-	return 0
+	return report("mixer", stdout, stderr, err, func() (string, error) { return mixbench.Write(*out, res) },
+		func() string { return mixbench.Format(res) })
 }

@@ -60,18 +60,8 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 	defer h.release()
 	res, err := rtcbench.Run(h.Ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
 		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
-		return 1
-	}
-	path, err := rtcbench.Write(*out, res)
-	if err != nil {
-		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
-		return 1
-	}
-	fmt.Fprint(stdout, rtcbench.Format(res))
-	fmt.Fprintln(stdout, "report:", path)
-	return 0
+	return report("webrtc", stdout, stderr, err, func() (string, error) { return rtcbench.Write(*out, res) },
+		func() string { return rtcbench.Format(res) })
 }
 
 // rtcLoadCmd is the benchmark's load process: it reads a LoadConfig as

@@ -10,6 +10,7 @@
 //	convene-bench load [flags]    drive a running node with the seed's streams
 //	convene-bench webrtc [flags]  WebRTC subscribers beside Janus VideoRoom
 //	convene-bench mixer [flags]   audio mixing beside Janus AudioBridge
+//	convene-bench recorder [flags] recording beside Janus VideoRoom's recorder
 //	convene-bench chat [flags]    conversations (chat) through the node
 //
 // The benchmarks run the server as child processes (`convene serve`,
@@ -44,6 +45,7 @@ commands:
   load      drive a running node with the seed's audio/video streams and measure
   webrtc    WebRTC subscribers of one publisher beside Janus VideoRoom (make bench)
   mixer     audio mixing sessions of 10 members beside Janus AudioBridge (make bench)
+  recorder  recorded streams at 128 kb/s and 5 Mb/s beside Janus VideoRoom's recorder (make bench)
   chat      conversations through the node: messages/s per core, latency, join (make bench)
   version   print the version
 
@@ -74,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchRTCCmd(args[1:], stdout, stderr)
 	case "mixer":
 		return benchMixCmd(args[1:], stdout, stderr)
+	case "recorder":
+		return benchRecCmd(args[1:], stdout, stderr)
 	case "chat":
 		return benchChatCmd(args[1:], stdout, stderr)
 	case "rtc-load":

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
+	"github.com/pion/transport/v5"
+	"github.com/pion/transport/v5/stdnet"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/codec"
@@ -52,6 +55,12 @@ type Options struct {
 	// Decode makes the client decode the Opus audio it receives, kept per
 	// track (Recv.PCM) for tests that listen to what a browser hears.
 	Decode bool
+	// ReadBuffer, when not zero, is the receive buffer (SO_RCVBUF) of the
+	// client's sockets: a load that receives video bursts in one process
+	// gives its clients one as a browser's, so that the load's kernel
+	// does not drop what the server sent in time (the default, 208 KiB on
+	// Linux, holds about 90 packets of 1,200 bytes).
+	ReadBuffer int
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -112,9 +121,40 @@ func (r *Recv) PCM() []int16 {
 // LatencyBuckets is the size of Recv.Latency.
 const LatencyBuckets = 1000
 
-// videoStampAt is where Media writes the send time into a video packet's
+// VideoStampAt is where Media writes the send time into a video packet's
 // payload: after the VP8 descriptor and a keyframe's 10-byte header.
-const videoStampAt = 11
+// An audio packet carries it at 0.
+const VideoStampAt = 11
+
+// StampAt is where a packet's payload carries its send time.
+func StampAt(video bool) int {
+	if video {
+		return VideoStampAt
+	}
+	return 0
+}
+
+// Stamp writes the send time t into payload where Observe reads it
+// (StampAt); payload must hold StampAt(video)+8 bytes.
+func Stamp(payload []byte, video bool, t time.Time) {
+	binary.BigEndian.PutUint64(payload[StampAt(video):], uint64(t.UnixNano()))
+}
+
+// VP8Header writes the start of a VP8 payload into pl (11 bytes at
+// least): the payload descriptor (RFC 7741 §4.2), with the S bit on a
+// frame's first packet, then on that packet the frame header (RFC 6386
+// §9.1); a keyframe's has the start code and a 640x360 size, as a real
+// encoder's, so SFUs that parse it (Janus) see keyframes.
+func VP8Header(pl []byte, first, key bool) {
+	copy(pl[1:11], []byte{0x01, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0})
+	pl[0] = 0
+	if first {
+		pl[0] = 0x10 // S bit, partition 0
+		if key {
+			copy(pl[1:11], []byte{0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x80, 0x02, 0x68, 0x01})
+		}
+	}
+}
 
 // Observe counts one received RTP packet of this track.
 func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
@@ -131,9 +171,8 @@ func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
 		r.High.Store(h + int64(d))
 	}
 	r.mu.Unlock()
-	off := 0
+	off := StampAt(video)
 	if video {
-		off = videoStampAt
 		if len(p.Payload) > 1 && p.Payload[0]&0x10 != 0 && p.Payload[0]&0x07 == 0 && p.Payload[1]&0x01 == 0 {
 			r.Keyframes.Add(1)
 		}
@@ -220,8 +259,29 @@ func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error
 		ifname = "lo"
 	}
 	se.SetInterfaceFilter(func(s string) bool { return s == ifname })
+	if opt.ReadBuffer > 0 {
+		n, err := stdnet.NewNet()
+		if err != nil {
+			return nil, err
+		}
+		se.SetNet(bufferedNet{Net: n, size: opt.ReadBuffer})
+	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
 	return api.NewPeerConnection(webrtc.Configuration{})
+}
+
+// bufferedNet gives the sockets ICE gathers on a receive buffer of size.
+type bufferedNet struct {
+	*stdnet.Net
+	size int
+}
+
+func (n bufferedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
+	c, err := n.Net.ListenUDP(network, laddr)
+	if b, ok := c.(interface{ SetReadBuffer(int) error }); ok && err == nil {
+		_ = b.SetReadBuffer(n.size)
+	}
+	return c, err
 }
 
 // Close hangs up.
@@ -388,6 +448,14 @@ func (c *Client) offer() (string, map[string]string, error) {
 	return c.Pub.LocalDescription().SDP, sources, nil
 }
 
+// LocalTracks returns the tracks the client publishes (after Publish,
+// WHIP or NewPublisher), for a caller that writes its own packets instead
+// of Media's: the audio track (nil without Options.Audio) and the video
+// track or its simulcast layers.
+func (c *Client) LocalTracks() (audio *webrtc.TrackLocalStaticRTP, video []*webrtc.TrackLocalStaticRTP) {
+	return c.audio, c.video
+}
+
 // Welcome returns the node's first frame.
 func (c *Client) Welcome() sfu.Frame { return c.welcome }
 
@@ -546,7 +614,7 @@ func (c *Client) Media(ctx context.Context) {
 				continue
 			}
 			aseq++
-			binary.BigEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
+			Stamp(payload, false, time.Now())
 			pk := &rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: aseq, Timestamp: uint32(now.UnixMilli() * 48),
 				Marker: aseq == 1}, Payload: payload[:80]}
 			if tone != nil {
@@ -578,20 +646,9 @@ func (c *Client) Media(ctx context.Context) {
 				for left > 0 {
 					n := min(left, 1000)
 					left -= n
-					pl := payload[:max(n, videoStampAt+8)+1]
-					// The VP8 payload descriptor, then on a frame's first
-					// packet the frame header (RFC 6386 §9.1): a keyframe's
-					// has the start code and a 640x360 size, as a real
-					// encoder's, so SFUs that parse it (Janus) see keyframes.
-					copy(pl[1:11], []byte{0x01, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0})
-					pl[0] = 0
-					if first {
-						pl[0] = 0x10 // S bit, partition 0
-						if key {
-							copy(pl[1:11], []byte{0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x80, 0x02, 0x68, 0x01})
-						}
-					}
-					binary.BigEndian.PutUint64(pl[videoStampAt:], uint64(time.Now().UnixNano()))
+					pl := payload[:max(n, VideoStampAt+8)+1]
+					VP8Header(pl, first, key)
+					Stamp(pl, true, time.Now())
 					vseq[i]++
 					pk := &rtp.Packet{Header: rtp.Header{Version: 2, SequenceNumber: vseq[i], Timestamp: uint32(now.UnixMilli() * 90),
 						Marker: left == 0}, Payload: pl}

@@ -5,6 +5,7 @@
 package convene
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,4 +157,104 @@ func (n *Node) API(method, path string, body any, out any) error {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// scrape gives each line of the node's /metrics to f; false when the node
+// does not answer.
+func (n *Node) scrape(f func(line string)) bool {
+	req, _ := http.NewRequest("GET", n.URL+"/metrics", nil)
+	req.Header.Set("X-API-Key", n.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f(sc.Text())
+	}
+	return true
+}
+
+// sample splits a /metrics line of metric name into its labels ("" when
+// none) and value; ok is false for another metric's line.
+func sample(line, name string) (labels string, v float64, ok bool) {
+	rest, found := strings.CutPrefix(line, name)
+	if !found || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+		return "", 0, false
+	}
+	if rest[0] == '{' {
+		end := strings.LastIndexByte(rest, '}')
+		if end < 0 {
+			return "", 0, false
+		}
+		labels, rest = rest[1:end], rest[end+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return "", 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return labels, v, err == nil
+}
+
+// Metric returns the sum of the samples of the Prometheus metric name on
+// the node's /metrics (a counter or gauge; every label set of it), and
+// false when the node does not answer or has no such metric.
+func (n *Node) Metric(name string) (float64, bool) {
+	var sum float64
+	found := false
+	n.scrape(func(line string) {
+		if _, v, ok := sample(line, name); ok {
+			sum += v
+			found = true
+		}
+	})
+	return sum, found
+}
+
+// Histogram returns the histogram name's cumulative counts by upper bound
+// (its name_bucket samples, every label set summed; +Inf included), nil
+// when the node does not answer.
+func (n *Node) Histogram(name string) map[float64]float64 {
+	out := map[float64]float64{}
+	if !n.scrape(func(line string) {
+		labels, v, ok := sample(line, name+"_bucket")
+		if !ok {
+			return
+		}
+		_, le, _ := strings.Cut(labels, `le="`)
+		le, _, _ = strings.Cut(le, `"`)
+		if bound, err := strconv.ParseFloat(le, 64); err == nil { // "+Inf" parses as +Inf
+			out[bound] += v
+		}
+	}) {
+		return nil
+	}
+	return out
+}
+
+// HistogramPct is the p-th percentile, in ms, of what a histogram in
+// seconds (Histogram) counted between snapshots a and b, as the upper
+// bound of the bucket it falls in; 0 when it counted nothing.
+func HistogramPct(a, b map[float64]float64, p float64) float64 {
+	var bounds []float64
+	for k := range b {
+		bounds = append(bounds, k)
+	}
+	if len(bounds) == 0 {
+		return 0
+	}
+	sort.Float64s(bounds)
+	total := b[bounds[len(bounds)-1]] - a[bounds[len(bounds)-1]]
+	if total <= 0 {
+		return 0
+	}
+	for _, k := range bounds {
+		if b[k]-a[k] >= p*total {
+			return k * 1000
+		}
+	}
+	return bounds[len(bounds)-1] * 1000
 }

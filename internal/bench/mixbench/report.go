@@ -1,14 +1,12 @@
 package mixbench
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/convene/convene/internal/bench/proc"
+	"github.com/convene/convene/internal/bench/results"
 )
 
 // Targets of issue 14: G.711 sessions of 10 members per core, and the
@@ -62,7 +60,7 @@ func Format(res Result) string {
 				}
 				fmt.Fprintf(&b, "| %s | %s | %.2f%% | %.2f%% | %d | %.2f / %.2f | %.0f | %.3f | %.2f | %.0f | %.2f | %.0f%% / %.0f%% | %.2f | %s | %s |\n",
 					s.System, n, 100*q.ReceivedShare(), 100*q.LateShare(), q.Starved, q.JitterMean, q.JitterMax, q.LateMax,
-					p.CPU, p.CPUPerSession, p.PerCore, p.LoadCPU, p.MachineBusy, p.Steal, p.Others, missed, yes(p.OK))
+					p.CPU, p.CPUPerSession, p.PerCore, p.LoadCPU, p.MachineBusy, p.Steal, p.Others, missed, results.Pass(p.OK))
 			}
 		}
 		b.WriteString("\n")
@@ -84,7 +82,7 @@ func Format(res Result) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\"others' CPU\" is what neither the server nor the load used over the window (other work on a shared machine); a step that misses the bar is measured again once, and twice more while others took over %.1f of a core.\n\n", othersMax)
+	fmt.Fprintf(&b, "\"others' CPU\" is what neither the server nor the load used over the window (other work on a shared machine); %s.\n\n", results.TriesNote)
 	b.WriteString("\"mixer's missed ticks\" is Convene's convene_mixer_missed_ticks_total over the window (frames its mixers skipped: a mixer woken late makes the frames it owes, up to five at once, and skips the rest); Janus does not say.\n\n")
 	if res.Pinned {
 		fmt.Fprintf(&b, "Each server ran on CPU %d alone (taskset); the members (this benchmark's process) on the other CPUs. "+
@@ -99,13 +97,6 @@ func Format(res Result) string {
 	return b.String()
 }
 
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
-}
-
 func find(ss []Series, name string) *Series {
 	for i := range ss {
 		if ss[i].System == name {
@@ -117,10 +108,5 @@ func find(ss []Series, name string) *Series {
 
 // Write saves <dir>/<date>-mixer.md and .json and returns the .md path.
 func Write(dir string, res Result) (string, error) {
-	stem := filepath.Join(dir, res.Date.Format("2006-01-02-150405")+"-mixer")
-	j, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(stem+".json", j, 0o644); err != nil {
-		return "", err
-	}
-	return stem + ".md", os.WriteFile(stem+".md", []byte(Format(res)), 0o644)
+	return results.Write(dir, res.Date, "mixer", res, Format(res))
 }

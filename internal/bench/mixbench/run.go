@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/bench/proc"
+	"github.com/convene/convene/internal/bench/results"
 )
 
 // The session's shape, as the issue asks.
@@ -86,14 +87,9 @@ type Series struct {
 
 // Result is a whole run.
 type Result struct {
-	Date   time.Time `json:"date"`
-	CPUs   int       `json:"cpus"`
-	Warmup string    `json:"warmup"`
-	Window string    `json:"window"`
-	Pinned bool      `json:"pinned"`
-	Nice   int       `json:"nice,omitempty"`
-	Series []Series  `json:"series"`
-	Notes  []string  `json:"notes,omitempty"`
+	results.Run
+	Series []Series `json:"series"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 // memberBase is the first member address; the run's members follow it.
@@ -101,7 +97,7 @@ var memberBase = netip.MustParseAddr("127.88.0.1")
 
 // Run measures every codec with every system.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	res := Result{Date: time.Now().UTC(), CPUs: runtime.NumCPU(), Warmup: cfg.Warmup.String(), Window: cfg.Window.String(), Nice: cfg.Nice}
+	res := Result{Run: results.NewRun(cfg.Warmup, cfg.Window, cfg.Nice)}
 	if cfg.Pin {
 		if err := proc.PinSelf(); err != nil {
 			return res, err
@@ -176,20 +172,20 @@ func runSeries(ctx context.Context, cfg Config, sys string, c Codec, end time.Ti
 			return s, err
 		}
 		fmt.Fprintf(cfg.Log, "  %s/%s: %d sessions set up in %v\n", sys, c.Name, n-from, time.Since(t0).Round(time.Millisecond))
-		p := step(ctx, cfg, srv, load, members, c, n)
-		// Once more, for every system alike, when a step misses the bar:
-		// a transient is not the limit; and up to twice more while other
-		// processes on a shared machine took more than othersMax of a core.
-		for try := 1; !p.OK && (try == 1 || (try < 4 && p.Others > othersMax)) &&
-			time.Now().Add(cfg.Warmup+cfg.Window+30*time.Second).Before(end); try++ {
+		tries := results.Tries(func(retry bool) Point {
+			if retry {
+				time.Sleep(time.Second)
+			}
+			p := step(ctx, cfg, srv, load, members, c, n)
+			p.Retry = retry
+			return p
+		}, func(p Point) bool { return p.OK }, func(p Point) float64 { return p.Others },
+			func() bool { return time.Now().Add(cfg.Warmup + cfg.Window + 30*time.Second).Before(end) })
+		for _, p := range tries {
 			s.Points = append(s.Points, p)
 			logPoint(cfg.Log, s, p)
-			time.Sleep(time.Second)
-			p = step(ctx, cfg, srv, load, members, c, n)
-			p.Retry = true
 		}
-		s.Points = append(s.Points, p)
-		logPoint(cfg.Log, s, p)
+		p := tries[len(tries)-1]
 		if !p.OK {
 			break
 		}
@@ -229,10 +225,6 @@ func addSessions(ctx context.Context, srv server, members []*Member, from, to in
 }
 
 const setupWorkers = 4
-
-// othersMax is how much CPU other processes may take, in cores, before a
-// step that missed the bar is measured again.
-const othersMax = 0.3
 
 func logPoint(w io.Writer, s Series, p Point) {
 	q := p.Quality

@@ -1,14 +1,11 @@
 package mixbench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/convene/convene/internal/bench/convene"
@@ -165,22 +162,8 @@ func (m *janusMixer) addSession(ctx context.Context, id int, ms []*Member) error
 // missedTicks is Convene's count of 20 ms frames its mixers could not
 // produce in time (convene_mixer_missed_ticks_total), -1 when unknown.
 func (c *conveneMixer) missedTicks() float64 {
-	req, _ := http.NewRequest("GET", c.n.URL+"/metrics", nil)
-	req.Header.Set("X-API-Key", c.n.Key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "convene_mixer_missed_ticks_total "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err == nil {
-				return f
-			}
-		}
+	if v, ok := c.n.Metric("convene_mixer_missed_ticks_total"); ok {
+		return v
 	}
 	return -1
 }

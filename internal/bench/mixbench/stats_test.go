@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convene/convene/internal/bench/results"
 )
 
 const ms = int64(time.Millisecond)
@@ -108,7 +110,7 @@ func repeat(r receiver, n int) []receiver {
 func TestReport(t *testing.T) {
 	ok := Quality{Receivers: 1000, Expected: 1000000, Received: 1000000}
 	bad := Quality{Receivers: 1200, Expected: 1200000, Received: 1100000, Starved: 50}
-	res := Result{Date: time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), CPUs: 2, Warmup: "3s", Window: "20s", Pinned: true,
+	res := Result{Run: results.Run{Date: time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), CPUs: 2, Warmup: "3s", Window: "20s", Pinned: true},
 		Series: []Series{
 			{System: "convene", Version: "convene dev", Codec: "g711", MaxOK: 300, PerCore: 400, Points: []Point{
 				{Sessions: 300, Quality: ok, CPU: 0.75, CPUPerSession: 2.5, PerCore: 400, OK: true},

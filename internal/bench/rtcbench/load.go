@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -176,7 +175,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer
 			continue
 		}
 		b, a := before.per[i], after.per[i]
-		if exp := a[1] - b[1]; exp > 0 && a[0]-b[0] < exp && float64(exp-(a[0]-b[0]))/float64(exp) > maxLoss {
+		if exp := a[1] - b[1]; exp > 0 && a[0]-b[0] < exp && float64(exp-(a[0]-b[0]))/float64(exp) > MaxLoss {
 			res.Lossy++
 		}
 	}
@@ -190,7 +189,7 @@ func RunLoad(ctx context.Context, cfg LoadConfig, ready io.Writer, out io.Writer
 	for i := range hist {
 		hist[i] = after.lat[i] - before.lat[i]
 	}
-	res.LatP50, res.LatP95, res.LatP99 = histPct(hist[:], 0.5), histPct(hist[:], 0.95), histPct(hist[:], 0.99)
+	res.LatP50, res.LatP95, res.LatP99 = HistPct(hist[:], 0.5), HistPct(hist[:], 0.95), HistPct(hist[:], 0.99)
 	return json.NewEncoder(out).Encode(res)
 }
 
@@ -239,7 +238,9 @@ func pct(v []float64, p float64) float64 {
 	return v[min(len(v)-1, int(p*float64(len(v))))]
 }
 
-func histPct(h []uint64, p float64) float64 {
+// HistPct is the p-th percentile of a histogram of 1 ms buckets (as
+// rtctest.Recv.Latency counts), as the middle of its bucket.
+func HistPct(h []uint64, p float64) float64 {
 	var total uint64
 	for _, n := range h {
 		total += n
@@ -260,12 +261,7 @@ func histPct(h []uint64, p float64) float64 {
 
 // janusSubscribe joins the VideoRoom as a subscriber of feed.
 func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subscriber) error {
-	h, err := js.Attach(ctx, "janus.plugin.videoroom")
-	if err != nil {
-		return err
-	}
-	ev, err := h.Message(ctx, map[string]any{"request": "join", "ptype": "subscriber", "room": Room,
-		"streams": []map[string]any{{"feed": feed}}}, nil, "attached")
+	h, offer, err := js.Subscribe(ctx, Room, []int64{feed})
 	if err != nil {
 		return err
 	}
@@ -273,11 +269,11 @@ func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subsc
 		return err
 	}
 	s.close = s.c.Close
-	ans, err := s.c.AnswerOffer(janus.SDP(ev))
+	ans, err := s.c.AnswerOffer(offer)
 	if err != nil {
 		return err
 	}
-	if _, err = h.Message(ctx, map[string]any{"request": "start"}, map[string]any{"type": "answer", "sdp": ans}, "event"); err != nil {
+	if err = h.Start(ctx, ans); err != nil {
 		return err
 	}
 	// Equal quality: the highest simulcast layer, as Convene's subscribers
@@ -285,25 +281,10 @@ func janusSubscribe(ctx context.Context, js *janus.Session, feed int64, s *subsc
 	// layer, and numbers rid layers in the reverse of the SDP's l;m;h
 	// order: its substream 0 is our "h" (checked by the packet rate each
 	// subscriber gets, the same as Convene's).
-	if mid := videoMid(janus.SDP(ev)); mid != "" {
+	if mid := janus.VideoMid(offer); mid != "" {
 		_, err = h.Message(ctx, map[string]any{"request": "configure", "streams": []map[string]any{{"mid": mid, "substream": 0, "temporal": 2}}}, nil, "")
 	}
 	return err
-}
-
-// videoMid finds the mid of an SDP's video section.
-func videoMid(sdp string) string {
-	video := false
-	for _, l := range strings.Split(sdp, "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "m=") {
-			video = strings.HasPrefix(l, "m=video")
-		}
-		if video && strings.HasPrefix(l, "a=mid:") {
-			return strings.TrimPrefix(l, "a=mid:")
-		}
-	}
-	return ""
 }
 
 // JanusPublish joins the VideoRoom as the publisher and returns its feed.
@@ -312,26 +293,18 @@ func JanusPublish(ctx context.Context, url string, pub *rtctest.Client, offer st
 	if err != nil {
 		return 0, nil, err
 	}
-	h, err := js.Attach(ctx, "janus.plugin.videoroom")
-	if err != nil {
-		js.Close()
-		return 0, nil, err
-	}
-	ev, err := h.Message(ctx, map[string]any{"request": "joinandconfigure", "ptype": "publisher", "room": Room, "display": "pub",
-		"audio": true, "video": true}, map[string]any{"type": "offer", "sdp": offer}, "joined")
+	_, answer, id, err := js.Publish(ctx, Room, "pub", offer)
 	if err != nil {
 		js.Close()
 		return 0, nil, err
 	}
 	if os.Getenv("JANUS_DEBUG") != "" {
-		fmt.Fprintln(os.Stderr, janus.SDP(ev))
+		fmt.Fprintln(os.Stderr, answer)
 	}
-	if err := pub.SetAnswer(janus.SDP(ev)); err != nil {
+	if err := pub.SetAnswer(answer); err != nil {
 		js.Close()
 		return 0, nil, err
 	}
-	pd := ev["plugindata"].(map[string]any)["data"].(map[string]any)
-	id, _ := pd["id"].(float64)
 	// Janus lists the feed for subscribers once its media is up.
 	for pub.Pub.ConnectionState() != webrtc.PeerConnectionStateConnected {
 		select {
@@ -342,5 +315,5 @@ func JanusPublish(ctx context.Context, url string, pub *rtctest.Client, offer st
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	return int64(id), js.Close, nil
+	return id, js.Close, nil
 }

@@ -1,11 +1,9 @@
 package rtcbench
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/convene/convene/internal/bench/proc"
-	"os"
-	"path/filepath"
+	"github.com/convene/convene/internal/bench/results"
 	"strconv"
 	"strings"
 )
@@ -19,7 +17,7 @@ func Format(res Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# WebRTC forwarding, %s\n\n", res.Date.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "One publisher, N subscribers over DTLS-SRTP on loopback, the subscribers in their own process (pion); %d CPUs; each step measured over %s. "+
-		"A step passes when every subscriber joined, loss < %.0f%% and one-way latency p95 < %d ms.\n\n", res.CPUs, res.Window, maxLoss*100, maxP95ms)
+		"A step passes when every subscriber joined, loss < %.0f%% and one-way latency p95 < %d ms.\n\n", res.CPUs, res.Window, MaxLoss*100, MaxP95ms)
 	for _, sc := range []string{"audio", "av"} {
 		var ss []Series
 		for _, s := range res.Series {
@@ -49,7 +47,7 @@ func Format(res Result) string {
 					own = fmt.Sprintf("≤ %g", p.NodeDelayP95)
 				}
 				fmt.Fprintf(&b, "| %s | %s | %d | %s | %.1f / %.1f / %.1f | %s | %.2f | %.2f | %.0f | %.0f%% | %.0f | %s |\n", s.System, n, p.Load.Joined,
-					loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, own, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, yes(p.OK))
+					loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, own, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, results.Pass(p.OK))
 			}
 		}
 		b.WriteString("\n")
@@ -84,13 +82,6 @@ func Format(res Result) string {
 	return b.String()
 }
 
-func yes(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
-}
-
 func find(ss []Series, name string) *Series {
 	for i := range ss {
 		if ss[i].System == name {
@@ -102,10 +93,5 @@ func find(ss []Series, name string) *Series {
 
 // Write saves <dir>/<date>-webrtc.md and .json and returns the .md path.
 func Write(dir string, res Result) (string, error) {
-	stem := filepath.Join(dir, res.Date.Format("2006-01-02-150405")+"-webrtc")
-	j, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(stem+".json", j, 0o644); err != nil {
-		return "", err
-	}
-	return stem + ".md", os.WriteFile(stem+".md", []byte(Format(res)), 0o644)
+	return results.Write(dir, res.Date, "webrtc", res, Format(res))
 }
