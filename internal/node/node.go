@@ -20,6 +20,7 @@ import (
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/hls"
 	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
@@ -32,6 +33,7 @@ import (
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
 	"github.com/convene/convene/internal/supervise"
+	"github.com/convene/convene/internal/thumbnail"
 	"github.com/convene/convene/internal/transcode"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/convene/convene/internal/webui"
@@ -68,8 +70,11 @@ type Node struct {
 	recordings *recording.Service
 	// playbacks play recordings into sessions.
 	playbacks *playback.Service
-	ln        net.Listener
-	http      *http.Server
+	// hls streams sessions to passive viewers; thumbnails grabs images.
+	hls        *hls.Service
+	thumbnails *thumbnail.Service
+	ln         net.Listener
+	http       *http.Server
 
 	hbCancel context.CancelFunc
 	hbDone   chan struct{}
@@ -153,6 +158,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
 			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
 		}, Logger: log.With("component", "playback")})
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.super, reg, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -192,6 +198,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Dialler:    n.sip,
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
+		HLS:        n.hls,
+		Thumbnails: n.thumbnails,
 		Nodes:      n.registry,
 		Chat:       n.chat,
 		MaxExports: cfg.Recording.Exports,
@@ -296,6 +304,10 @@ func (n *Node) closeAll() error {
 	}
 	if n.playbacks != nil {
 		n.playbacks.Close()
+	}
+	if n.hls != nil {
+		n.hls.Close()
+		n.thumbnails.Close()
 	}
 	if n.recordings != nil {
 		n.recordings.Close()
