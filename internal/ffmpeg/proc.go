@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -19,12 +20,13 @@ type ProcOptions struct {
 	// Path is the ffmpeg binary.
 	Path string
 	// Args are the child's arguments; called at every start, so a
-	// restart can take a new configuration.
+	// restart can take a new configuration. The child's file descriptor
+	// 3 is a pipe whose "progress=" lines are its beats: give ffmpeg
+	// ProgressArgs.
 	Args func() []string
-	// Stdout reads the child's standard output until it ends and calls
-	// beat for each sign of life (a progress line, an image). nil counts
-	// the lines that start with "progress=" (ffmpeg -progress pipe:1).
-	Stdout func(r io.Reader, beat func())
+	// Stdout, if set, reads the child's standard output until it ends
+	// (images); nil discards it.
+	Stdout func(r io.Reader)
 	// Grace is how long a new child beats by itself while it probes its
 	// input and has nothing to show yet; 10 s.
 	Grace time.Duration
@@ -42,6 +44,7 @@ type Proc struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	started  time.Time
+	alive    time.Time // the running child's first beat (zero before it)
 	stopping bool
 	stop     chan struct{}
 	done     chan struct{}
@@ -56,13 +59,14 @@ func Start(o ProcOptions) *Proc {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Stdout == nil {
-		o.Stdout = progressLines
-	}
 	p := &Proc{o: o, stop: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
 }
+
+// ProgressArgs make ffmpeg report its progress on the pipe a Proc counts
+// as its beats, four times a second.
+var ProgressArgs = []string{"-progress", "pipe:3", "-stats_period", "0.25"}
 
 // progressLines beats for every progress report of ffmpeg -progress.
 func progressLines(r io.Reader, beat func()) {
@@ -106,10 +110,19 @@ func (p *Proc) once() error {
 	cmd := exec.Command(p.o.Path, p.o.Args()...)
 	// The child dies with the node, whatever kills the node.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
+	var out io.Reader
+	if p.o.Stdout != nil {
+		var err error
+		if out, err = cmd.StdoutPipe(); err != nil {
+			return err
+		}
+	}
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
 	}
+	defer pr.Close()
+	cmd.ExtraFiles = []*os.File{pw} // fd 3
 	tail := &tailWriter{}
 	cmd.Stderr = tail
 	p.mu.Lock()
@@ -117,18 +130,28 @@ func (p *Proc) once() error {
 		p.mu.Unlock()
 		return nil
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close() // the child has its own copy
+	if err != nil {
 		p.mu.Unlock()
 		return err
 	}
-	p.cmd, p.started = cmd, time.Now()
+	p.cmd, p.started, p.alive = cmd, time.Now(), time.Time{}
 	p.mu.Unlock()
 	p.starts.Add(1)
 	if p.o.OnStart != nil {
 		p.o.OnStart()
 	}
-	p.o.Stdout(out, func() { p.beats.Add(1) })
-	_, _ = io.Copy(io.Discard, out)
+	progress := make(chan struct{})
+	go func() {
+		defer close(progress)
+		progressLines(pr, p.beat)
+	}()
+	if out != nil {
+		p.o.Stdout(out)
+		_, _ = io.Copy(io.Discard, out)
+	}
+	<-progress
 	err = cmd.Wait()
 	p.mu.Lock()
 	p.cmd = nil
@@ -139,20 +162,30 @@ func (p *Proc) once() error {
 	return err
 }
 
-// Beats counts the child's signs of life, and during its first Grace the
-// quarter seconds since it started: it probes its input then and shows
-// nothing.
+// beat counts a sign of life of the running child.
+func (p *Proc) beat() {
+	p.beats.Add(1)
+	p.mu.Lock()
+	if p.alive.IsZero() {
+		p.alive = time.Now()
+	}
+	p.mu.Unlock()
+}
+
+// Beats counts the child's signs of life, and the quarter seconds from
+// its start to its first sign, up to Grace: it probes its input then and
+// shows nothing. Once it has shown life, only its own beats count.
 func (p *Proc) Beats() uint64 {
 	p.mu.Lock()
-	started, running := p.started, p.cmd != nil
+	started, alive, running := p.started, p.alive, p.cmd != nil
 	p.mu.Unlock()
 	b := p.beats.Load() + p.starts.Load()
 	if running {
-		if d := time.Since(started); d < p.o.Grace {
-			b += uint64(d / (250 * time.Millisecond))
-		} else {
-			b += uint64(p.o.Grace / (250 * time.Millisecond))
+		d := time.Since(started)
+		if !alive.IsZero() {
+			d = alive.Sub(started)
 		}
+		b += uint64(min(d, p.o.Grace) / (250 * time.Millisecond))
 	}
 	return b
 }
@@ -216,8 +249,8 @@ type tailWriter struct {
 func (t *tailWriter) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	t.buf = append(t.buf, b...)
-	if len(t.buf) > 2048 {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-2048:]...)
+	if len(t.buf) > 8192 {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8192:]...)
 	}
 	t.mu.Unlock()
 	return len(b), nil

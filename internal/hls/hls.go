@@ -291,11 +291,11 @@ func (st *Stream) onStart() {
 // args are the child's arguments for the SDP written last.
 func (st *Stream) args() []string {
 	seg := strconv.FormatFloat(st.s.o.Segment.Seconds(), 'f', -1, 64)
-	a := []string{"-hide_banner", "-nostdin", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.25",
-		"-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
+	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
+	a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
 		"-analyzeduration", "2000000", "-probesize", "1000000",
 		"-i", filepath.Join(st.dir, "stream.sdp"),
-		"-map", "0:a", "-c:a", "aac", "-b:a", "96k", "-ar", "48000", "-ac", "2"}
+		"-map", "0:a", "-c:a", "aac", "-b:a", "96k", "-ar", "48000", "-ac", "2")
 	st.mu.Lock()
 	video := st.sdpVideo != ""
 	st.mu.Unlock()

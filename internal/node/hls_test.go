@@ -66,12 +66,14 @@ type playlist struct {
 	sequence  int
 	segments  []string
 	durations []float64
-	discont   int
+	// after are the segments that follow a discontinuity (a new child).
+	after map[string]bool
 }
 
 func parsePlaylist(t *testing.T, b []byte) playlist {
 	t.Helper()
-	var p playlist
+	p := playlist{after: map[string]bool{}}
+	discont := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		l := sc.Text()
@@ -83,9 +85,10 @@ func parsePlaylist(t *testing.T, b []byte) playlist {
 			f, _ := strconv.ParseFloat(v, 64)
 			p.durations = append(p.durations, f)
 		case l == "#EXT-X-DISCONTINUITY":
-			p.discont++
+			discont = true
 		case l != "" && !strings.HasPrefix(l, "#"):
 			p.segments = append(p.segments, l)
+			p.after[l], discont = discont, false
 		}
 	}
 	return p
@@ -93,16 +96,31 @@ func parsePlaylist(t *testing.T, b []byte) playlist {
 
 var segNum = regexp.MustCompile(`^seg([0-9]+)\.ts$`)
 
-func lastSegment(p playlist) int {
-	if len(p.segments) == 0 {
-		return -1
-	}
-	m := segNum.FindStringSubmatch(p.segments[len(p.segments)-1])
+func segmentNumber(name string) int {
+	m := segNum.FindStringSubmatch(name)
 	if m == nil {
 		return -1
 	}
 	k, _ := strconv.Atoi(m[1])
 	return k
+}
+
+func lastSegment(p playlist) int {
+	if len(p.segments) == 0 {
+		return -1
+	}
+	return segmentNumber(p.segments[len(p.segments)-1])
+}
+
+// restartedAfter is the first segment after k that follows a
+// discontinuity (-1 for none).
+func restartedAfter(p playlist, k int) int {
+	for _, s := range p.segments {
+		if n := segmentNumber(s); n > k && p.after[s] {
+			return n
+		}
+	}
+	return -1
 }
 
 // TestHLSFFmpeg: a session fed by ffmpeg (PCMU tone, VP8 test card) is
@@ -116,6 +134,7 @@ func lastSegment(p playlist) int {
 // JPEG. Stopping the stream removes it.
 func TestHLSFFmpeg(t *testing.T) {
 	ffprobe := testutil.NeedBinary(t, "ffprobe")
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
 	dataDir := t.TempDir()
 	cfg := testConfig(t, dataDir)
 	cfg.Streaming.HLSMax = 1
@@ -218,6 +237,19 @@ func TestHLSFFmpeg(t *testing.T) {
 		if len(sp.Streams) != 2 {
 			t.Errorf("segment %s has %d streams", sg, len(sp.Streams))
 		}
+		if i == 1 {
+			// The mix carries the tone: the segment's audio is loud.
+			out, _ := exec.Command(ffmpeg, "-hide_banner", "-nostdin", "-i", path, "-map", "0:a", "-af", "volumedetect", "-f", "null", "-").CombinedOutput()
+			m := regexp.MustCompile(`mean_volume: (-?[0-9.]+) dB`).FindSubmatch(out)
+			if m == nil {
+				t.Fatalf("volumedetect: %s", out)
+			}
+			if v, _ := strconv.ParseFloat(string(m[1]), 64); v < -40 {
+				t.Errorf("segment %s: audio at %.1f dB, want the tone", sg, v)
+			} else {
+				t.Logf("segment %s: audio at %.1f dB", sg, v)
+			}
+		}
 	}
 	t.Logf("segments start at %.3f (%.3f s) and %.3f (%.3f s)", starts[0], durs[0], starts[1], durs[1])
 	if gap := starts[1] - (starts[0] + durs[0]); gap > 0.2 || gap < -0.2 {
@@ -251,8 +283,11 @@ func TestHLSFFmpeg(t *testing.T) {
 		t.Errorf("thumbnail of no track: %d, want 404", code)
 	}
 
-	// Kill the child: a new one (a new PID) goes on with new segments.
+	// Kill the child: a new one (a new PID) goes on with new segments,
+	// after a discontinuity.
 	pid := n.hls.PID(s.ID)
+	_, _, b := get(t, http.DefaultClient, signed)
+	p = parsePlaylist(t, b)
 	last := lastSegment(p)
 	if pid == 0 {
 		t.Fatal("no ffmpeg child")
@@ -272,10 +307,25 @@ func TestHLSFFmpeg(t *testing.T) {
 		if code == 200 {
 			p = parsePlaylist(t, b)
 		}
-		return lastSegment(p) >= last+2 && p.discont > 0
+		r := restartedAfter(p, last)
+		return r >= 0 && lastSegment(p) >= r+1
 	})
-	t.Logf("segments up to %d after the restart (%d before), %d discontinuities", lastSegment(p), last, p.discont)
+	t.Logf("segments up to %d before the kill; the new child's from %d after a discontinuity, up to %d",
+		last, restartedAfter(p, last), lastSegment(p))
 	probe(t, ffprobe, view+"?token="+viewer)
+
+	// A child that hangs (stopped: no progress lines) is killed by the
+	// supervisor and replaced.
+	pid = n.hls.PID(s.ID)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	hung := time.Now()
+	testutil.WaitFor(t, 20*time.Second, "the hung child replaced", func() bool {
+		p := n.hls.PID(s.ID)
+		return p != 0 && p != pid
+	})
+	t.Logf("child %d hung; replaced %v later", pid, time.Since(hung).Round(time.Millisecond))
 
 	// Stop: the stream and its files go.
 	if code := callAs(t, ctok, "DELETE", hlsURL, nil, nil); code != 204 {

@@ -214,7 +214,7 @@ func (s *Service) start(k key, room *broker.Room, t *broker.Track) (*Grabber, er
 	}
 	g.untap = room.Tap(t, "thumbnail:"+k.track, g.feed)
 	g.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "thumbnail " + k.session + "/" + k.track, Path: s.o.FFmpeg,
-		Args: g.args, Stdout: g.read, OnStart: g.feed.Restarted, Grace: 2*s.o.Interval + 10*time.Second, Logger: s.o.Logger})
+		Args: g.args, Stdout: g.read, OnStart: g.feed.Restarted, Logger: s.o.Logger})
 	if s.o.Supervisor != nil {
 		g.unwatch = s.o.Supervisor.Add("thumbnail", "thumbnail:"+k.session+"/"+k.track, g.status, g.proc.Kill)
 	}
@@ -224,16 +224,17 @@ func (s *Service) start(k key, room *broker.Room, t *broker.Track) (*Grabber, er
 
 func (g *Grabber) args() []string {
 	o := g.s.o
-	return []string{"-hide_banner", "-nostdin", "-loglevel", "error",
-		"-protocol_whitelist", "file,udp,rtp", "-reorder_queue_size", "64", "-analyzeduration", "2000000",
+	// "error": mjpeg's range conversion warns on every frame.
+	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "error"}, ffmpeg.ProgressArgs...)
+	return append(a, "-protocol_whitelist", "file,udp,rtp", "-reorder_queue_size", "64", "-analyzeduration", "2000000",
 		"-i", g.sdp, "-an",
-		"-vf", "fps=1/" + strconv.FormatFloat(o.Interval.Seconds(), 'f', -1, 64) +
-			",scale='min(" + strconv.Itoa(o.Width) + ",iw)':-2",
-		"-c:v", "mjpeg", "-q:v", "5", "-f", "image2pipe", "pipe:1"}
+		"-vf", "fps=1/"+strconv.FormatFloat(o.Interval.Seconds(), 'f', -1, 64)+
+			",scale='min("+strconv.Itoa(o.Width)+",iw)':-2",
+		"-c:v", "mjpeg", "-q:v", "5", "-f", "image2pipe", "pipe:1")
 }
 
 // read takes the child's JPEGs off its standard output.
-func (g *Grabber) read(r io.Reader, beat func()) {
+func (g *Grabber) read(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		img, err := nextJPEG(br)
@@ -253,7 +254,6 @@ func (g *Grabber) read(r io.Reader, beat func()) {
 		default:
 			close(g.first)
 		}
-		beat()
 	}
 }
 
