@@ -82,8 +82,8 @@ func NewService(o Options) *Service {
 	return &Service{o: o, grabbers: map[key]*Grabber{}}
 }
 
-// Get returns the newest image of a session's video track (its ID, or
-// the ID of the member of the room that publishes it) and when it
+// Get returns the newest image of a session's video track (see find)
+// and when it
 // was taken, starting a grabber for the track if it has none and waiting
 // for its first image until ctx ends (then ErrNotYet).
 func (s *Service) Get(ctx context.Context, session, track string) ([]byte, time.Time, error) {
@@ -101,20 +101,31 @@ func (s *Service) Get(ctx context.Context, session, track string) ([]byte, time.
 	return img, at, nil
 }
 
+// find is the video track named by id: its own ID, else the ID of its
+// publisher in the room (a plain RTP link's track is "<link>/video"),
+// else of the session member that owns it (its first camera), so the ID
+// fits in one path segment and a member list needs no track IDs.
+func find(ts []*broker.Track, id string) *broker.Track {
+	for _, match := range []func(*broker.Track) bool{
+		func(c *broker.Track) bool { return c.ID() == id },
+		func(c *broker.Track) bool { return c.Publisher() == id },
+		func(c *broker.Track) bool { return c.Owner() == id },
+	} {
+		for _, c := range ts {
+			if c.Kind() == media.Video && match(c) {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
 func (s *Service) grabber(session, track string) (*Grabber, error) {
 	room := s.o.Rooms(session)
 	if room == nil {
 		return nil, ErrNoTrack
 	}
-	var t *broker.Track
-	for _, c := range room.Tracks() {
-		// A plain RTP link's track is "<link>/video": its link's ID
-		// names it too, so the ID fits in one path segment.
-		if (c.ID() == track || c.Publisher() == track) && c.Kind() == media.Video {
-			t = c
-			break
-		}
-	}
+	t := find(room.Tracks(), track)
 	if t == nil {
 		return nil, ErrNoTrack
 	}
