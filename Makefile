@@ -54,16 +54,18 @@ bench: test-deps build-bench microbench
 	./$(BENCH) relay -out bench/results
 	./$(BENCH) webrtc -out bench/results
 	./$(BENCH) mixer -out bench/results
+	./$(BENCH) chat -out bench/results
 	cd web && node bench/jointime.mjs ../bench/results
 
 bench-quick: test-deps build-bench
 	./$(BENCH) broker -quick -out bench/results $(BENCHARGS)
 
-# Micro-benchmarks of the hot path (allocations per packet, fan-out rate) and
-# the conversation context's bytes per message against members.
+# Micro-benchmarks of the hot path (allocations per packet, fan-out rate),
+# the conversation context's bytes per message against members and the
+# delivery latency ordering adds (the seed's workload, simulated).
 microbench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1s ./internal/broker/ ./internal/udpmux/ ./internal/relay/
-	$(GO) test -run '^$$' -bench ContextSize -benchtime 1x ./internal/conversation/
+	$(GO) test -run '^$$' -bench 'ContextSize|OrderingHold' -benchtime 1x ./internal/conversation/
 
 # Run each fuzzer for a short while (FUZZTIME=30s by default).
 FUZZTIME ?= 30s

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
+
+	"github.com/convene/convene/internal/bench/loadgen"
 )
 
 const benchLock = "/tmp/convene-bench.lock"
@@ -49,4 +53,40 @@ func benchDirs(cmd, out string, stderr io.Writer) string {
 		return ""
 	}
 	return tmp
+}
+
+// benchHold is what a benchmark holds while it runs: the lock, a scratch
+// directory (Tmp) and a context (Ctx) that SIGINT or SIGTERM ends.
+type benchHold struct {
+	Tmp  string
+	Ctx  context.Context
+	lock *os.File
+	stop context.CancelFunc
+}
+
+// holdBench takes the benchmark lock (see lockBench), raises the open-file
+// limit (a benchmark's thousands of sockets; the servers it starts inherit
+// it) and makes the report directory out and a scratch directory; nil
+// after printing why not. The caller releases it when done.
+func holdBench(cmd string, wait bool, out string, stderr io.Writer) *benchHold {
+	lock := lockBench(cmd, wait, stderr)
+	if lock == nil {
+		return nil
+	}
+	_ = loadgen.FileLimit()
+	tmp := benchDirs(cmd, out, stderr)
+	if tmp == "" {
+		lock.Close()
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	return &benchHold{Tmp: tmp, Ctx: ctx, lock: lock, stop: stop}
+}
+
+// release ends the context, removes the scratch directory and gives the
+// lock back.
+func (h *benchHold) release() {
+	h.stop()
+	os.RemoveAll(h.Tmp)
+	h.lock.Close()
 }

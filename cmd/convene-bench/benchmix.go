@@ -1,20 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/convene/convene/internal/bench/loadgen"
 	"github.com/convene/convene/internal/bench/mixbench"
 )
 
@@ -59,21 +54,13 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 			steps[codec] = append(steps[codec], n)
 		}
 	}
-	lock := lockBench("mixer", *wait, stderr)
-	if lock == nil {
+	h := holdBench("mixer", *wait, *out, stderr)
+	if h == nil {
 		return 1
 	}
-	defer lock.Close()
-	_ = loadgen.FileLimit()
-	tmp := benchDirs("mixer", *out, stderr)
-	if tmp == "" {
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := mixbench.Run(ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
-		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, Profile: *profile,
+	defer h.release()
+	res, err := mixbench.Run(h.Ctx, mixbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Codecs: strings.Split(*codecs, ","),
+		Steps: steps, Warmup: *warmup, Window: *window, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, Profile: *profile,
 		ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice, Notes: nonEmpty(*note)})
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench mixer:", err)
@@ -87,11 +74,4 @@ func benchMixCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, mixbench.Format(res))
 	fmt.Fprintln(stdout, "report:", path)
 	return 0
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }

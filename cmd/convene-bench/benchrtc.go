@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,30 +48,18 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
 		return 1
 	}
-	var steps []int
-	for _, f := range strings.Split(*stepList, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "convene-bench webrtc: bad step %q\n", f)
-			return 2
-		}
-		steps = append(steps, n)
+	steps, err := positiveInts(*stepList)
+	if err != nil {
+		fmt.Fprintf(stderr, "convene-bench webrtc: bad -steps: %v\n", err)
+		return 2
 	}
-	lock := lockBench("webrtc", *wait, stderr)
-	if lock == nil {
+	h := holdBench("webrtc", *wait, *out, stderr)
+	if h == nil {
 		return 1
 	}
-	defer lock.Close()
-	_ = loadgen.FileLimit()
-	tmp := benchDirs("webrtc", *out, stderr)
-	if tmp == "" {
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := rtcbench.Run(ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
-		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
+	defer h.release()
+	res, err := rtcbench.Run(h.Ctx, rtcbench.Config{Convene: bin, Self: self, Systems: strings.Split(*systems, ","),
+		Scenarios: strings.Split(*scenarios, ","), Steps: steps, Window: *window, Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, ServeArgs: strings.Fields(*serveArgs), Pin: *pin})
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench webrtc:", err)
 		return 1

@@ -9,6 +9,7 @@
 //	convene-bench load [flags]    drive a running node with the seed's streams
 //	convene-bench webrtc [flags]  WebRTC subscribers beside Janus VideoRoom
 //	convene-bench mixer [flags]   audio mixing beside Janus AudioBridge
+//	convene-bench chat [flags]    conversations (chat) through the node
 //
 // The benchmarks run the server as child processes (`convene serve`,
 // `convene relay`): the binary given by -convene, by default the `convene`
@@ -41,6 +42,7 @@ commands:
   load      drive a running node with the seed's audio/video streams and measure
   webrtc    WebRTC subscribers of one publisher beside Janus VideoRoom (make bench)
   mixer     audio mixing sessions of 10 members beside Janus AudioBridge (make bench)
+  chat      conversations through the node: messages/s per core, latency, join (make bench)
   version   print the version
 
 The benchmarks start the server binary given by -convene (default: the
@@ -68,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchRTCCmd(args[1:], stdout, stderr)
 	case "mixer":
 		return benchMixCmd(args[1:], stdout, stderr)
+	case "chat":
+		return benchChatCmd(args[1:], stdout, stderr)
 	case "rtc-load":
 		return rtcLoadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
