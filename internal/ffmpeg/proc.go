@@ -40,6 +40,7 @@ type Proc struct {
 	o ProcOptions
 
 	beats    atomic.Uint64
+	killed   atomic.Bool // the child's end was asked for
 	starts   atomic.Uint64
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -89,9 +90,10 @@ func (p *Proc) run() {
 			return
 		default:
 		}
-		// A child that ran a while is started again at once; one that
-		// keeps failing at start waits longer each time, up to 5 s.
-		if time.Since(t0) > 5*time.Second {
+		// A child that ran a while, or that we ended (Kill), is started
+		// again at once; one that keeps failing at start waits longer
+		// each time, up to 5 s.
+		if time.Since(t0) > 5*time.Second || p.killed.Swap(false) {
 			backoff = 100 * time.Millisecond
 		} else if backoff *= 2; backoff > 5*time.Second {
 			backoff = 5 * time.Second
@@ -209,6 +211,7 @@ func (p *Proc) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && p.cmd.Process != nil {
+		p.killed.Store(true)
 		_ = p.cmd.Process.Kill()
 	}
 }
