@@ -59,6 +59,9 @@ func (s *Server) startHLS(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "30")
 		writeError(w, http.StatusServiceUnavailable, "hls_busy", err.Error())
 		return
+	case errors.Is(err, hls.ErrNoFFmpeg):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		return
 	case errors.Is(err, hls.ErrNoSession):
 		writeError(w, http.StatusConflict, "conflict", "the session is not active")
 		return
@@ -189,6 +192,9 @@ func (s *Server) trackThumbnail(w http.ResponseWriter, r *http.Request) {
 		s.m.busy.WithLabelValues("thumbnail").Inc()
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, "thumbnail_busy", err.Error())
+		return
+	case errors.Is(err, thumbnail.ErrNoFFmpeg):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 		return
 	case errors.Is(err, thumbnail.ErrNotYet):
 		w.Header().Set("Retry-After", "3")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ var (
 	ErrCapacity  = errors.New("hls: the node runs as many HLS streams as it may (streaming.hls_max)")
 	ErrNoSession = errors.New("hls: the session is not active on this node")
 	ErrNotFound  = errors.New("hls: the session has no HLS stream")
+	ErrNoFFmpeg  = errors.New("hls: ffmpeg is not installed (streaming.ffmpeg)")
 )
 
 // Playlist is the file name of a stream's playlist.
@@ -86,6 +88,13 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	// Streams do not outlive the node: what one left behind (a crash)
+	// is removed.
+	if o.Dir != "" {
+		if err := os.RemoveAll(o.Dir); err != nil {
+			o.Logger.Warn("hls: remove old streams", "dir", o.Dir, "err", err)
+		}
+	}
 	return &Service{o: o, streams: map[string]*Stream{}}
 }
 
@@ -95,6 +104,9 @@ func (s *Service) Start(session string) (info Info, started bool, err error) {
 	room := s.o.Rooms(session)
 	if room == nil {
 		return Info{}, false, ErrNoSession
+	}
+	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
+		return Info{}, false, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -24,6 +25,7 @@ var (
 	ErrNoTrack  = errors.New("thumbnail: no such video track in the session")
 	ErrCapacity = errors.New("thumbnail: the node grabs as many tracks as it may")
 	ErrNotYet   = errors.New("thumbnail: no image of the track yet")
+	ErrNoFFmpeg = errors.New("thumbnail: ffmpeg is not installed (streaming.ffmpeg)")
 )
 
 // Options configure the Service.
@@ -134,6 +136,9 @@ func (s *Service) grabber(session, track string) (*Grabber, error) {
 	defer s.mu.Unlock()
 	if g := s.grabbers[k]; g != nil && g.track == t {
 		return g, nil
+	}
+	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
 	}
 	if len(s.grabbers) >= s.o.Max {
 		s.o.Metrics.refused.Inc()
