@@ -45,9 +45,11 @@ test: test-deps vet build
 # The seed's benchmark suite: Convene beside nats-server and the machine's
 # own UDP fan-out limit, in one run (about 25 minutes; bench-quick about 5).
 # Writes bench/results/<date>.md, .json, PNG plots and CPU profiles (the
-# profiles are not committed: .gitignore).
+# profiles are not committed: .gitignore). The broker scenarios run the node
+# with admission off; `overload` drives it to twice its measured capacity.
 bench: test-deps build-bench microbench
 	./$(BENCH) broker -out bench/results $(BENCHARGS)
+	./$(BENCH) overload -out bench/results
 	./$(BENCH) floor -out bench/results
 	@scripts/install-deps.sh bench
 	./$(BENCH) sip -out bench/results

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/convene/convene/internal/bench/brokerbench"
@@ -39,47 +36,34 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	if bin == "" {
 		return 1
 	}
-	lock := lockBench("broker", *wait, stderr)
-	if lock == nil {
+	br := startBench("broker", *out, *wait, stderr)
+	if br == nil {
 		return 1
 	}
-	defer lock.Close()
+	defer br.done()
+	ctx, tmp := br.ctx, br.tmp
 	files := loadgen.FileLimit()
-	tmp := benchDirs("broker", *out, stderr)
-	if tmp == "" {
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	probeBin, err := brokerbench.BuildProbe(tmp)
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench broker: building the probe:", err)
 		return 1
 	}
-	conv, err := brokerbench.StartConvene(bin, filepath.Join(tmp, "node"))
+	// The broker's own limit: admission off (capacity.pps out of reach);
+	// `convene-bench overload` measures the node with it.
+	conv, err := brokerbench.StartConvene(bin, filepath.Join(tmp, "node"), "-capacity-pps", "1e12")
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench broker:", err)
 		return 1
 	}
 	defer conv.Stop()
 	systems := []brokerbench.System{conv}
-	var notes []string
-	for _, p := range strings.Split(*peers, ",") {
-		switch strings.TrimSpace(p) {
-		case "":
-		case "nats-server":
-			n, err := brokerbench.StartNATS()
-			if err != nil {
-				notes = append(notes, "nats-server peer not run: "+err.Error())
-				continue
-			}
-			defer n.Stop()
-			systems = append(systems, n)
-		default:
-			fmt.Fprintf(stderr, "convene-bench broker: unknown peer %q\n", p)
-			return 2
-		}
+	nats, notes, ok := startPeers("broker", *peers, stderr)
+	if !ok {
+		return 2
+	}
+	for _, n := range nats {
+		defer n.Stop()
+		systems = append(systems, n)
 	}
 	notes = append(notes, "Janus peer not run: not built yet (see the issue); nats-server is the peer broker.")
 
@@ -106,18 +90,47 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "convene-bench broker: writing the report:", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, brokerbench.FormatTables(r))
-	for _, n := range r.Notes {
+	printReport(stdout, brokerbench.FormatTables(r), r.Notes, md, js, pngs)
+	if ctx.Err() != nil {
+		return 1
+	}
+	return 0
+}
+
+// startPeers starts the peer brokers named in list (nats-server); a peer
+// that cannot run is a note. ok is false for an unknown name.
+func startPeers(cmd, list string, stderr io.Writer) (peers []*brokerbench.NATSPeer, notes []string, ok bool) {
+	for _, p := range strings.Split(list, ",") {
+		switch strings.TrimSpace(p) {
+		case "":
+		case "nats-server":
+			n, err := brokerbench.StartNATS()
+			if err != nil {
+				notes = append(notes, "nats-server peer not run: "+err.Error())
+				continue
+			}
+			peers = append(peers, n)
+		default:
+			fmt.Fprintf(stderr, "convene-bench %s: unknown peer %q\n", cmd, p)
+			for _, n := range peers {
+				n.Stop()
+			}
+			return nil, nil, false
+		}
+	}
+	return peers, notes, true
+}
+
+// printReport prints a report's tables, notes and files.
+func printReport(stdout io.Writer, tables string, notes []string, md, js string, pngs []string) {
+	fmt.Fprintln(stdout, tables)
+	for _, n := range notes {
 		fmt.Fprintln(stdout, "note:", n)
 	}
 	fmt.Fprintf(stdout, "report: %s\n        %s\n", md, js)
 	for _, p := range pngs {
 		fmt.Fprintf(stdout, "        %s\n", p)
 	}
-	if ctx.Err() != nil {
-		return 1
-	}
-	return 0
 }
 
 func scenarioNames() []string {

@@ -90,3 +90,20 @@ func (h *benchHold) release() {
 	os.RemoveAll(h.Tmp)
 	h.lock.Close()
 }
+
+// benchRun is the view of a benchHold the broker and overload commands
+// take: its context, scratch directory and release.
+type benchRun struct {
+	ctx  context.Context
+	tmp  string
+	done func()
+}
+
+// startBench is holdBench for them; nil after printing why not.
+func startBench(cmd, out string, wait bool, stderr io.Writer) *benchRun {
+	h := holdBench(cmd, wait, out, stderr)
+	if h == nil {
+		return nil
+	}
+	return &benchRun{ctx: h.Ctx, tmp: h.Tmp, done: h.release}
+}

@@ -3,6 +3,7 @@
 // measuring code (make bench builds both into bin/).
 //
 //	convene-bench broker [flags]  the seed's broker scenarios beside nats-server
+//	convene-bench overload [flags] single-audio and multi-video at 2× the node's capacity, joins continuing
 //	convene-bench floor [flags]   floor request→grant and session create latency
 //	convene-bench sip [flags]     SIP registrar and proxy beside Kamailio, driven by SIPp
 //	convene-bench relay [flags]   RTP relay beside rtpengine and the machine probe
@@ -36,6 +37,7 @@ func usage(w io.Writer) {
 
 commands:
   broker    the seed's broker scenarios against Convene and nats-server (make bench)
+  overload  single-audio and multi-video at twice the node's capacity, joins continuing, beside nats-server (make bench)
   floor     floor request→grant latency over WebSocket and session create latency
   sip       the SIP registrar and proxy beside Kamailio, driven by SIPp (make bench)
   relay     the RTP relay beside rtpengine and the machine probe (make bench)
@@ -58,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "broker", "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "overload":
+		return benchOverloadCmd(args[1:], stdout, stderr)
 	case "floor", "bench-floor":
 		return benchFloorCmd(args[1:], stdout, stderr)
 	case "sip", "bench-sip":

@@ -62,7 +62,7 @@ func TestUsage(t *testing.T) {
 	}
 	// Each benchmark answers -h under its name and under the name it had
 	// as a convene subcommand, without starting anything.
-	for _, cmd := range []string{"broker", "bench", "floor", "bench-floor", "sip", "bench-sip", "relay", "bench-relay", "load"} {
+	for _, cmd := range []string{"broker", "bench", "floor", "bench-floor", "sip", "bench-sip", "relay", "bench-relay", "load", "overload"} {
 		errb.Reset()
 		if code := run([]string{cmd, "-h"}, &out, &errb); code != 0 {
 			t.Errorf("%s -h: exit %d %q", cmd, code, errb.String())

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/session"
 )
 
@@ -38,6 +40,8 @@ func serviceStatus(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, session.ErrConflict):
 		return http.StatusConflict, "conflict"
+	case errors.Is(err, capacity.ErrOverCapacity):
+		return http.StatusServiceUnavailable, "over_capacity"
 	case errors.Is(err, session.ErrDraining):
 		return http.StatusServiceUnavailable, "draining"
 	case errors.Is(err, session.ErrLimit):
@@ -62,6 +66,10 @@ func (s *Server) writeServiceError(w http.ResponseWriter, r *http.Request, err e
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, status, code, "internal error; see the node's log")
 	default:
+		var ref *capacity.Refusal
+		if errors.As(err, &ref) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(ref.RetryAfter.Seconds())))
+		}
 		writeError(w, status, code, err.Error())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/auth"
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/hls"
@@ -43,6 +44,9 @@ type NodeInfo struct {
 type Options struct {
 	Sessions *session.Service
 	Node     NodeInfo
+	// Capacity, if set, is the node's capacity and load, shown in GET
+	// /api/v1/node.
+	Capacity func() capacity.Status
 	// Health reports whether the node can serve; nil means healthy.
 	Health   func() error
 	Registry *prometheus.Registry
@@ -277,7 +281,14 @@ func (s *Server) node(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.o.Node)
+	if s.o.Capacity == nil {
+		writeJSON(w, http.StatusOK, s.o.Node)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		NodeInfo
+		Capacity capacity.Status `json:"capacity"`
+	}{s.o.Node, s.o.Capacity()})
 }
 
 // nodes lists the cluster's nodes: each one's last heartbeat (load and

@@ -45,9 +45,6 @@ type Options struct {
 
 	// Version is reported in heartbeats. Empty reports "dev".
 	Version string
-	// Capacity is reported in heartbeats: the packets per second this node
-	// can deliver; 0 means unknown.
-	Capacity float64
 	// Now is the clock used for event timestamps and uptime. nil uses time.Now.
 	Now func() time.Time
 }
@@ -59,7 +56,6 @@ type Bus struct {
 	clientURL string
 	nodeID    string
 	version   string
-	capacity  float64
 	log       *slog.Logger
 	now       func() time.Time
 	started   time.Time
@@ -85,7 +81,6 @@ func Connect(ctx context.Context, opts Options) (*Bus, error) {
 	b := &Bus{
 		nodeID:     opts.NodeID,
 		version:    opts.Version,
-		capacity:   opts.Capacity,
 		log:        opts.Logger,
 		now:        opts.Now,
 		connClosed: make(chan struct{}),

@@ -219,11 +219,11 @@ func TestNodeEvents(t *testing.T) {
 
 func TestHeartbeat(t *testing.T) {
 	start := time.Now()
-	b := newBus(t, Options{NodeID: "hb-node", Version: "1.2.3", Capacity: 5000})
+	b := newBus(t, Options{NodeID: "hb-node", Version: "1.2.3"})
 	sub := subscribe(t, b.Conn(), AllHeartbeats)
 
 	want := Load{Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
-		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5}
+		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5, CapacityPPS: 500000, LoadPPS: 1234.5, ShedLevel: 1}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -244,7 +244,7 @@ func TestHeartbeat(t *testing.T) {
 		if err := json.Unmarshal(ev.Data, &hb); err != nil {
 			t.Fatal(err)
 		}
-		if hb.Load != want || hb.Version != "1.2.3" || hb.CapacityPPS != 5000 || hb.Rates != (Rates{}) {
+		if hb.Load != want || hb.Version != "1.2.3" || hb.CapacityPPS != 500000 || hb.Rates != (Rates{}) {
 			t.Errorf("heartbeat = %+v", hb)
 		}
 		if hb.UptimeSeconds < 0 || hb.UptimeSeconds > time.Since(start).Seconds() {
@@ -253,13 +253,13 @@ func TestHeartbeat(t *testing.T) {
 		data := raw["data"].(map[string]any)
 		for _, k := range []string{"sessions", "links", "tracks", "packets_in", "packets_out", "drops",
 			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version",
-			"packets_in_per_second", "packets_out_per_second", "cpu_cores", "capacity_pps"} {
+			"packets_in_per_second", "packets_out_per_second", "cpu_cores", "capacity_pps", "load_pps", "shed_level"} {
 			if _, ok := data[k]; !ok {
 				t.Errorf("heartbeat data lacks %q: %s", k, ev.Data)
 			}
 		}
-		if len(data) != 15 {
-			t.Errorf("heartbeat data has %d keys, want 15: %s", len(data), ev.Data)
+		if len(data) != 17 {
+			t.Errorf("heartbeat data has %d keys, want 17: %s", len(data), ev.Data)
 		}
 	}
 
@@ -312,7 +312,7 @@ func TestHeartbeatRates(t *testing.T) {
 // WatchNodes hears every node's heartbeats, draining and stopped, and
 // drops what does not decode.
 func TestWatchNodes(t *testing.T) {
-	b := newBus(t, Options{NodeID: "watcher", Capacity: 7})
+	b := newBus(t, Options{NodeID: "watcher"})
 	got := make(chan NodeStatus, 16)
 	stop, err := b.WatchNodes(func(st NodeStatus) { got <- st })
 	if err != nil {
@@ -323,7 +323,7 @@ func TestWatchNodes(t *testing.T) {
 	nc.Publish("convene.node.junk.heartbeat", []byte("{not json"))
 	nc.Publish("convene.node.other.services", []byte("{}")) // not watched
 	ctx, cancel := context.WithCancel(context.Background())
-	go b.RunHeartbeat(ctx, time.Hour, func() Load { return Load{Sessions: 4} })
+	go b.RunHeartbeat(ctx, time.Hour, func() Load { return Load{Sessions: 4, CapacityPPS: 7} })
 	var st NodeStatus
 	select {
 	case st = <-got:

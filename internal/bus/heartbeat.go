@@ -19,6 +19,12 @@ type Load struct {
 	Goroutines int     `json:"goroutines"`
 	HeapBytes  uint64  `json:"heap_bytes"`
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// CapacityPPS is the node's delivery capacity and LoadPPS its load,
+	// in packets/s sent; ShedLevel how much it sheds (0 none, 3 all
+	// video). Package capacity.
+	CapacityPPS float64 `json:"capacity_pps"`
+	LoadPPS     float64 `json:"load_pps"`
+	ShedLevel   int     `json:"shed_level"`
 }
 
 // Rates are a node's load per second over the interval since its previous
@@ -56,9 +62,6 @@ func rates(prev, cur Load, dt time.Duration) Rates {
 type Heartbeat struct {
 	Load
 	Rates
-	// CapacityPPS is the packets per second the node can deliver
-	// (Options.Capacity); 0 means unknown.
-	CapacityPPS   float64 `json:"capacity_pps"`
 	UptimeSeconds float64 `json:"uptime_seconds"`
 	Version       string  `json:"version"`
 }
@@ -100,7 +103,6 @@ func (b *Bus) RunHeartbeat(ctx context.Context, interval time.Duration, load fun
 			hb.Rates = rates(prev, hb.Load, now.Sub(prevAt))
 		}
 		prev, prevAt = hb.Load, now
-		hb.CapacityPPS = b.capacity
 		hb.UptimeSeconds = now.Sub(b.started).Seconds()
 		hb.Version = b.version
 		if err := b.Publish(subject, Event{Type: EventHeartbeat, Data: hb}); err != nil {

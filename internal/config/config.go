@@ -55,6 +55,8 @@ type Config struct {
 	Sessions SessionsConfig `yaml:"sessions"`
 	Links    LinksConfig    `yaml:"links"`
 	Mixer    MixerConfig    `yaml:"mixer"`
+	// Capacity is the node's delivery capacity: admission and shedding.
+	Capacity CapacityConfig `yaml:"capacity"`
 	// Recording configures the recordings of sessions.
 	Recording RecordingConfig `yaml:"recording"`
 	// Streaming configures HLS for passive viewers and thumbnails.
@@ -62,10 +64,6 @@ type Config struct {
 	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
-	// CapacityPPS is the RTP packets per second this node can deliver,
-	// reported in its heartbeats for the cluster's registry; 0 means
-	// unknown (issue 16 will measure it).
-	CapacityPPS float64 `yaml:"capacity_pps"`
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 }
@@ -229,6 +227,18 @@ type MixerConfig struct {
 	Cores float64 `yaml:"cores"`
 }
 
+// CapacityConfig sets the node's delivery capacity in packets/s out
+// (package capacity): joins, links and mixers that would pass
+// PPS × (1 − Headroom) are refused, and load past it sheds video.
+type CapacityConfig struct {
+	// PPS is the capacity in packets/s sent; 0 measures it (a self-probe
+	// at start-up, then the running CPU cost per delivered packet).
+	PPS float64 `yaml:"pps"`
+	// Headroom is the fraction of the capacity kept free of admissions
+	// for bursts and for members already admitted.
+	Headroom float64 `yaml:"headroom"`
+}
+
 // RecordingConfig configures the recordings of sessions (packages
 // recording, recorder).
 type RecordingConfig struct {
@@ -367,6 +377,7 @@ func Default() Config {
 		DataDir:   "./data",
 		Sessions:  SessionsConfig{Max: 1000, MaxMembers: 1000},
 		Mixer:     MixerConfig{Speakers: 6, Depth: 3, Max: 200},
+		Capacity:  CapacityConfig{Headroom: 0.2},
 		Recording: RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
 		Streaming: StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, ThumbnailsMax: 16},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
@@ -546,6 +557,12 @@ func (c Config) Validate() error {
 	if c.Mixer.Cores < 0 || c.Mixer.Cores > 1024 {
 		bad("mixer.cores", c.Mixer.Cores, "want 0 (0.8 of the node's CPUs) to 1024")
 	}
+	if c.Capacity.PPS < 0 {
+		bad("capacity.pps", c.Capacity.PPS, "want 0 (measure) or more")
+	}
+	if c.Capacity.Headroom < 0 || c.Capacity.Headroom >= 1 {
+		bad("capacity.headroom", c.Capacity.Headroom, "want 0 to below 1")
+	}
 	if c.Recording.CapacityMbps < 0 {
 		bad("recording.capacity_mbps", c.Recording.CapacityMbps, "want 0 (measure the disk) or more")
 	}
@@ -633,9 +650,6 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatInterval <= 0 {
 		bad("heartbeat_interval", c.HeartbeatInterval, "must be positive")
-	}
-	if c.CapacityPPS < 0 {
-		bad("capacity_pps", c.CapacityPPS, "want 0 (unknown) or more")
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")

@@ -113,10 +113,11 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_AUTH_API_KEYS", "CONVENE_AUTH_TOKEN_SECRET", "CONVENE_SESSIONS_MAX", "CONVENE_SESSIONS_MAX_MEMBERS",
 		"CONVENE_LINKS_ALLOW_DESTINATIONS", "CONVENE_LINKS_MAX_PER_MEMBER", "CONVENE_LINKS_MAX_PER_SESSION", "CONVENE_LINKS_CONSENT",
 		"CONVENE_MIXER_SPEAKERS", "CONVENE_MIXER_DEPTH", "CONVENE_MIXER_MAX", "CONVENE_MIXER_CORES",
+		"CONVENE_CAPACITY_PPS", "CONVENE_CAPACITY_HEADROOM",
 		"CONVENE_RECORDING_DIR", "CONVENE_RECORDING_CAPACITY_MBPS", "CONVENE_RECORDING_QUOTA_MB",
 		"CONVENE_RECORDING_ADHOC_MAX", "CONVENE_RECORDING_PLAYBACKS", "CONVENE_RECORDING_EXPORTS", "CONVENE_STREAMING_FFMPEG", "CONVENE_STREAMING_HLS_MAX", "CONVENE_STREAMING_THUMBNAILS_MAX",
 		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
-		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_CAPACITY_PPS", "CONVENE_SHUTDOWN_TIMEOUT",
+		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
 		"node-id", "data-dir", "http-addr", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
@@ -129,8 +130,8 @@ func TestDerivedNames(t *testing.T) {
 		"sip-algorithms", "sip-auth-calls", "sip-register-rate", "sip-invite-rate", "sip-request-rate", "sip-max-contacts",
 		"sip-tcp-idle-timeout", "sip-tcp-max-conns", "sip-tcp-max-conns-per-ip", "sip-min-password-length",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "sessions-max", "sessions-max-members",
-		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "recording-adhoc-max", "recording-playbacks", "recording-exports", "streaming-ffmpeg", "streaming-hls-max", "streaming-thumbnails-max", "log-level", "log-format",
-		"heartbeat-interval", "capacity-pps", "shutdown-timeout",
+		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "capacity-pps", "capacity-headroom", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "recording-adhoc-max", "recording-playbacks", "recording-exports", "streaming-ffmpeg", "streaming-hls-max", "streaming-thumbnails-max", "log-level", "log-format",
+		"heartbeat-interval", "shutdown-timeout",
 	}
 	var gotEnv, gotFlags []string
 	for _, k := range keys() {
@@ -402,8 +403,6 @@ func TestValidate(t *testing.T) {
 		{"json", func(c *Config) { c.Log.Format = "json" }, ""},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, "log.format"},
 		{"zero heartbeat", func(c *Config) { c.HeartbeatInterval = 0 }, "heartbeat_interval"},
-		{"capacity", func(c *Config) { c.CapacityPPS = 50000 }, ""},
-		{"negative capacity", func(c *Config) { c.CapacityPPS = -1 }, "capacity_pps"},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -1 }, "shutdown_timeout"},
 		{"empty data dir", func(c *Config) { c.DataDir = "" }, "data_dir"},
 		{"relay addr any", func(c *Config) { c.Relay.Addr = "0.0.0.0" }, "relay.addr"},

@@ -332,6 +332,8 @@ var flagUsage = map[string]string{
 	"mixer.depth":                  "an audio mixer's jitter buffer depth in 20 ms frames",
 	"mixer.max":                    "most audio mixers (one per session subgroup with mixed endpoints) the node runs at once",
 	"mixer.cores":                  "CPU the audio mixers may use, in `cores`, by their measured load; 0 means 0.8 of the node's CPUs",
+	"capacity.pps":                 "the node's delivery capacity in `packets/s` sent; 0 measures it",
+	"capacity.headroom":            "fraction of the capacity kept free of new joins, links and mixers",
 	"recording.dir":                "directory of the recordings, one directory each; empty means <data_dir>/recordings",
 	"recording.capacity_mbps":      "disk capacity for recordings in `Mb/s` (128 kb/s per audio and 2.5 Mb/s per video track reserved); 0 measures it at start-up",
 	"recording.quota_mb":           "`megabytes` one owner's recordings may take; 0 means no quota",
@@ -350,7 +352,6 @@ var flagUsage = map[string]string{
 	"log.level":                    "log `level`: debug, info, warn or error",
 	"log.format":                   "log `format`: text or json",
 	"heartbeat_interval":           "`duration` between node heartbeats, e.g. 2s",
-	"capacity_pps":                 "RTP `packets` per second this node can deliver, reported in its heartbeats; 0 means unknown",
 	"shutdown_timeout":             "maximum `duration` of a graceful shutdown, e.g. 10s",
 }
 

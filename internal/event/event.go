@@ -34,6 +34,7 @@ const (
 	MixerSpeakers    // a mixer's active speakers (the loudest K it mixes) changed
 	RecordingStarted // a recording of the session started
 	RecordingStopped // a recording of the session ended (finished or failed)
+	LoadShed         // the node sheds (or restores) video because it is over capacity
 	numTypes
 )
 
@@ -57,6 +58,7 @@ var names = [numTypes]string{
 	MixerSpeakers:    "mixer.speakers",
 	RecordingStarted: "recording.started",
 	RecordingStopped: "recording.stopped",
+	LoadShed:         "load.shed",
 }
 
 // Valid reports whether t is one of the events above.

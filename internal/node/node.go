@@ -15,6 +15,7 @@ import (
 	"github.com/convene/convene/internal/api"
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/bus"
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/config"
@@ -75,6 +76,9 @@ type Node struct {
 	thumbnails *thumbnail.Service
 	ln         net.Listener
 	http       *http.Server
+	// gov measures capacity and load, admits and sheds (capacity.go).
+	gov     *capacity.Governor
+	govStop func()
 
 	hbCancel context.CancelFunc
 	hbDone   chan struct{}
@@ -111,7 +115,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	if n.bus, err = bus.Connect(ctx, bus.Options{URL: cfg.NATS.URL, Listen: cfg.NATS.Listen, NodeID: busToken(cfg.NodeID),
-		Logger: log, Version: version, Capacity: cfg.CapacityPPS}); err != nil {
+		Logger: log, Version: version}); err != nil {
 		return nil, err
 	}
 	if n.registry, err = registry.New(registry.Options{Watcher: n.bus, Logger: log}); err != nil {
@@ -120,6 +124,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
 		return nil, err
 	}
+	n.gov = n.newGovernor()
 	n.events = events.New(events.Options{Bus: n.bus, Logger: log})
 	acc, fresh, err := access(cfg)
 	if err != nil {
@@ -141,14 +146,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		}})
 	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: broker.New(), Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
-		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log,
+		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
 			LatchWindow: cfg.Relay.LatchWindow.Std()}})
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks), n.registry.Collector())
+		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
@@ -174,7 +179,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	if n.rtc, err = startRTC(cfg, n.sessions, n.transcode, reg, log); err != nil {
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{
@@ -189,6 +194,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			}
 			return n.cat.Ping(context.Background())
 		},
+		Capacity:   n.gov.Status,
 		Registry:   reg,
 		Logger:     log,
 		Pprof:      cfg.HTTP.Pprof,
@@ -218,6 +224,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.served <- n.http.Serve(n.ln) }()
 
+	n.runGovernor()
 	hbCtx, cancel := context.WithCancel(context.Background())
 	n.hbCancel, n.hbDone = cancel, make(chan struct{})
 	go func() {
@@ -264,9 +271,10 @@ func (n *Node) load() bus.Load {
 	for _, v := range ld.Dropped {
 		drops += v
 	}
+	cp := n.gov.Status()
 	return bus.Load{Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
 		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
-		CPUSeconds: bus.ProcessCPUSeconds()}
+		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel}
 }
 
 // Drain stops the node gracefully: no new requests, every session's media
@@ -298,6 +306,9 @@ func (n *Node) closeAll() error {
 	if n.hbCancel != nil {
 		n.hbCancel()
 		<-n.hbDone
+	}
+	if n.govStop != nil {
+		n.govStop()
 	}
 	if n.http != nil {
 		n.http.Close()

@@ -34,6 +34,7 @@ func testConfig(t *testing.T, dataDir string) config.Config {
 	cfg.Links.AllowDestinations = "127.0.0.0/8" // members' links to local test sockets
 	cfg.WebRTC.UDPPort = 0                      // a port per connection: tests run side by side
 	cfg.Recording.CapacityMbps = 10_000         // no disk probe at every start
+	cfg.Capacity.PPS = 10_000_000               // no capacity probe either
 	return cfg
 }
 

@@ -47,7 +47,7 @@ func listNodes(t *testing.T, n *Node) map[string]clusterNodeJSON {
 // lists it as stale but not stopped.
 func TestNodeRegistry(t *testing.T) {
 	cfgA := testConfig(t, t.TempDir())
-	cfgA.NodeID, cfgA.NATS.Listen, cfgA.CapacityPPS = "node-a", "127.0.0.1:0", 20000
+	cfgA.NodeID, cfgA.NATS.Listen, cfgA.Capacity.PPS = "node-a", "127.0.0.1:0", 20000
 	a := startNode(t, cfgA)
 	cfgB := testConfig(t, t.TempDir())
 	cfgB.NodeID, cfgB.NATS.URL = "node-b", a.Bus().ClientURL()
@@ -72,7 +72,7 @@ func TestNodeRegistry(t *testing.T) {
 				return fmt.Sprintf("want both up and fresh: %+v", ns)
 			}
 			// B has its session in a heartbeat after it was created.
-			if na.Heartbeat.CapacityPPS != 20000 || nb.Heartbeat.CapacityPPS != 0 || nb.Heartbeat.Sessions != 1 || na.Heartbeat.Version != "test" {
+			if na.Heartbeat.CapacityPPS != 20000 || nb.Heartbeat.CapacityPPS != 10_000_000 || nb.Heartbeat.Sessions != 1 || na.Heartbeat.Version != "test" {
 				return fmt.Sprintf("heartbeats: %+v", ns)
 			}
 			return ""

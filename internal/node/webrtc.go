@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
@@ -15,7 +16,7 @@ import (
 )
 
 // startRTC starts the node's WebRTC (nil when webrtc.enabled is off).
-func startRTC(cfg config.Config, sessions *session.Service, hub *transcode.Hub, reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
+func startRTC(cfg config.Config, sessions *session.Service, gov *capacity.Governor, hub *transcode.Hub, reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
 	w := cfg.WebRTC
 	if !w.Enabled {
 		return nil, nil
@@ -38,7 +39,8 @@ func startRTC(cfg config.Config, sessions *session.Service, hub *transcode.Hub, 
 	}
 	rtc, err := sfu.New(sfu.Config{Addr: a.Unmap(), UDPPort: w.UDPPort, PortMin: uint16(w.PortMin), PortMax: uint16(w.PortMax),
 		TCPPort: w.TCPPort, PublicIPs: config.SplitList(w.PublicIPs), ICEServers: servers, MaxPeers: w.MaxPeers,
-		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Transcode: hub, Logger: log}, sessions)
+		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Transcode: hub, Logger: log,
+		Admit: sessions.Admit, Shed: gov.Level}, sessions)
 	if err != nil {
 		return nil, err
 	}

@@ -49,8 +49,8 @@ func newTest(t *testing.T) (*Registry, *fakeWatcher, *fakeClock) {
 
 func beat(id string, sessions int, uptime float64) bus.NodeStatus {
 	return bus.NodeStatus{NodeID: id, Type: bus.EventHeartbeat, Heartbeat: bus.Heartbeat{
-		Load:  bus.Load{Sessions: sessions, Links: 2 * sessions},
-		Rates: bus.Rates{PacketsInPerSecond: 50, PacketsOutPerSecond: 450, CPUCores: 0.25}, CapacityPPS: 10000,
+		Load:          bus.Load{Sessions: sessions, Links: 2 * sessions, CapacityPPS: 10000},
+		Rates:         bus.Rates{PacketsInPerSecond: 50, PacketsOutPerSecond: 450, CPUCores: 0.25},
 		UptimeSeconds: uptime}}
 }
 

@@ -290,6 +290,9 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 		s.refusedLinks.Add(1)
 		return Link{}, err
 	}
+	if err := s.admitLink(ls, rec, member); err != nil {
+		return Link{}, err
+	}
 	l, err := s.attach(c, rec, member, policed, latch, ls.room)
 	if err != nil {
 		return Link{}, err

@@ -107,3 +107,17 @@ func (s *Service) DetachLive(sessionID, linkID string) {
 func (s *Service) Announce(sessionID string, t event.Type, data any) {
 	s.publish(sessionID, t, data)
 }
+
+// AnnounceAll puts an event on the stream of every session live on the
+// node (the node's load shedding).
+func (s *Service) AnnounceAll(t event.Type, data any) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.live))
+	for id := range s.live {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.publish(id, t, data)
+	}
+}

@@ -41,9 +41,12 @@ type Options struct {
 	// Mixers mix audio for the links that ask for a mix; nil refuses them.
 	Mixers *mixer.Service
 	// Links is the policy for links members create, and the caps.
-	Links  LinkPolicy
-	Logger *slog.Logger
-	Now    func() time.Time
+	Links LinkPolicy
+	// Admission, if set, refuses new links and joins past the node's
+	// capacity (admit.go).
+	Admission Admission
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Service is the session service of one node.
@@ -69,6 +72,7 @@ func (s *Service) RefusedLinks() uint64 { return s.refusedLinks.Load() }
 type liveSession struct {
 	room  *broker.Room
 	links map[string]*liveLink
+	rates map[*broker.Track]*trackRate // admissions' measure of the tracks (admit.go)
 }
 
 type liveLink struct {

@@ -77,6 +77,11 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 		pk.Release()
 		return
 	}
+	if p.shed(d.kind, from) {
+		pk.Release()
+		p.s.m.shed.Inc()
+		return
+	}
 	if tc, ok := (*d.transcoded.Load())[from]; ok {
 		pk.Release()
 		if tc.stop == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/pion/webrtc/v4"
 	"golang.org/x/sys/unix"
 
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/transcode"
 )
 
@@ -48,7 +49,15 @@ type Config struct {
 	// Transcode, if set, gives browsers a G.711 track (a phone's) as Opus,
 	// transcoded once per track; without it they get the G.711.
 	Transcode *transcode.Hub
-	Logger    *slog.Logger
+	// Admit, if set, decides whether a browser's join, a WHIP publisher
+	// or a WHEP viewer fits the node's capacity (session.Service.Admit):
+	// the member, what ("join", "whip", "whep"), and whether it receives
+	// the session's tracks and sends its own.
+	Admit func(sessionID, memberID, what string, recv, send bool) error
+	// Shed, if set, is the node's shed level now
+	// (capacity.Governor.Level); shed.go applies it.
+	Shed   func() capacity.Level
+	Logger *slog.Logger
 }
 
 func (c *Config) defaults() {

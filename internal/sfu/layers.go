@@ -6,6 +6,7 @@ import (
 	"github.com/pion/interceptor/pkg/cc"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/media"
 )
 
@@ -25,7 +26,9 @@ func (p *Peer) choose(d *downTrack) {
 		return
 	}
 	var t *broker.Track
-	if m := int(d.manual.Load()); m > 0 {
+	if d.kind == media.Video && p.s.level() >= capacity.LowestLayer {
+		t = ins[0] // the node sheds: every video at its lowest layer
+	} else if m := int(d.manual.Load()); m > 0 {
 		t = ins[0]
 		for _, x := range ins {
 			if x.Info().Layer <= m || x.Info().Layer == 0 {
@@ -116,7 +119,7 @@ func (p *Peer) chooseAll() {
 		}
 		videos = append(videos, d)
 	}
-	if ep == nil {
+	if ep == nil || p.s.level() >= capacity.LowestLayer {
 		for _, d := range videos {
 			p.choose(d)
 		}

@@ -12,6 +12,7 @@ type Metrics struct {
 	tracks    *prometheus.GaugeVec
 	forwarded prometheus.Counter
 	dropped   *prometheus.CounterVec
+	shed      prometheus.Counter // dropped{reason="shed"}: the node is over capacity
 	refused   *prometheus.CounterVec
 	errors    *prometheus.CounterVec
 	pli       *prometheus.CounterVec
@@ -49,6 +50,7 @@ func newMetrics(b *batchConn) *Metrics {
 			Help:    "Time from a packet's arrival at a subscriber's queue to its send (the node's own share of latency).",
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}}),
 	}
+	m.shed = m.dropped.WithLabelValues("shed")
 	if b != nil {
 		load := func(a *atomic.Uint64) func() float64 { return func() float64 { return float64(a.Load()) } }
 		m.batch = []prometheus.Collector{

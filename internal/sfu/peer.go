@@ -85,6 +85,9 @@ func (s *SFU) newPeer(sessionID, memberID string, m mode) (*Peer, error) {
 	// One connection now (a browser's subscriber one, or the WHIP or WHEP
 	// one); a browser's publisher connection counts when it is made.
 	const n = 1
+	if err := s.admit(sessionID, memberID, m); err != nil {
+		return nil, err
+	}
 	if err := s.takePC(n); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/convene/convene/internal/event"
 )
@@ -21,6 +22,9 @@ type speakers struct {
 	current []string // announced
 	pending []string // seen last tick
 	top     string
+	// video are the members whose video a shedding node still forwards
+	// (SpeakersVideo): the announced speakers and the last loudest.
+	video atomic.Pointer[map[string]bool]
 }
 
 const (
@@ -90,10 +94,25 @@ func (s *speakers) tick() {
 		announce = true
 	}
 	s.pending = ms
+	video := make(map[string]bool, len(s.current)+1)
+	for _, m := range s.current {
+		video[m] = true
+	}
+	if s.top != "" {
+		video[s.top] = true
+	}
+	s.video.Store(&video)
 	s.mu.Unlock()
 	if announce {
 		s.sessions.Announce(s.session, event.SpeakerActive, map[string]any{"members": ms})
 	}
+}
+
+// speaking reports whether member is among the speakers whose video a
+// shedding node still forwards; media goroutines, no lock.
+func (s *speakers) speaking(member string) bool {
+	v := s.video.Load()
+	return v != nil && (*v)[member]
 }
 
 func same(a, b []string) bool {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +111,25 @@ func (c *Convene) del(path string) {
 // Prepare implements System: a session per meeting, a sendonly link for its
 // speaker and a recvonly link per listener.
 func (c *Convene) Prepare(ctx context.Context, meetings []Meeting, clock *loadgen.Clock) (*Setup, error) {
+	st, join, err := c.PrepareJoins(ctx, meetings, clock)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]func() error, len(st.Listeners))
+	for i := range jobs {
+		jobs[i] = func() error { return join(ctx, i) }
+	}
+	if err := parallel(ctx, 8, jobs); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// PrepareJoins implements Joiner: the sessions and their speakers' links;
+// a listener joins with a recvonly link, and a 503 over_capacity is
+// ErrRefused.
+func (c *Convene) PrepareJoins(ctx context.Context, meetings []Meeting, clock *loadgen.Clock) (*Setup, func(context.Context, int) error, error) {
 	st := &Setup{Listeners: newListeners(meetings)}
 	var sessions []string
 	var conns []*net.UDPConn
@@ -125,7 +145,7 @@ func (c *Convene) Prepare(ctx context.Context, meetings []Meeting, clock *loadge
 			lis.Close()
 		}
 	}
-	fail := func(err error) (*Setup, error) { st.Close(); return nil, err }
+	fail := func(err error) (*Setup, func(context.Context, int) error, error) { st.Close(); return nil, nil, err }
 
 	var err error
 	// Every listener has an address of its own on two shared sockets
@@ -137,8 +157,8 @@ func (c *Convene) Prepare(ctx context.Context, meetings []Meeting, clock *loadge
 	}
 	addrs := lis.Addrs()
 	dst := net.UDPAddrFromAddrPort(c.rtp)
-	var jobs []func() error
-	li := 0
+	type target struct{ path, kind string }
+	targets := make([]target, 0, len(st.Listeners))
 	for m, mt := range meetings {
 		var sess struct{ ID string }
 		if err := c.post(ctx, "/api/v1/sessions", map[string]string{"name": fmt.Sprintf("bench-%d", m)}, &sess); err != nil {
@@ -151,24 +171,45 @@ func (c *Convene) Prepare(ctx context.Context, meetings []Meeting, clock *loadge
 		}
 		conns = append(conns, conn)
 		kind := mt.Kind.String()
-		if err := c.post(ctx, "/api/v1/sessions/"+sess.ID+"/rtp-links", map[string]any{
-			"remote": conn.LocalAddr().String(), "kind": kind, "direction": "sendonly"}, nil); err != nil {
+		path := "/api/v1/sessions/" + sess.ID + "/rtp-links"
+		if err := c.post(ctx, path, map[string]any{"remote": conn.LocalAddr().String(), "kind": kind, "direction": "sendonly"}, nil); err != nil {
 			return fail(err)
 		}
 		st.Speakers = append(st.Speakers, &loadgen.Speaker{Meeting: m, Stream: newStream(mt.Kind, m), SSRC: uint32(m + 1),
 			Send: func(b []byte) error { _, err := conn.WriteToUDP(b, dst); return err }})
-		for i := 0; i < mt.Listeners; i++ {
-			path := "/api/v1/sessions/" + sess.ID + "/rtp-links"
-			body := map[string]any{"remote": addrs[li].String(), "kind": kind, "direction": "recvonly"}
-			jobs = append(jobs, func() error { return c.post(ctx, path, body, nil) })
-			li++
+		for range mt.Listeners {
+			targets = append(targets, target{path, kind})
 		}
 	}
-	if err := parallel(ctx, 8, jobs); err != nil {
-		return fail(err)
-	}
 	lis.Start()
-	return st, nil
+	join := func(ctx context.Context, i int) error {
+		err := c.post(ctx, targets[i].path, map[string]any{"remote": addrs[i].String(), "kind": targets[i].kind, "direction": "recvonly"}, nil)
+		if err != nil && strings.Contains(err.Error(), ": 503 ") && strings.Contains(err.Error(), "over_capacity") {
+			return fmt.Errorf("%w: %v", ErrRefused, err)
+		}
+		return err
+	}
+	return st, join, nil
+}
+
+// CapacityPPS is the node's delivery capacity (GET /api/v1/node).
+func (c *Convene) CapacityPPS() (float64, error) {
+	req, _ := http.NewRequest("GET", c.url+"/api/v1/node", nil)
+	req.Header.Set("X-API-Key", c.key)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var node struct {
+		Capacity struct {
+			CapacityPPS float64 `json:"capacity_pps"`
+		} `json:"capacity"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&node); err != nil {
+		return 0, fmt.Errorf("GET /api/v1/node: %w", err)
+	}
+	return node.Capacity.CapacityPPS, nil
 }
 
 // parallel runs jobs on n workers and returns the first error.

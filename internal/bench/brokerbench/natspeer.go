@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/convene/convene/internal/bench/loadgen"
@@ -65,50 +66,73 @@ func (p *NATSPeer) Stop() {
 
 // Prepare implements System.
 func (p *NATSPeer) Prepare(ctx context.Context, meetings []Meeting, clock *loadgen.Clock) (*Setup, error) {
-	if err := loadgen.RaiseFileLimit(2*len(meetings) + 2*total(meetings) + 256); err != nil {
+	st, join, err := p.PrepareJoins(ctx, meetings, clock)
+	if err != nil {
 		return nil, err
 	}
+	for i := range st.Listeners {
+		if err := join(ctx, i); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// PrepareJoins implements Joiner: a publishing connection per meeting; a
+// listener joins with a connection of its own subscribed to the meeting's
+// subject. nats-server has no admission: it refuses nothing.
+func (p *NATSPeer) PrepareJoins(ctx context.Context, meetings []Meeting, clock *loadgen.Clock) (*Setup, func(context.Context, int) error, error) {
+	if err := loadgen.RaiseFileLimit(2*len(meetings) + 2*total(meetings) + 256); err != nil {
+		return nil, nil, err
+	}
 	st := &Setup{Listeners: newListeners(meetings)}
+	var mu sync.Mutex
 	var conns []*nats.Conn
+	keep := func(c *nats.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
 	st.Close = func() {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range conns {
 			c.Close()
 		}
 	}
-	fail := func(err error) (*Setup, error) { st.Close(); return nil, err }
-	li := 0
+	subjects := make([]string, len(meetings))
 	for m, mt := range meetings {
-		subject := "bench.m" + strconv.Itoa(m)
-		for i := 0; i < mt.Listeners; i++ {
-			nc, err := nats.Connect(p.url, nats.NoReconnect())
-			if err != nil {
-				return fail(err)
-			}
-			conns = append(conns, nc)
-			l := st.Listeners[li]
-			li++
-			if _, err := nc.Subscribe(subject, func(msg *nats.Msg) {
-				if pk, ok := loadgen.Parse(msg.Data); ok {
-					l.Observe(pk, len(msg.Data), clock.Now())
-				} else {
-					l.Foreign++
-				}
-			}); err != nil {
-				return fail(err)
-			}
-			if err := nc.Flush(); err != nil {
-				return fail(err)
-			}
-		}
+		subjects[m] = "bench.m" + strconv.Itoa(m)
 		pub, err := nats.Connect(p.url, nats.NoReconnect())
 		if err != nil {
-			return fail(err)
+			st.Close()
+			return nil, nil, err
 		}
-		conns = append(conns, pub)
+		keep(pub)
+		subject := subjects[m]
 		st.Speakers = append(st.Speakers, &loadgen.Speaker{Meeting: m, Stream: newStream(mt.Kind, m), SSRC: uint32(m + 1),
 			Send: func(b []byte) error { return pub.Publish(subject, b) }})
 	}
-	return st, nil
+	join := func(ctx context.Context, i int) error {
+		l := st.Listeners[i]
+		nc, err := nats.Connect(p.url, nats.NoReconnect())
+		if err != nil {
+			return err
+		}
+		keep(nc)
+		if _, err := nc.Subscribe(subjects[l.Meeting], func(msg *nats.Msg) {
+			if pk, ok := loadgen.Parse(msg.Data); ok {
+				l.Observe(pk, len(msg.Data), clock.Now())
+			} else {
+				l.Foreign++
+			}
+		}); err != nil {
+			return err
+		}
+		return nc.Flush()
+	}
+	return st, join, nil
 }
 
 func total(ms []Meeting) int {

@@ -178,17 +178,22 @@ func plotScenario(path string, r Report, sc string) (ok bool, err error) {
 	room := min(0.04*float64(len(ours)+len(seedTablesFor(sc))+1)+0.03, 0.6)
 	p.Y.Max = math.Pow(10, math.Log10(p.Y.Min)+math.Ceil(decades/(1-room)))
 
+	return true, savePNG(p, path)
+}
+
+// savePNG draws p on a 9 × 5.5 inch canvas at 110 dpi into path.
+func savePNG(p *plot.Plot, path string) error {
 	c := vgimg.NewWith(vgimg.UseWH(9*vg.Inch, 5.5*vg.Inch), vgimg.UseDPI(110))
 	p.Draw(draw.New(c))
 	f, err := os.Create(path)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
 		f.Close()
-		return false, err
+		return err
 	}
-	return true, f.Close()
+	return f.Close()
 }
 
 // logTicks labels 1, 2 and 5 of each decade of a log axis.

@@ -31,12 +31,7 @@ func WriteReport(dir string, r Report) (mdPath, jsonPath string, pngs []string, 
 		started = time.Now()
 	}
 	stamp := started.UTC().Format(stampFormat)
-	jsonPath = filepath.Join(dir, stamp+".json")
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", "", nil, err
-	}
-	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+	if jsonPath, err = writeJSON(dir, stamp, r); err != nil {
 		return "", "", nil, err
 	}
 	pngs, plotNotes := writePlots(dir, stamp, r)
@@ -46,6 +41,16 @@ func WriteReport(dir string, r Report) (mdPath, jsonPath string, pngs []string, 
 		return "", jsonPath, pngs, err
 	}
 	return mdPath, jsonPath, pngs, nil
+}
+
+// writeJSON writes v, indented, to dir/stamp.json.
+func writeJSON(dir, stamp string, v any) (string, error) {
+	path := filepath.Join(dir, stamp+".json")
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // FormatTables returns the report's tables (probe, per scenario ours and

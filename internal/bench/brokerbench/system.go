@@ -2,6 +2,7 @@ package brokerbench
 
 import (
 	"context"
+	"errors"
 
 	"github.com/convene/convene/internal/bench/loadgen"
 )
@@ -27,6 +28,20 @@ type System interface {
 	Prepare(ctx context.Context, meetings []Meeting, clock *loadgen.Clock) (*Setup, error)
 	// Stop ends the system's process.
 	Stop()
+}
+
+// ErrRefused is a join the system refused by its admission; other join
+// errors are failures.
+var ErrRefused = errors.New("join refused")
+
+// Joiner is a System whose listeners can join one by one while its
+// speakers send (the overload mode).
+type Joiner interface {
+	System
+	// PrepareJoins attaches the meetings' speakers and makes every
+	// listener ready; join(i) subscribes Setup.Listeners[i]. join may be
+	// called from several goroutines.
+	PrepareJoins(ctx context.Context, meetings []Meeting, clock *loadgen.Clock) (*Setup, func(ctx context.Context, i int) error, error)
 }
 
 // newListeners makes the listener records of a plan, in subscription order.

@@ -53,6 +53,7 @@ export function Room({ session }: { session: string }) {
   const [screen, setScreen] = useState<MediaStream>();
   const [online, setOnline] = useState(true);
   const [err, setErr] = useState('');
+  const [busy, setBusy] = useState(''); // the node sheds video: load.shed
   const [callUser, setCallUser] = useState('');
   const [callMsg, setCallMsg] = useState('');
   const [ended, setEnded] = useState('');
@@ -105,6 +106,9 @@ export function Room({ session }: { session: string }) {
         case 'recording.stopped':
           refreshRecording();
           break;
+        case 'load.shed':
+          setBusy(d.level > 0 ? (d.message ?? 'Video paused: server busy') : '');
+          break;
         case 'finished':
         case 'deactivated':
         case 'canceled':
@@ -123,7 +127,7 @@ export function Room({ session }: { session: string }) {
     const r = new RTC(session, token, {
       remotes: setRemotes,
       quality: setQuality,
-      error: (code, msg) => setErr(`${code}: ${msg}`),
+      error: (code, msg) => setErr(code === 'over_capacity' ? `The server is busy, try again in a minute (${msg})` : `${code}: ${msg}`),
       closed: (why) => !stop && setEnded((e) => e || 'Disconnected: ' + why),
     });
     rtc.current = r;
@@ -317,6 +321,7 @@ export function Room({ session }: { session: string }) {
           <Whiteboard ops={ops} mayDraw={mayDraw} who={drawers} send={(op) => chat.current?.send(encodeOp(op), FLOW_BOARD) ?? false} />
         )}
         {!online && <p class="banner" role="status">Reconnecting to the event stream…</p>}
+        {busy && <p class="banner" role="status">{busy}</p>}
         {err && (
           <p class="error" role="alert">
             {err} <button class="quiet" onClick={() => setErr('')} aria-label="Dismiss the error">✕</button>

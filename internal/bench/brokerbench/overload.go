@@ -1,0 +1,369 @@
+package brokerbench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/convene/convene/internal/bench/loadgen"
+)
+
+// The overload mode (issue 19): a scenario driven to twice the Convene
+// node's measured capacity with listeners joining all the while, on
+// Convene (which admits up to capacity × (1 − headroom)) and on the peer
+// (which admits everyone). For the listeners admitted before each window:
+// late, lost, average latency; for the refused: how many and how fast.
+
+// Overload scenario names.
+const (
+	OverloadAudio      = "overload-single-audio"
+	OverloadMultiVideo = "overload-multi-video"
+)
+
+// overloadScenario is a scenario whose offered load grows by listeners.
+type overloadScenario struct {
+	name string
+	// pps is what one listener receives, packets/s.
+	pps  float64
+	plan func(listeners int) []Meeting
+}
+
+func overloadScenarios() []overloadScenario {
+	audioPPS := float64(time.Second) / float64(loadgen.AudioInterval)
+	videoPPS := loadgen.VideoFPS * 3.1
+	return []overloadScenario{
+		{name: OverloadAudio, pps: audioPPS, plan: func(n int) []Meeting { return []Meeting{{loadgen.Audio, n}} }},
+		{name: OverloadMultiVideo, pps: videoPPS, plan: func(n int) []Meeting {
+			ms := repeat(Meeting{loadgen.Video, 19}, n/19)
+			if n%19 > 0 {
+				ms = append(ms, Meeting{loadgen.Video, n % 19})
+			}
+			return ms
+		}},
+	}
+}
+
+// OverloadNames lists the overload scenarios.
+func OverloadNames() []string {
+	var out []string
+	for _, s := range overloadScenarios() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// OverloadOptions configure an overload run.
+type OverloadOptions struct {
+	Quick     bool
+	Scenarios []string // empty: all
+	// CapacityPPS is the Convene node's capacity; the offered load goes to
+	// twice it.
+	CapacityPPS float64
+	// MaxListeners caps the listeners offered to systems that need an
+	// open file per listener (Limited); 0: no cap.
+	MaxListeners int
+	Log          func(format string, args ...any)
+}
+
+// OverloadStep is one window of an overload run: the quality the
+// listeners admitted before it got while more joined.
+type OverloadStep struct {
+	// OfferedX is the offered load at the window's start in multiples of
+	// the capacity; Offered, Admitted, Refused and Failed count the
+	// listeners that had asked to join by then.
+	OfferedX float64 `json:"offered_x"`
+	Offered  int     `json:"offered"`
+	Admitted int     `json:"admitted"`
+	Refused  int     `json:"refused"`
+	Failed   int     `json:"failed"`
+	// Measured listeners (admitted before the window): late counts lost
+	// packets too, as the seed's tables do.
+	Measured     int     `json:"measured"`
+	LatePct      float64 `json:"late_pct"`
+	LossPct      float64 `json:"loss_pct"`
+	AvgLatencyMs float64 `json:"avg_latency_ms"`
+	DeliveredPPS float64 `json:"delivered_pps"`
+	Pass         bool    `json:"pass"` // 0 % late and average under 20 ms
+}
+
+// OverloadRun is one system in one overload scenario.
+type OverloadRun struct {
+	System      string         `json:"system"`
+	Scenario    string         `json:"scenario"`
+	CapacityPPS float64        `json:"capacity_pps"`
+	Listeners   int            `json:"listeners"` // offered in all (2 × capacity, and 10 % more during the last window)
+	Steps       []OverloadStep `json:"steps"`
+	Admitted    int            `json:"admitted"`
+	Refused     int            `json:"refused"`
+	Failed      int            `json:"failed"`
+	// RefusalAvgMs and RefusalMaxMs: how fast the refusals came.
+	RefusalAvgMs float64 `json:"refusal_avg_ms"`
+	RefusalMaxMs float64 `json:"refusal_max_ms"`
+	Error        string  `json:"error,omitempty"`
+}
+
+// OverloadReport is an overload run's results.
+type OverloadReport struct {
+	Started     time.Time     `json:"started"`
+	Finished    time.Time     `json:"finished"`
+	Host        string        `json:"host"`
+	Quick       bool          `json:"quick"`
+	CapacityPPS float64       `json:"capacity_pps"`
+	Runs        []OverloadRun `json:"runs"`
+	Notes       []string      `json:"notes"`
+}
+
+// RunOverload drives every selected overload scenario on every system.
+func RunOverload(ctx context.Context, systems []Joiner, o OverloadOptions) OverloadReport {
+	r := OverloadReport{Started: time.Now(), Quick: o.Quick, Host: hostDescription(), CapacityPPS: o.CapacityPPS}
+	for _, sc := range overloadScenarios() {
+		if !selected(sc.name, o.Scenarios) {
+			continue
+		}
+		for _, sys := range systems {
+			run := runOverload(ctx, sys, sc, o)
+			for _, st := range run.Steps {
+				o.Log("%-22s %-12s %.2f× offered=%-6d admitted=%-6d refused=%-6d late %.3f %%, loss %.3f %%, avg %.1f ms",
+					sc.name, sys.Name(), st.OfferedX, st.Offered, st.Admitted, st.Refused, st.LatePct, st.LossPct, st.AvgLatencyMs)
+			}
+			if run.Error != "" {
+				o.Log("%-22s %-12s ERROR %s", sc.name, sys.Name(), run.Error)
+			}
+			r.Runs = append(r.Runs, run)
+		}
+	}
+	r.Finished = time.Now()
+	return r
+}
+
+// overloadDrain is the pause between windows: what is in flight arrives,
+// and the listeners' counters stand still while they are read.
+const overloadDrain = 400 * time.Millisecond
+
+func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o OverloadOptions) OverloadRun {
+	run := OverloadRun{System: sys.Name(), Scenario: sc.name, CapacityPPS: o.CapacityPPS}
+	full := int(math.Ceil(2 * o.CapacityPPS / sc.pps)) // 2 × capacity
+	total := full + full/10                            // joins go on during the last window
+	if l, ok := sys.(Limited); ok && l.FilePerListener() && o.MaxListeners > 0 && total > o.MaxListeners {
+		total = o.MaxListeners
+	}
+	run.Listeners = total
+	fractions := []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2}
+	window := 5 * time.Second
+	if o.Quick {
+		fractions, window = []float64{0.5, 1, 1.5, 2}, 3*time.Second
+	}
+	offeredAt := func(x float64) int { return min(total, int(math.Round(x*float64(full)/2))) }
+
+	clock := loadgen.NewClock()
+	meetings := sc.plan(total)
+	st, join, err := sys.PrepareJoins(ctx, meetings, clock)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	defer st.Close()
+	speakers := continuing(st.Speakers)
+	j := &joins{join: join, admitted: make([]bool, len(st.Listeners))}
+
+	// Warm-up: the streams' uncounted packets, while the first listeners join.
+	warm := loadgen.Warmup * loadgen.AudioInterval
+	if sc.plan(1)[0].Kind == loadgen.Video {
+		warm = loadgen.Warmup * time.Second / (3 * loadgen.VideoFPS)
+	}
+	drive(ctx, speakers, clock, warm+time.Second, func() { j.upTo(ctx, offeredAt(fractions[0])) })
+	for k, x := range fractions {
+		time.Sleep(overloadDrain)
+		before := snapshot(st)
+		step, admitted := j.step(x)
+		step.OfferedX = min(x, float64(step.Offered)*2/float64(full)) // less where the file limit capped a peer
+		next := total
+		if k+1 < len(fractions) {
+			next = offeredAt(fractions[k+1])
+		}
+		start := time.Now()
+		drive(ctx, speakers, clock, window, func() { j.upTo(ctx, next) })
+		elapsed := time.Since(start)
+		time.Sleep(overloadDrain)
+		measure(&step, admitted, before, snapshot(st), st, elapsed)
+		run.Steps = append(run.Steps, step)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	run.Admitted, run.Refused, run.Failed = j.counts()
+	run.RefusalAvgMs, run.RefusalMaxMs = j.refusalMs()
+	return run
+}
+
+// joins offers listeners to a system in order, 8 at a time.
+type joins struct {
+	join func(context.Context, int) error
+
+	mu                     sync.Mutex
+	next                   int
+	admitted               []bool
+	nAdmitted, nRef, nFail int
+	refusals               []time.Duration
+}
+
+// upTo offers the listeners up to n (exclusive) and returns when each has
+// been answered.
+func (j *joins) upTo(ctx context.Context, n int) {
+	j.mu.Lock()
+	from := j.next
+	j.next = max(j.next, n)
+	j.mu.Unlock()
+	var jobs []func() error
+	for i := from; i < n; i++ {
+		jobs = append(jobs, func() error {
+			start := time.Now()
+			err := j.join(ctx, i)
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			switch {
+			case err == nil:
+				j.admitted[i] = true
+				j.nAdmitted++
+			case errors.Is(err, ErrRefused):
+				j.nRef++
+				j.refusals = append(j.refusals, time.Since(start))
+			default:
+				j.nFail++
+			}
+			return nil
+		})
+	}
+	parallel(ctx, 8, jobs)
+}
+
+// step starts a window's record: the joins answered so far, and which
+// listeners were admitted.
+func (j *joins) step(x float64) (OverloadStep, []bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return OverloadStep{OfferedX: x, Offered: j.nAdmitted + j.nRef + j.nFail, Admitted: j.nAdmitted, Refused: j.nRef,
+		Failed: j.nFail}, slices.Clone(j.admitted)
+}
+
+func (j *joins) counts() (admitted, refused, failed int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.nAdmitted, j.nRef, j.nFail
+}
+
+func (j *joins) refusalMs() (avg, most float64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.refusals) == 0 {
+		return 0, 0
+	}
+	var sum time.Duration
+	for _, d := range j.refusals {
+		sum += d
+	}
+	return ms(sum / time.Duration(len(j.refusals))), ms(slices.Max(j.refusals))
+}
+
+// tally is what the listeners and speakers had counted at one moment.
+type tally struct {
+	received, late []uint64
+	latency        []time.Duration
+	counted        []uint64 // per meeting
+}
+
+// snapshot reads the counters between windows, while nothing is sent.
+func snapshot(st *Setup) tally {
+	t := tally{received: make([]uint64, len(st.Listeners)), late: make([]uint64, len(st.Listeners)),
+		latency: make([]time.Duration, len(st.Listeners)), counted: make([]uint64, len(st.Speakers))}
+	for i, l := range st.Listeners {
+		t.received[i], t.late[i], t.latency[i] = l.Received, l.LateCount, l.LatencySum
+	}
+	for _, s := range st.Speakers {
+		t.counted[s.Meeting] = s.Counted
+	}
+	return t
+}
+
+// measure fills a step's quality from the counters of the listeners
+// admitted before the window.
+func measure(step *OverloadStep, admitted []bool, a, b tally, st *Setup, d time.Duration) {
+	var exp, recv, late, lost uint64
+	var lat time.Duration
+	n := 0
+	for i, l := range st.Listeners {
+		if !admitted[i] {
+			continue
+		}
+		want := b.counted[l.Meeting] - a.counted[l.Meeting]
+		got := b.received[i] - a.received[i]
+		n++
+		exp += want
+		recv += got
+		late += b.late[i] - a.late[i]
+		lat += b.latency[i] - a.latency[i]
+		if got < want {
+			lost += want - got
+		}
+	}
+	step.Measured = n
+	if exp > 0 {
+		step.LossPct = 100 * float64(lost) / float64(exp)
+		step.LatePct = 100 * float64(late+lost) / float64(exp)
+	}
+	if recv > 0 {
+		step.AvgLatencyMs = ms(lat / time.Duration(recv))
+	}
+	step.DeliveredPPS = float64(recv) / d.Seconds()
+	step.Pass = n > 0 && late+lost == 0 && step.AvgLatencyMs < ms(MaxAvgLatency)
+}
+
+// shifted is a speaker's stream whose times start again from zero at each
+// window (rebase), so the speakers can be driven window by window without
+// a gap in their sequence.
+type shifted struct {
+	loadgen.Stream
+	last, off time.Duration
+}
+
+func (s *shifted) Next() loadgen.Item {
+	it := s.Stream.Next()
+	s.last = it.At
+	it.At -= s.off
+	return it
+}
+
+func (s *shifted) rebase() { s.off = s.last }
+
+func continuing(sp []*loadgen.Speaker) []*loadgen.Speaker {
+	for _, s := range sp {
+		s.Stream = &shifted{Stream: s.Stream}
+	}
+	return sp
+}
+
+// drive sends for at least d and until joins has returned, in one-second
+// pieces.
+func drive(ctx context.Context, sp []*loadgen.Speaker, clock *loadgen.Clock, d time.Duration, joins func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); joins() }()
+	start := time.Now()
+	for ctx.Err() == nil {
+		for _, s := range sp {
+			s.Stream.(*shifted).rebase()
+		}
+		loadgen.RunSpeakers(ctx, clock, sp, time.Second)
+		if time.Since(start) < d {
+			continue
+		}
+		select {
+		case <-done:
+			return
+		default:
+		}
+	}
+	<-done
+}

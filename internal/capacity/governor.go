@@ -1,0 +1,337 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Typical packet rates of one track, for predicting what a member adds
+// before its tracks have been measured.
+const (
+	AudioPPS = 50  // 20 ms frames
+	VideoPPS = 200 // ~30 frames/s of a few packets each
+)
+
+// Shedding thresholds, as fractions of the capacity: the level steps up
+// while the load is above shedAbove and may step down after calmFor
+// observations in a row below restoreBelow.
+const (
+	shedAbove    = 0.95
+	restoreBelow = 0.75
+	// calmFor is the observations below restoreBelow a step down needs at
+	// first; it doubles each time the level has to go up again soon after
+	// going down (up to maxCalm), so the node does not flap.
+	calmFor = 4
+	maxCalm = 128
+	// settle is the observations a step up waits for the step before to
+	// show in the load.
+	settle = 2
+)
+
+// RetryAfter is what a refusal tells the client to wait.
+const RetryAfter = 5 * time.Second
+
+// ErrOverCapacity is what every refusal is (errors.Is).
+var ErrOverCapacity = errors.New("node over capacity")
+
+// Refusal is a refused admission and its reason.
+type Refusal struct {
+	What string // join, whip, whep, link, mixer
+	// LoadPPS is the load the refusal went by (the measured one, or what
+	// was admitted if more), AddPPS the predicted packets of the refused
+	// one, LimitPPS what the node admits up to, CapacityPPS its capacity.
+	LoadPPS, AddPPS, LimitPPS, CapacityPPS float64
+	Level                                  Level
+	RetryAfter                             time.Duration
+}
+
+func (r *Refusal) Error() string {
+	if r.Level != Normal {
+		return fmt.Sprintf("node over capacity: it is shedding video (%s) at %.0f packets/s of its %.0f; try again later or another node",
+			r.Level, r.LoadPPS, r.CapacityPPS)
+	}
+	return fmt.Sprintf("node over capacity: this %s would add %.0f packets/s to %.0f, past the %.0f it admits (capacity %.0f less headroom); try again later or another node",
+		r.What, r.AddPPS, r.LoadPPS, r.LimitPPS, r.CapacityPPS)
+}
+
+// Is makes every Refusal ErrOverCapacity.
+func (r *Refusal) Is(target error) bool { return target == ErrOverCapacity }
+
+// Options configure a Governor.
+type Options struct {
+	// PPS fixes the capacity in packets/s sent; 0 measures it.
+	PPS float64
+	// Headroom is the fraction of the capacity kept free of admissions.
+	Headroom float64
+	// ProbePPS is the start-up self-probe's capacity, where a measured
+	// capacity starts; 0 with PPS 0 admits everything until the running
+	// cost has been measured.
+	ProbePPS float64
+	// Cores is the CPU the node may use; 0 means GOMAXPROCS.
+	Cores float64
+	// Sent counts the packets the node has sent, CPU its process CPU
+	// seconds; both only grow. Either nil: Sample measures nothing.
+	Sent func() uint64
+	CPU  func() float64
+	// Predicted, if set, is the packets/s the node's members are
+	// predicted to be sent (session.Service.Predicted), read at each
+	// sample.
+	Predicted func() float64
+	// OnShed hears each step of the shed level; it is called without the
+	// Governor's lock held, on the goroutine that observed the load.
+	OnShed func(Change)
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Governor measures the node's capacity and load, admits, and sheds.
+type Governor struct {
+	o     Options
+	level atomic.Int32 // read by the media paths
+
+	mu       sync.Mutex
+	capacity float64 // packets/s
+	cost     float64 // CPU seconds per packet sent (measured mode)
+	load     float64 // packets/s, smoothed
+	sampled  bool
+	lastSent uint64
+	lastCPU  float64
+	lastAt   time.Time
+	// predicted is Options.Predicted at the last sample, admitted what
+	// was admitted since: together what the node has taken on, which
+	// counts before the load shows it (members joined, media not flowing
+	// yet).
+	predicted, admitted float64
+	// Hysteresis: observations since the last step, below restoreBelow in
+	// a row, needed for a step down.
+	sinceStep, calm, need int
+	lastDown              bool
+	refused               map[string]uint64
+}
+
+// New returns a Governor; call Run (or Sample) to measure.
+func New(o Options) *Governor {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Cores <= 0 {
+		o.Cores = float64(runtime.GOMAXPROCS(0))
+	}
+	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}}
+	switch {
+	case o.PPS > 0:
+		g.capacity = o.PPS
+	case o.ProbePPS > 0:
+		g.capacity = o.ProbePPS
+		g.cost = o.Cores / o.ProbePPS
+	}
+	return g
+}
+
+// Level is the shed level now; cheap enough for every packet.
+func (g *Governor) Level() Level {
+	if g == nil {
+		return Normal
+	}
+	return Level(g.level.Load())
+}
+
+// Run samples every interval until ctx ends.
+func (g *Governor) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			g.Sample()
+		}
+	}
+}
+
+// minBusy is the CPU (in cores) the node must spend over a sample before
+// its cost per packet is measured from it: an idle node's fixed costs
+// (timers, GC, the API) spread over a few packets would make delivery look
+// dear.
+const minBusy = 0.2
+
+// minShare is the share of the capacity the load must be before the
+// running cost corrects it: below it, the process's other work (the API,
+// mixing, SIP, GC) would be charged to a few packets.
+const minShare = 0.25
+
+// Sample reads the counters: the load, and in measured mode the cost per
+// packet and so the capacity; then observes the load.
+func (g *Governor) Sample() {
+	if g.o.Sent == nil || g.o.CPU == nil {
+		return
+	}
+	// The counters are read before mu is taken: the session service calls
+	// Admit with its own lock held (lock order: session, then Governor).
+	now, sent, cpu := g.o.Now(), g.o.Sent(), g.o.CPU()
+	predicted := -1.0
+	if g.o.Predicted != nil {
+		predicted = g.o.Predicted()
+	}
+	g.mu.Lock()
+	if predicted >= 0 {
+		g.predicted, g.admitted = predicted, 0
+	}
+	if !g.sampled {
+		g.sampled, g.lastSent, g.lastCPU, g.lastAt = true, sent, cpu, now
+		g.mu.Unlock()
+		return
+	}
+	dt := now.Sub(g.lastAt).Seconds()
+	if dt <= 0 {
+		g.mu.Unlock()
+		return
+	}
+	dp, dc := float64(sent-g.lastSent), cpu-g.lastCPU
+	g.lastSent, g.lastCPU, g.lastAt = sent, cpu, now
+	if g.o.PPS == 0 && dc/dt >= minBusy && dp > 0 && (g.capacity == 0 || dp/dt >= minShare*g.capacity) {
+		c := dc / dp
+		if g.cost == 0 {
+			g.cost = c
+		} else {
+			g.cost += (c - g.cost) / 5
+		}
+		g.capacity = g.o.Cores / g.cost
+	}
+	g.mu.Unlock()
+	g.Observe(dp / dt)
+}
+
+// Observe takes a load in packets/s (a sample, or an injected signal in
+// tests), smooths it, and steps the shed level by at most one.
+func (g *Governor) Observe(pps float64) {
+	g.mu.Lock()
+	if g.load == 0 {
+		g.load = pps
+	} else {
+		g.load += (pps - g.load) / 2
+	}
+	ch, stepped := g.step()
+	g.mu.Unlock()
+	if stepped {
+		g.o.Logger.Warn("load shedding", "from", ch.From.String(), "to", ch.To.String(),
+			"load_pps", math.Round(ch.LoadPPS), "capacity_pps", math.Round(ch.CapacityPPS))
+		if g.o.OnShed != nil {
+			g.o.OnShed(ch)
+		}
+	}
+}
+
+// step moves the level by the smoothed load; mu is held.
+func (g *Governor) step() (Change, bool) {
+	g.sinceStep++
+	cur := Level(g.level.Load())
+	if g.capacity <= 0 {
+		return Change{}, false
+	}
+	ch := Change{From: cur, LoadPPS: g.load, CapacityPPS: g.capacity}
+	u := g.load / g.capacity
+	switch {
+	case u > shedAbove:
+		g.calm = 0
+		if cur == NoVideo || (cur != Normal && g.sinceStep < settle) {
+			return Change{}, false
+		}
+		if g.lastDown && g.sinceStep < 2*g.need {
+			g.need = min(2*g.need, maxCalm) // it went down too soon
+		}
+		ch.To = cur + 1
+		g.lastDown = false
+	case u < restoreBelow && cur != Normal:
+		g.calm++
+		if g.calm < g.need {
+			return Change{}, false
+		}
+		ch.To = cur - 1
+		g.calm = 0
+		g.lastDown = true
+	default:
+		g.calm = 0
+		if cur == Normal && g.sinceStep > 4*maxCalm {
+			g.need = calmFor // long calm: forget the flapping
+		}
+		return Change{}, false
+	}
+	g.level.Store(int32(ch.To))
+	g.sinceStep = 0
+	return ch, true
+}
+
+// Admit decides whether the node takes on what (a join, a link, a mixer)
+// that is predicted to add pps packets/s sent: whether the load — the
+// measured one, or what the node has taken on if that is more — plus pps
+// stays within capacity × (1 − headroom), and the node is not shedding.
+// Refused, the error is a *Refusal. Members already admitted are never
+// affected.
+func (g *Governor) Admit(what string, pps float64) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	limit := g.capacity * (1 - g.o.Headroom)
+	lvl := Level(g.level.Load())
+	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit) {
+		g.refused[what]++
+		return &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
+			Level: lvl, RetryAfter: RetryAfter}
+	}
+	g.admitted += pps
+	return nil
+}
+
+// Status is the Governor's state for the API and heartbeats.
+type Status struct {
+	// CapacityPPS is the delivery capacity in packets/s sent; Measured
+	// says whether it was measured (else configured).
+	CapacityPPS float64 `json:"capacity_pps"`
+	Measured    bool    `json:"measured"`
+	// CostNS is the measured CPU time per packet sent, in ns (0 when
+	// configured or not measured yet).
+	CostNS float64 `json:"cost_ns,omitempty"`
+	// LoadPPS is the packets/s sent now, CommittedPPS those predicted of
+	// what is admitted (its members' tracks at their measured rates, and
+	// what was admitted since they were last summed), AdmitPPS the load up
+	// to which the node admits (capacity × (1 − headroom)).
+	LoadPPS      float64 `json:"load_pps"`
+	CommittedPPS float64 `json:"committed_pps"`
+	AdmitPPS     float64 `json:"admit_pps"`
+	Headroom     float64 `json:"headroom"`
+	// Shed is the shed level's name; ShedLevel its number (0 normal).
+	Shed      string `json:"shed"`
+	ShedLevel int    `json:"shed_level"`
+	// Refused counts refused admissions by what was refused.
+	Refused map[string]uint64 `json:"refused"`
+}
+
+// Status returns the figures now.
+func (g *Governor) Status() Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lvl := Level(g.level.Load())
+	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, CommittedPPS: g.predicted + g.admitted,
+		AdmitPPS: g.capacity * (1 - g.o.Headroom), Headroom: g.o.Headroom, Shed: lvl.String(), ShedLevel: int(lvl),
+		Refused: make(map[string]uint64, len(g.refused))}
+	if g.o.PPS == 0 && g.cost > 0 {
+		st.CostNS = g.cost * 1e9
+	}
+	for k, v := range g.refused {
+		st.Refused[k] = v
+	}
+	return st
+}

@@ -1,0 +1,162 @@
+package capacity
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clock is a hand-moved clock: tests never wait.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func TestAdmitRefusesPastCapacityLessHeadroom(t *testing.T) {
+	g := New(Options{PPS: 1000, Headroom: 0.2})
+	g.Observe(500)
+	if err := g.Admit("join", 250); err != nil {
+		t.Fatalf("500 + 250 of 800: %v", err)
+	}
+	// The load or what the node has taken on, whichever is more (500
+	// measured, 250 admitted), plus 350 is past 800.
+	err := g.Admit("link", 350)
+	var r *Refusal
+	if !errors.As(err, &r) || !errors.Is(err, ErrOverCapacity) {
+		t.Fatalf("500 + 350 of 800: got %v, want a refusal", err)
+	}
+	if r.What != "link" || r.AddPPS != 350 || r.LimitPPS != 800 || r.LoadPPS != 500 || r.RetryAfter <= 0 {
+		t.Errorf("refusal %+v", r)
+	}
+	if !strings.Contains(err.Error(), "would add 350 packets/s to 500") {
+		t.Errorf("reason %q does not say what it would add", err)
+	}
+	if st := g.Status(); st.Refused["link"] != 1 || st.CapacityPPS != 1000 || st.AdmitPPS != 800 || st.Measured {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestAdmitCountsWhatIsTakenOn: members joined before their media flows
+// count, as admitted and then as the session predicts them; when they
+// leave, the prediction falls and there is room again.
+func TestAdmitCountsWhatIsTakenOn(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	predicted := 0.0
+	g := New(Options{PPS: 1000, Headroom: 0.2, Now: c.now, Sent: func() uint64 { return 0 }, CPU: func() float64 { return 0 },
+		Predicted: func() float64 { return predicted }})
+	for i := range 3 {
+		if err := g.Admit("join", 250); err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+	}
+	if err := g.Admit("join", 250); err == nil {
+		t.Fatal("a fourth join of 250 past 800 admitted")
+	}
+	// A sample: the session's prediction replaces what was admitted.
+	predicted = 750
+	c.t = c.t.Add(time.Second)
+	g.Sample()
+	if err := g.Admit("join", 250); err == nil {
+		t.Fatal("admitted past 800 after the sample")
+	}
+	predicted = 500 // one left
+	c.t = c.t.Add(time.Second)
+	g.Sample()
+	if st := g.Status(); st.CommittedPPS != 500 || st.LoadPPS != 0 {
+		t.Errorf("status %+v", st)
+	}
+	if err := g.Admit("join", 250); err != nil {
+		t.Errorf("after a member left: %v", err)
+	}
+}
+
+func TestSheddingOrderAndRecovery(t *testing.T) {
+	var got []Level
+	g := New(Options{PPS: 1000, Headroom: 0.2, OnShed: func(c Change) { got = append(got, c.To) }})
+	// An injected load signal: twice the capacity, whatever is shed.
+	for range 20 {
+		g.Observe(2000)
+	}
+	if want := []Level{LowestLayer, SpeakersVideo, NoVideo}; !slices.Equal(got, want) {
+		t.Fatalf("steps under overload %v, want %v", got, want)
+	}
+	if err := g.Admit("whep", 0); !errors.Is(err, ErrOverCapacity) {
+		t.Errorf("a join while shedding: %v, want refused", err)
+	}
+	// Between the thresholds: the level holds.
+	for range 50 {
+		g.Observe(850)
+	}
+	if g.Level() != NoVideo {
+		t.Fatalf("level %v at 85%%, want it held at %v", g.Level(), NoVideo)
+	}
+	// The load falls: one step at a time, back to normal.
+	got = nil
+	for range 100 {
+		g.Observe(100)
+	}
+	if want := []Level{SpeakersVideo, LowestLayer, Normal}; !slices.Equal(got, want) {
+		t.Fatalf("steps as the load falls %v, want %v", got, want)
+	}
+	if err := g.Admit("join", 50); err != nil {
+		t.Errorf("after recovery: %v", err)
+	}
+}
+
+func TestSheddingBacksOffWhenItFlaps(t *testing.T) {
+	g := New(Options{PPS: 1000})
+	observeUntil := func(pps float64, want Level) int {
+		for n := 1; n <= 1000; n++ {
+			g.Observe(pps)
+			if g.Level() == want {
+				return n
+			}
+		}
+		t.Fatalf("level never reached %v at %v pps", want, pps)
+		return 0
+	}
+	observeUntil(3000, LowestLayer)
+	first := observeUntil(1, Normal) // the EWMA falls, then the calm count
+	observeUntil(3000, LowestLayer)  // up again at once: it went down too soon
+	second := observeUntil(1, Normal)
+	if second <= first {
+		t.Errorf("second recovery took %d observations, the first %d: want longer after a flap", second, first)
+	}
+}
+
+func TestMeasuredCapacityFromRunningCost(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu float64
+	g := New(Options{Cores: 2, ProbePPS: 100_000, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }})
+	if st := g.Status(); st.CapacityPPS != 100_000 || !st.Measured {
+		t.Fatalf("from the probe: %+v", st)
+	}
+	g.Sample()
+	// 10 µs of CPU per packet: 2 cores deliver 200,000/s.
+	for range 40 {
+		c.t = c.t.Add(time.Second)
+		sent += 50_000
+		cpu += 0.5
+		g.Sample()
+	}
+	st := g.Status()
+	if st.CapacityPPS < 190_000 || st.CapacityPPS > 210_000 {
+		t.Errorf("capacity %.0f, want ~200000 (cost %.0f ns)", st.CapacityPPS, st.CostNS)
+	}
+	if st.LoadPPS < 49_000 || st.LoadPPS > 51_000 {
+		t.Errorf("load %.0f, want ~50000", st.LoadPPS)
+	}
+	// An idle node's fixed costs do not make packets look dear.
+	for range 40 {
+		c.t = c.t.Add(time.Second)
+		sent += 10
+		cpu += 0.05
+		g.Sample()
+	}
+	if st2 := g.Status(); st2.CapacityPPS != st.CapacityPPS {
+		t.Errorf("capacity moved from %.0f to %.0f while idle", st.CapacityPPS, st2.CapacityPPS)
+	}
+}

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/convene/convene/internal/bus"
+	"github.com/convene/convene/internal/capacity"
+	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/udpmux"
+)
+
+// The self-probe: one stream fanned out to probeSinks loopback sockets
+// for probeFor through a udpmux socket like the media one.
+const (
+	probeSinks  = 16
+	probeFor    = 200 * time.Millisecond
+	probePacket = 200 // bytes: a voice packet and its RTP header
+	probeWindow = 64  // packets in flight per sink
+	// sampleEvery is how often the governor reads the counters.
+	sampleEvery = 500 * time.Millisecond
+)
+
+// newGovernor makes the node's capacity governor: capacity.pps, or the
+// self-probe's figure corrected by the running cost. The counters it
+// reads are the session service's, set later by Start.
+func (n *Node) newGovernor() *capacity.Governor {
+	c := n.cfg.Capacity
+	o := capacity.Options{PPS: c.PPS, Headroom: c.Headroom, Logger: n.log.With("component", "capacity"),
+		CPU: bus.ProcessCPUSeconds,
+		// The load is what the node was asked to send: a packet a full
+		// queue dropped counts, or a node short of CPU (a noisy
+		// neighbour) would look less loaded the more it drops.
+		Sent: func() uint64 {
+			if n.sessions == nil {
+				return 0
+			}
+			ld := n.sessions.Load()
+			return ld.PacketsOut + ld.Dropped["queue_full"] // session.mediaStats
+		},
+		Predicted: func() float64 {
+			if n.sessions == nil {
+				return 0
+			}
+			return n.sessions.Predicted()
+		},
+		OnShed: n.shedChanged}
+	if c.PPS == 0 {
+		pps, err := probeCapacity(udpmux.Options{Batch: n.cfg.RTP.Batch, Writers: n.cfg.RTP.Writers}, n.cfg.RTP.Addr)
+		if err != nil {
+			n.log.Warn("capacity probe failed; measuring as the node runs", "err", err)
+		}
+		o.ProbePPS = pps
+	}
+	g := capacity.New(o)
+	st := g.Status()
+	n.log.Info("capacity", "pps", int(st.CapacityPPS), "measured", st.Measured, "headroom", c.Headroom)
+	return g
+}
+
+// shedChanged puts a shed step on every live session's events, and has
+// the SFU ask for keyframes of the video it lets through again.
+func (n *Node) shedChanged(ch capacity.Change) {
+	n.sessions.AnnounceAll(event.LoadShed, map[string]any{"level": int(ch.To), "shed": ch.To.String(),
+		"from": ch.From.String(), "message": ch.To.Describe(), "load_pps": int(ch.LoadPPS), "capacity_pps": int(ch.CapacityPPS)})
+	if n.rtc != nil {
+		n.rtc.Restored(ch.From, ch.To)
+	}
+}
+
+// runGovernor samples the counters until the node stops.
+func (n *Node) runGovernor() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	n.govStop = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		n.gov.Run(ctx, sampleEvery)
+	}()
+}
+
+// probeCapacity measures what sending costs: the process CPU time per
+// packet sent while one stream is fanned out to loopback sinks through a
+// udpmux socket (its writers, queues and send calls), the CPU the node
+// may use divided by it. The sinks are never read: a receiver's cost is
+// another machine's.
+func probeCapacity(o udpmux.Options, addr string) (float64, error) {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || ip.IsUnspecified() || !ip.Is4() {
+		ip = netip.MustParseAddr("127.0.0.1")
+	}
+	sock, err := udpmux.Listen(netip.AddrPortFrom(ip, 0).String(), o)
+	if err != nil {
+		return 0, fmt.Errorf("probe socket: %w", err)
+	}
+	defer sock.Close()
+	var dests []*udpmux.Dest
+	for range probeSinks {
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+		if err != nil {
+			return 0, fmt.Errorf("probe sink: %w", err)
+		}
+		defer c.Close()
+		dests = append(dests, udpmux.NewDest(c.LocalAddr().(*net.UDPAddr).AddrPort(), probeWindow))
+	}
+	// done counts packets out of the queues (sent, dropped, failed).
+	sent := func() (n, done uint64) {
+		for _, d := range dests {
+			st := d.Stats()
+			n += st.Packets
+			done += st.Packets + st.Drops + st.Errors
+		}
+		return n, done
+	}
+	inFlight := func(pushed uint64) uint64 {
+		_, done := sent()
+		return pushed - done
+	}
+	cpu0, start := bus.ProcessCPUSeconds(), time.Now()
+	var pushed uint64
+	for seq := uint16(0); time.Since(start) < probeFor; seq++ {
+		for inFlight(pushed) > probeSinks*probeWindow/2 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		p := media.NewPacket()
+		b := p.Buffer()[:probePacket]
+		clear(b)
+		b[0], b[1], b[2], b[3] = 0x80, 0, byte(seq>>8), byte(seq)
+		p.SetLen(probePacket)
+		p.Kind = media.Audio
+		p.Retain(len(dests) - 1)
+		for _, d := range dests {
+			sock.Send(p, d)
+		}
+		pushed += uint64(len(dests))
+	}
+	for i := 0; i < 100 && inFlight(pushed) > 0; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	n, _ := sent()
+	cpu := bus.ProcessCPUSeconds() - cpu0
+	if n == 0 || cpu <= 0 {
+		return 0, fmt.Errorf("probe sent %d packets in %.3f s of CPU", n, cpu)
+	}
+	return float64(runtime.GOMAXPROCS(0)) * float64(n) / cpu, nil
+}
