@@ -15,12 +15,14 @@ import (
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/hls"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/registry"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sipusers"
+	"github.com/convene/convene/internal/thumbnail"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -81,6 +83,10 @@ type Options struct {
 	// Playbacks play recordings into sessions (playbacks.go); nil
 	// answers 503.
 	Playbacks *playback.Service
+	// HLS streams sessions to passive viewers and Thumbnails grabs images
+	// of video tracks (hls.go); nil answers 503.
+	HLS        *hls.Service
+	Thumbnails *thumbnail.Service
 	// Nodes are the cluster's nodes as this node hears their heartbeats
 	// (GET /api/v1/nodes); nil answers 503.
 	Nodes *registry.Registry
@@ -195,6 +201,13 @@ func New(o Options) *Server {
 	s.route("GET /api/v1/playbacks/{pid}", s.getPlayback)
 	s.route("POST /api/v1/playbacks/{pid}/control", s.controlPlayback)
 	s.route("DELETE /api/v1/playbacks/{pid}", s.stopPlayback)
+	// HLS and thumbnails (hls.go).
+	s.route("POST /api/v1/sessions/{id}/hls", s.startHLS)
+	s.route("GET /api/v1/sessions/{id}/hls", s.getHLS)
+	s.route("DELETE /api/v1/sessions/{id}/hls", s.stopHLS)
+	s.route("GET /hls/{id}/index.m3u8", s.viewHLS)
+	s.route("GET /hls/{id}/{stamp}/{file}", s.serveHLS)
+	s.route("GET /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg", s.trackThumbnail)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			o.UI.ServeHTTP(w, r)

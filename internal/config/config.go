@@ -59,6 +59,8 @@ type Config struct {
 	Capacity CapacityConfig `yaml:"capacity"`
 	// Recording configures the recordings of sessions.
 	Recording RecordingConfig `yaml:"recording"`
+	// Streaming configures HLS for passive viewers and thumbnails.
+	Streaming StreamingConfig `yaml:"streaming"`
 	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
@@ -259,6 +261,18 @@ type RecordingConfig struct {
 	Exports   int `yaml:"exports"`
 }
 
+// StreamingConfig configures the media services that run ffmpeg
+// children (packages hls, thumbnail).
+type StreamingConfig struct {
+	// FFmpeg is the ffmpeg binary.
+	FFmpeg string `yaml:"ffmpeg"`
+	// HLSMax caps the sessions streamed as HLS at once (503 beyond).
+	HLSMax int `yaml:"hls_max"`
+	// ThumbnailsMax caps the video tracks whose thumbnails are taken at
+	// once (503 beyond).
+	ThumbnailsMax int `yaml:"thumbnails_max"`
+}
+
 // RecordingDir is where recordings go: Recording.Dir, else
 // <data_dir>/recordings.
 func (c Config) RecordingDir() string {
@@ -365,6 +379,7 @@ func Default() Config {
 		Mixer:     MixerConfig{Speakers: 6, Depth: 3, Max: 200},
 		Capacity:  CapacityConfig{Headroom: 0.2},
 		Recording: RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
+		Streaming: StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, ThumbnailsMax: 16},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -562,6 +577,12 @@ func (c Config) Validate() error {
 	}
 	if c.Recording.Exports < 1 || c.Recording.Exports > 100 {
 		bad("recording.exports", c.Recording.Exports, "want 1 to 100")
+	}
+	if c.Streaming.HLSMax < 1 || c.Streaming.HLSMax > 1000 {
+		bad("streaming.hls_max", c.Streaming.HLSMax, "want 1 to 1000")
+	}
+	if c.Streaming.ThumbnailsMax < 1 || c.Streaming.ThumbnailsMax > 1000 {
+		bad("streaming.thumbnails_max", c.Streaming.ThumbnailsMax, "want 1 to 1000")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

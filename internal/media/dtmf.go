@@ -21,14 +21,8 @@ func (d *DigitDetector) Event(b []byte) (event bool, digit byte, ok bool) {
 	if d.PT == 0 || len(b) < 12 || b[1]&0x7f != d.PT {
 		return false, 0, false
 	}
-	off := 12 + 4*int(b[0]&0x0f)
-	if b[0]&0x10 != 0 {
-		if len(b) < off+4 {
-			return true, 0, false
-		}
-		off += 4 + 4*int(binary.BigEndian.Uint16(b[off+2:]))
-	}
-	if len(b) < off+4 || b[off] >= 16 || b[off+1]&0x80 == 0 {
+	off, ok := PayloadOffset(b)
+	if !ok || len(b) < off+4 || b[off] >= 16 || b[off+1]&0x80 == 0 {
 		return true, 0, false
 	}
 	key := uint64(binary.BigEndian.Uint32(b[4:]))<<8 | uint64(b[off])

@@ -24,6 +24,7 @@ import (
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
+	"github.com/convene/convene/internal/hls"
 	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
@@ -36,6 +37,7 @@ import (
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
 	"github.com/convene/convene/internal/supervise"
+	"github.com/convene/convene/internal/thumbnail"
 	"github.com/convene/convene/internal/transcode"
 	"github.com/convene/convene/internal/udpmux"
 	"github.com/convene/convene/internal/webui"
@@ -77,8 +79,11 @@ type Node struct {
 	recordings *recording.Service
 	// playbacks play recordings into sessions.
 	playbacks *playback.Service
-	ln        net.Listener
-	http      *http.Server
+	// hls streams sessions to passive viewers; thumbnails grabs images.
+	hls        *hls.Service
+	thumbnails *thumbnail.Service
+	ln         net.Listener
+	http       *http.Server
 	// gov measures capacity and load, admits and sheds (capacity.go).
 	gov     *capacity.Governor
 	govStop func()
@@ -186,6 +191,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.floorWatch, err = watchFloors(n.bus, n.sessions); err != nil {
 		return nil, err
 	}
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.super, reg, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -226,6 +232,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Dialler:    n.sip,
 		Recordings: n.recordings,
 		Playbacks:  n.playbacks,
+		HLS:        n.hls,
+		Thumbnails: n.thumbnails,
 		Nodes:      n.registry,
 		Chat:       n.chat,
 		MaxExports: cfg.Recording.Exports,
@@ -339,6 +347,10 @@ func (n *Node) closeAll() error {
 	}
 	if n.playbacks != nil {
 		n.playbacks.Close()
+	}
+	if n.hls != nil {
+		n.hls.Close()
+		n.thumbnails.Close()
 	}
 	if n.recordings != nil {
 		n.recordings.Close()

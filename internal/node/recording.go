@@ -88,6 +88,14 @@ func (r recordingEvents) SessionEvent(sessionID string, typ event.Type, data any
 			}
 		}
 	}
+	if h := r.n.hls; h != nil && (typ == event.SpeakerActive || typ == event.MixerSpeakers) {
+		if m, ok := data.(map[string]any); ok {
+			if g, _ := m["group"].(string); g == "" {
+				ms, _ := m["members"].([]string)
+				h.SetSpeakers(sessionID, ms)
+			}
+		}
+	}
 	return r.Publisher.SessionEvent(sessionID, typ, data)
 }
 

@@ -312,15 +312,8 @@ func (w *worker) packet(b []byte) {
 		m.dropped.WithLabelValues("not_source").Inc()
 		return
 	}
-	off := 12 + 4*int(b[0]&0x0f)
-	if b[0]&0x10 != 0 {
-		if len(b) < off+4 {
-			m.dropped.WithLabelValues("malformed").Inc()
-			return
-		}
-		off += 4 + 4*int(binary.BigEndian.Uint16(b[off+2:]))
-	}
-	if off >= len(b) || len(b)-off > len(w.pcm) {
+	off, ok := media.PayloadOffset(b)
+	if !ok || off >= len(b) || len(b)-off > len(w.pcm) {
 		m.dropped.WithLabelValues("malformed").Inc()
 		return
 	}

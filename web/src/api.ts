@@ -105,8 +105,16 @@ export const deleteRecording = (c: Creds, rid: string) => api<unknown>('DELETE',
 
 // exportRecording fetches a recording as one file a player opens: WebM
 // (VP8 and Opus, in sync) or Ogg/Opus or WAV for its audio.
-export async function exportRecording(c: Creds, rid: string, format: 'webm' | 'ogg' | 'wav'): Promise<Blob> {
-  const resp = await fetch(`/api/v1/recordings/${rid}/export?format=${format}`, { headers: authHeaders(c) });
+export const exportRecording = (c: Creds, rid: string, format: 'webm' | 'ogg' | 'wav') =>
+  fetchBlob(c, `/recordings/${rid}/export?format=${format}`);
+
+// thumbnail fetches the node's newest still of a member's camera (a JPEG
+// taken every few seconds); 404 for a member without one.
+export const thumbnail = (c: Creds, session: string, member: string) =>
+  fetchBlob(c, `/sessions/${session}/tracks/${encodeURIComponent(member)}/thumbnail.jpg`);
+
+async function fetchBlob(c: Creds, path: string): Promise<Blob> {
+  const resp = await fetch('/api/v1' + path, { headers: authHeaders(c) });
   if (!resp.ok) {
     const data = await resp.json().catch(() => ({}));
     const e = data?.error ?? {};

@@ -5,6 +5,7 @@ import { Home } from './pages/Home';
 import { Join } from './pages/Join';
 import { Recordings } from './pages/Recordings';
 import { Room } from './pages/Room';
+import { Watch } from './pages/Watch';
 import './style.css';
 
 function App() {
@@ -25,6 +26,8 @@ function App() {
       return <Room session={route.session} />;
     case 'recordings':
       return <Recordings />;
+    case 'watch':
+      return <Watch session={route.session} token={route.token} />;
     default:
       return <Home />;
   }

@@ -1,18 +1,19 @@
 // Routes: / (home), /join/<session>#t=<join token>, /s/<session> (in the
-// meeting, with the member token kept in sessionStorage), /recordings.
+// meeting, with the member token kept in sessionStorage), /recordings,
+// /watch/<session>#t=<token> (a passive viewer of the session's HLS).
 
 export type Route =
   | { page: 'home' }
   | { page: 'join'; session: string; joinToken: string }
   | { page: 'room'; session: string }
-  | { page: 'recordings' };
+  | { page: 'recordings' }
+  | { page: 'watch'; session: string; token: string };
 
 export function parseRoute(pathname: string, hash: string): Route {
   const parts = pathname.split('/').filter(Boolean);
-  if (parts[0] === 'join' && parts[1]) {
-    const t = new URLSearchParams(hash.replace(/^#/, '')).get('t') ?? '';
-    return { page: 'join', session: decodeURIComponent(parts[1]), joinToken: t };
-  }
+  const t = new URLSearchParams(hash.replace(/^#/, '')).get('t') ?? '';
+  if (parts[0] === 'join' && parts[1]) return { page: 'join', session: decodeURIComponent(parts[1]), joinToken: t };
+  if (parts[0] === 'watch' && parts[1]) return { page: 'watch', session: decodeURIComponent(parts[1]), token: t };
   if (parts[0] === 's' && parts[1]) return { page: 'room', session: decodeURIComponent(parts[1]) };
   if (parts[0] === 'recordings') return { page: 'recordings' };
   return { page: 'home' };

@@ -18,6 +18,9 @@ describe('routes', () => {
     expect(parseRoute('/nowhere/x', '')).toEqual({ page: 'home' });
     expect(parseRoute('/recordings', '')).toEqual({ page: 'recordings' });
   });
+  it('parses a viewer link', () => {
+    expect(parseRoute('/watch/s_3', '#t=cv1.x%2By')).toEqual({ page: 'watch', session: 's_3', token: 'cv1.x+y' });
+  });
 });
 
 describe('recordings', () => {

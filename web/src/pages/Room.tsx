@@ -20,6 +20,7 @@ import { ChatPanel } from '../components/ChatPanel';
 import { Whiteboard } from '../components/Whiteboard';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
+import { Thumb } from '../components/Thumb';
 import { Tile } from '../components/Tile';
 import { EventStream, type SessionEvent } from '../events';
 import { openLocal, takeOver } from '../media';
@@ -334,6 +335,7 @@ export function Room({ session }: { session: string }) {
           <ul class="members">
             {members.map((m) => (
               <li key={m.id} data-testid={'member-' + m.name}>
+                {m.id !== me && <Thumb creds={creds} session={session} member={m.id} name={m.name} />}
                 <span class="name">{m.name}</span> <span class="role">{m.role}</span>
                 {m.subgroup && <span class="muted"> · {m.subgroup}</span>}
                 {muted[m.id] && (

@@ -1,0 +1,213 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/convene/convene/internal/hls"
+	"github.com/convene/convene/internal/thumbnail"
+)
+
+// HLS for passive viewers, and thumbnails (package hls, thumbnail):
+//
+//	start  POST   /api/v1/sessions/{id}/hls         a chair or the operator: 201 (200 if it runs), 503 at hls.max
+//	read   GET    /api/v1/sessions/{id}/hls         a token of the session or the operator
+//	stop   DELETE /api/v1/sessions/{id}/hls         a chair or the operator: 204
+//	view   GET    /hls/{id}/index.m3u8?token=…      a join or member token of the session (a listener's
+//	                                                is enough): 302 to /hls/{id}/{stamp}/index.m3u8
+//	       GET    /hls/{id}/{stamp}/{file}          the playlist and segments under the signed prefix
+//	thumb  GET    /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg   a token of the session or the operator
+//
+// Players cannot set headers, so the viewer's token comes in the query,
+// once: the answer sends the player to a path prefix signed for the
+// session until the token's expiry (at most viewStampMax), under which
+// the playlist's relative segment names resolve; the token itself does
+// not travel with every segment request, and a segment without a valid
+// stamp is 403. See SECURITY.md.
+
+// viewStampMax bounds how long a viewer's signed prefix stays valid.
+const viewStampMax = 12 * time.Hour
+
+// thumbnailWait is how long a request waits for a track's first image.
+const thumbnailWait = 8 * time.Second
+
+// hlsFile are the names a stream's directory serves.
+var hlsFile = regexp.MustCompile(`^(index\.m3u8|seg[0-9]{1,10}\.ts)$`)
+
+func (s *Server) hlsService(w http.ResponseWriter) bool {
+	if s.o.HLS == nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "this node streams no HLS")
+		return false
+	}
+	return true
+}
+
+func (s *Server) startHLS(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok || !s.hlsService(w) {
+		return
+	}
+	info, started, err := s.o.HLS.Start(r.PathValue("id"))
+	switch {
+	case errors.Is(err, hls.ErrCapacity):
+		s.m.busy.WithLabelValues("hls").Inc()
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusServiceUnavailable, "hls_busy", err.Error())
+		return
+	case errors.Is(err, hls.ErrNoFFmpeg):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		return
+	case errors.Is(err, hls.ErrNoSession):
+		writeError(w, http.StatusConflict, "conflict", "the session is not active")
+		return
+	case err != nil:
+		s.log.Warn("hls: start", "session", r.PathValue("id"), "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	code := http.StatusOK
+	if started {
+		code = http.StatusCreated
+	}
+	w.Header().Set("Location", "/api/v1/sessions/"+r.PathValue("id")+"/hls")
+	writeJSON(w, code, info)
+}
+
+func (s *Server) getHLS(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok || !s.hlsService(w) {
+		return
+	}
+	info, ok := s.o.HLS.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", hls.ErrNotFound.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) stopHLS(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.chair(w, r); !ok || !s.hlsService(w) {
+		return
+	}
+	if err := s.o.HLS.Stop(r.PathValue("id")); err != nil {
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// viewHLS checks a viewer's token and sends the player under the signed
+// prefix.
+func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
+	sid := r.PathValue("id")
+	exp := time.Now().Add(viewStampMax)
+	if s.o.Access != nil {
+		c, err := s.o.Access.Tokens.Parse(r.URL.Query().Get("token"))
+		if err == nil && c.Session != sid {
+			err = errors.New("the token is for another session")
+		}
+		if err == nil && c.Member != "" {
+			if _, ok := s.o.Sessions.MemberRole(sid, c.Member); !ok {
+				err = errors.New("the token's member has left the session")
+			}
+		}
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="convene"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "an HLS viewer needs ?token= (a join or member token of the session): "+err.Error())
+			return
+		}
+		if e := c.ExpiresAt(); e.Before(exp) {
+			exp = e
+		}
+	}
+	if !s.hlsService(w) {
+		return
+	}
+	if _, ok := s.o.HLS.Get(sid); !ok {
+		writeError(w, http.StatusNotFound, "not_found", hls.ErrNotFound.Error())
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/hls/"+sid+"/"+s.signer().Stamp("hls/"+sid, exp)+"/"+hls.Playlist, http.StatusFound)
+}
+
+// serveHLS serves a stream's playlist and segments under a signed prefix.
+func (s *Server) serveHLS(w http.ResponseWriter, r *http.Request) {
+	sid, file := r.PathValue("id"), r.PathValue("file")
+	if err := s.signer().CheckStamp("hls/"+sid, r.PathValue("stamp")); err != nil {
+		writeError(w, http.StatusForbidden, "forbidden", err.Error()+"; open /hls/"+sid+"/"+hls.Playlist+"?token= again")
+		return
+	}
+	if !s.hlsService(w) {
+		return
+	}
+	dir, ok := s.o.HLS.Dir(sid)
+	if !ok || !hlsFile.MatchString(file) {
+		writeError(w, http.StatusNotFound, "not_found", "no such HLS file")
+		return
+	}
+	f, err := os.Open(filepath.Join(dir, file))
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", "no such HLS file (yet, or any more)")
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", "no such HLS file")
+		return
+	}
+	h := w.Header()
+	if file == hls.Playlist {
+		h.Set("Content-Type", "application/vnd.apple.mpegurl")
+		h.Set("Cache-Control", "no-cache")
+	} else {
+		h.Set("Content-Type", "video/mp2t")
+		h.Set("Cache-Control", "private, max-age=60")
+	}
+	http.ServeContent(w, r, file, st.ModTime(), f)
+}
+
+func (s *Server) trackThumbnail(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.reader(w, r, r.PathValue("id")); !ok {
+		return
+	}
+	if s.o.Thumbnails == nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "this node takes no thumbnails")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), thumbnailWait)
+	defer cancel()
+	img, at, err := s.o.Thumbnails.Get(ctx, r.PathValue("id"), r.PathValue("track"))
+	switch {
+	case errors.Is(err, thumbnail.ErrNoTrack):
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
+		return
+	case errors.Is(err, thumbnail.ErrCapacity):
+		s.m.busy.WithLabelValues("thumbnail").Inc()
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, "thumbnail_busy", err.Error())
+		return
+	case errors.Is(err, thumbnail.ErrNoFFmpeg):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		return
+	case errors.Is(err, thumbnail.ErrNotYet):
+		w.Header().Set("Retry-After", "3")
+		writeError(w, http.StatusServiceUnavailable, "not_yet", err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "image/jpeg")
+	h.Set("Cache-Control", "private, max-age=2")
+	h.Set("Last-Modified", at.UTC().Format(http.TimeFormat))
+	h.Set("Content-Length", strconv.Itoa(len(img)))
+	w.Write(img)
+}

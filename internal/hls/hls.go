@@ -1,0 +1,469 @@
+package hls
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/codec"
+	"github.com/convene/convene/internal/ffmpeg"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/mixer"
+	"github.com/convene/convene/internal/supervise"
+)
+
+// Errors of Start and Stop.
+var (
+	ErrCapacity  = errors.New("hls: the node runs as many HLS streams as it may (streaming.hls_max)")
+	ErrNoSession = errors.New("hls: the session is not active on this node")
+	ErrNotFound  = errors.New("hls: the session has no HLS stream")
+	ErrNoFFmpeg  = errors.New("hls: ffmpeg is not installed (streaming.ffmpeg)")
+)
+
+// Playlist is the file name of a stream's playlist.
+const Playlist = "index.m3u8"
+
+// Options configure the Service.
+type Options struct {
+	// Dir holds one directory per stream.
+	Dir string
+	// FFmpeg is the ffmpeg binary; "ffmpeg".
+	FFmpeg string
+	// Max is how many streams the node runs at once; 4.
+	Max int
+	// Segment is the segments' target duration; 2 s.
+	Segment time.Duration
+	// ListSize is how many segments the playlist names; 6.
+	ListSize int
+	// Rooms finds an active session's broker room (nil: not active).
+	Rooms func(session string) *broker.Room
+	// Mixers mix the session's audio for the stream.
+	Mixers     *mixer.Service
+	Supervisor *supervise.Supervisor
+	Metrics    *Metrics
+	Logger     *slog.Logger
+}
+
+// Info describes a running stream.
+type Info struct {
+	Session   string    `json:"session"`
+	Playlist  string    `json:"playlist"` // the URL path viewers open with ?token=
+	StartedAt time.Time `json:"started_at"`
+	Video     string    `json:"video_track,omitempty"` // the camera it shows now
+	Restarts  uint64    `json:"restarts"`
+}
+
+// Service runs the node's HLS streams, one per session at most.
+type Service struct {
+	o       Options
+	mu      sync.Mutex
+	streams map[string]*Stream
+}
+
+// NewService returns a service with no streams.
+func NewService(o Options) *Service {
+	if o.FFmpeg == "" {
+		o.FFmpeg = "ffmpeg"
+	}
+	if o.Max <= 0 {
+		o.Max = 4
+	}
+	if o.Segment <= 0 {
+		o.Segment = 2 * time.Second
+	}
+	if o.ListSize <= 0 {
+		o.ListSize = 6
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	// Streams do not outlive the node: what one left behind (a crash)
+	// is removed.
+	if o.Dir != "" {
+		if err := os.RemoveAll(o.Dir); err != nil {
+			o.Logger.Warn("hls: remove old streams", "dir", o.Dir, "err", err)
+		}
+	}
+	return &Service{o: o, streams: map[string]*Stream{}}
+}
+
+// Start starts the HLS stream of an active session; a session that has
+// one already gets it back with started false.
+func (s *Service) Start(session string) (info Info, started bool, err error) {
+	room := s.o.Rooms(session)
+	if room == nil {
+		return Info{}, false, ErrNoSession
+	}
+	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
+		return Info{}, false, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.streams[session]; st != nil {
+		return st.info(), false, nil
+	}
+	if len(s.streams) >= s.o.Max {
+		s.o.Metrics.refused.Inc()
+		return Info{}, false, fmt.Errorf("%w (%d streams)", ErrCapacity, len(s.streams))
+	}
+	st, err := s.start(session, room)
+	if err != nil {
+		return Info{}, false, err
+	}
+	s.streams[session] = st
+	s.o.Metrics.streams.Inc()
+	return st.info(), true, nil
+}
+
+// Stop ends a session's stream and removes its files.
+func (s *Service) Stop(session string) error {
+	s.mu.Lock()
+	st := s.streams[session]
+	delete(s.streams, session)
+	s.mu.Unlock()
+	if st == nil {
+		return ErrNotFound
+	}
+	st.close()
+	s.o.Metrics.streams.Dec()
+	return nil
+}
+
+// Get describes a session's stream.
+func (s *Service) Get(session string) (Info, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[session]
+	if st == nil {
+		return Info{}, false
+	}
+	return st.info(), true
+}
+
+// Dir is the directory a session's stream writes, if it runs.
+func (s *Service) Dir(session string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[session]
+	if st == nil {
+		return "", false
+	}
+	return st.dir, true
+}
+
+// PID is the process ID of a session's ffmpeg child (0 if none runs):
+// for tests and drills that kill it.
+func (s *Service) PID(session string) int {
+	s.mu.Lock()
+	st := s.streams[session]
+	s.mu.Unlock()
+	if st == nil {
+		return 0
+	}
+	return st.proc.PID()
+}
+
+// SetSpeakers tells a session's stream who speaks now (member IDs, the
+// loudest first): it shows the first of them that has a camera.
+func (s *Service) SetSpeakers(session string, members []string) {
+	s.mu.Lock()
+	st := s.streams[session]
+	s.mu.Unlock()
+	if st != nil && len(members) > 0 {
+		st.mu.Lock()
+		st.speakers = slices.Clone(members)
+		st.mu.Unlock()
+	}
+}
+
+// Close stops every stream.
+func (s *Service) Close() {
+	s.mu.Lock()
+	ss := s.streams
+	s.streams = map[string]*Stream{}
+	s.mu.Unlock()
+	for _, st := range ss {
+		st.close()
+		s.o.Metrics.streams.Dec()
+	}
+}
+
+// Stream is one session's HLS stream.
+type Stream struct {
+	s       *Service
+	session string
+	room    *broker.Room
+	dir     string
+	started time.Time
+	clock   *ffmpeg.Clock
+	audio   *ffmpeg.Feed
+	vport   int
+	detach  func()
+	proc    *ffmpeg.Proc
+	unwatch func()
+	stop    chan struct{}
+	done    chan struct{}
+
+	mu       sync.Mutex
+	speakers []string
+	video    *broker.Track // shown now
+	vfeed    *ffmpeg.Feed  // its feed (nil without a camera)
+	untap    func()
+	sdpVideo string // the camera's codec in the child's SDP ("" for none)
+}
+
+func (s *Service) start(session string, room *broker.Room) (*Stream, error) {
+	dir := filepath.Join(s.o.Dir, session)
+	// A stream starts with an empty directory: what a stream before
+	// (or a node before) left there is not this one's.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("hls: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("hls: %w", err)
+	}
+	ports, err := ffmpeg.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	st := &Stream{s: s, session: session, room: room, dir: dir, started: time.Now(), clock: ffmpeg.NewClock(),
+		vport: ports[1], stop: make(chan struct{}), done: make(chan struct{})}
+	st.audio, err = ffmpeg.NewFeed(ffmpeg.Stream{Kind: media.Audio, PT: codec.Opus.PT, Codec: "opus/48000/2",
+		Rate: 48000, Port: ports[0]}, st.clock)
+	if err != nil {
+		return nil, err
+	}
+	st.pickVideo()
+	st.sdpVideo = st.sdpVideoLocked()
+	if err := st.writeSDP(); err != nil {
+		st.audio.Close()
+		return nil, err
+	}
+	st.detach, err = s.o.Mixers.Attach(session, "", room, &mixer.Output{ID: "hls:" + session, Codec: codec.Opus, Sink: st.audio})
+	if err != nil {
+		st.dropVideo()
+		st.audio.Close()
+		return nil, fmt.Errorf("hls: the session's mix: %w", err)
+	}
+	st.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "hls " + session, Path: s.o.FFmpeg, Args: st.args,
+		OnStart: st.onStart, Logger: s.o.Logger})
+	if s.o.Supervisor != nil {
+		st.unwatch = s.o.Supervisor.Add("hls", "hls:"+session, st.status, st.proc.Kill)
+	}
+	go st.run()
+	s.o.Logger.Info("hls stream started", "session", session, "dir", dir)
+	return st, nil
+}
+
+func (st *Stream) info() Info {
+	i := Info{Session: st.session, Playlist: "/hls/" + st.session + "/" + Playlist, StartedAt: st.started}
+	st.mu.Lock()
+	if st.video != nil {
+		i.Video = st.video.ID()
+	}
+	st.mu.Unlock()
+	if n := st.proc.Starts(); n > 1 {
+		i.Restarts = n - 1
+	}
+	return i
+}
+
+func (st *Stream) status() supervise.Status {
+	in := 1
+	st.mu.Lock()
+	if st.vfeed != nil {
+		in++
+	}
+	st.mu.Unlock()
+	return supervise.Status{Kind: "hls", ID: "hls:" + st.session, Session: st.session, Beats: st.proc.Beats(), Inputs: in, Outputs: 1}
+}
+
+// onStart runs when a child starts: it decodes video from a keyframe.
+func (st *Stream) onStart() {
+	st.s.o.Metrics.starts.Inc()
+	st.mu.Lock()
+	v := st.vfeed
+	st.mu.Unlock()
+	if v != nil {
+		v.Restarted()
+	}
+}
+
+// args are the child's arguments for the SDP written last.
+func (st *Stream) args() []string {
+	seg := strconv.FormatFloat(st.s.o.Segment.Seconds(), 'f', -1, 64)
+	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
+	a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
+		"-analyzeduration", "2000000", "-probesize", "1000000",
+		"-i", filepath.Join(st.dir, "stream.sdp"),
+		"-map", "0:a", "-c:a", "aac", "-b:a", "96k", "-ar", "48000", "-ac", "2")
+	st.mu.Lock()
+	video := st.sdpVideo != ""
+	st.mu.Unlock()
+	if video {
+		a = append(a, "-map", "0:v", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
+			"-pix_fmt", "yuv420p", "-b:v", "800k", "-maxrate", "1200k", "-bufsize", "1600k",
+			"-force_key_frames", "expr:gte(t,n_forced*"+seg+")", "-sc_threshold", "0")
+	}
+	return append(a, "-f", "hls", "-hls_time", seg, "-hls_list_size", strconv.Itoa(st.s.o.ListSize),
+		"-hls_flags", "delete_segments+append_list+independent_segments+omit_endlist+program_date_time",
+		"-hls_delete_threshold", "2",
+		"-hls_segment_filename", filepath.Join(st.dir, "seg%d.ts"), filepath.Join(st.dir, Playlist))
+}
+
+// writeSDP writes the child's input: the mix, and the camera if any.
+func (st *Stream) writeSDP() error {
+	streams := []ffmpeg.Stream{st.audio.Stream()}
+	st.mu.Lock()
+	if st.sdpVideo != "" && st.vfeed != nil {
+		streams = append(streams, st.vfeed.Stream())
+	}
+	st.mu.Unlock()
+	return os.WriteFile(filepath.Join(st.dir, "stream.sdp"), []byte(ffmpeg.SDP(streams...)), 0o640)
+}
+
+// run watches the room every half second: the camera to show, sender
+// reports, the session's end.
+func (st *Stream) run() {
+	defer close(st.done)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.stop:
+			return
+		case now := <-t.C:
+			if st.s.o.Rooms(st.session) != st.room {
+				st.s.o.Logger.Info("hls stream ends with its session", "session", st.session)
+				go func() { _ = st.s.Stop(st.session) }()
+				return
+			}
+			st.pickVideo()
+			st.mu.Lock()
+			v, changed := st.vfeed, st.sdpVideoLocked() != st.sdpVideo
+			if changed {
+				st.sdpVideo = st.sdpVideoLocked()
+			}
+			st.mu.Unlock()
+			if changed {
+				// The child was started for another SDP: a new one
+				// appends to the playlist after a discontinuity.
+				if err := st.writeSDP(); err == nil {
+					st.proc.Kill()
+				}
+			}
+			st.audio.Report(now)
+			if v != nil {
+				v.Report(now)
+			}
+		}
+	}
+}
+
+// pickVideo taps the camera to show: the first speaker's that has one,
+// else the one shown now, else the first video track of the main session.
+func (st *Stream) pickVideo() {
+	var cams []*broker.Track
+	for _, t := range st.room.Tracks() {
+		if t.Kind() == media.Video {
+			cams = append(cams, t)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var want *broker.Track
+	for _, sp := range st.speakers {
+		for _, t := range cams {
+			if t.Owner() == sp && t.Owner() != "" {
+				want = t
+				break
+			}
+		}
+		if want != nil {
+			break
+		}
+	}
+	if want == nil && slices.Contains(cams, st.video) {
+		want = st.video
+	}
+	if want == nil && len(cams) > 0 {
+		want = cams[0]
+	}
+	if want == st.video {
+		return
+	}
+	if st.untap != nil {
+		st.untap()
+		st.untap = nil
+	}
+	st.video = nil
+	if st.vfeed != nil && (want == nil || ffmpeg.VideoStream(want, 0).MIME != st.vfeed.Stream().MIME) {
+		st.vfeed.Close() // no camera, or another codec: another SDP
+		st.vfeed = nil
+	}
+	if want == nil {
+		return
+	}
+	if st.vfeed == nil {
+		f, err := ffmpeg.NewFeed(ffmpeg.VideoStream(want, st.vport), st.clock)
+		if err != nil {
+			st.s.o.Logger.Warn("hls: video feed", "session", st.session, "err", err)
+			return
+		}
+		st.vfeed = f
+	}
+	st.video = want
+	st.untap = st.room.Tap(want, "hls:"+st.session, st.vfeed)
+	want.RequestKeyframe()
+	st.s.o.Metrics.switches.Inc()
+}
+
+// sdpVideoLocked is the camera's codec the child's SDP must name ("" for
+// none; under mu).
+func (st *Stream) sdpVideoLocked() string {
+	if st.vfeed == nil {
+		return ""
+	}
+	return st.vfeed.Stream().MIME
+}
+
+func (st *Stream) dropVideo() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.untap != nil {
+		st.untap()
+		st.untap = nil
+	}
+	st.video = nil
+	if st.vfeed != nil {
+		st.vfeed.Close()
+		st.vfeed = nil
+	}
+}
+
+func (st *Stream) close() {
+	close(st.stop)
+	<-st.done
+	if st.unwatch != nil {
+		st.unwatch()
+	}
+	st.detach()
+	st.dropVideo()
+	st.proc.Stop()
+	st.audio.Close()
+	if err := os.RemoveAll(st.dir); err != nil {
+		st.s.o.Logger.Warn("hls: remove directory", "dir", st.dir, "err", err)
+	}
+	st.s.o.Logger.Info("hls stream stopped", "session", st.session)
+}

@@ -1,0 +1,96 @@
+package hls
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/mixer"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// stubFFmpeg is a child that takes any arguments and waits: these tests
+// look at what the stream feeds and asks of ffmpeg, not at ffmpeg.
+func stubFFmpeg(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ffmpeg")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func camera(t *testing.T, room *broker.Room, id, owner string) {
+	t.Helper()
+	if _, err := room.Join(broker.Member{ID: id, Kind: media.Video, Sends: true, Owner: owner}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStreamFollowsSpeaker: a stream shows the first camera, then the
+// active speaker's; when the last camera goes, its child is started
+// again with an SDP without video; a second stream beyond Max is
+// refused; the session's room going away stops the stream and removes
+// its directory.
+func TestStreamFollowsSpeaker(t *testing.T) {
+	b := broker.New()
+	room := b.Open("s_1")
+	camera(t, room, "link-a", "m_a")
+	camera(t, room, "link-b", "m_b")
+	dir := t.TempDir()
+	svc := NewService(Options{Dir: dir, FFmpeg: stubFFmpeg(t), Max: 1, Rooms: b.Room, Mixers: mixer.NewService(mixer.Options{})})
+	defer svc.Close()
+
+	info, started, err := svc.Start("s_1")
+	if err != nil || !started {
+		t.Fatalf("start: %v %v", started, err)
+	}
+	if !strings.HasPrefix(info.Video, "link-a") {
+		t.Errorf("shows %q first, want link-a's camera", info.Video)
+	}
+	b.Open("s_2")
+	if _, _, err := svc.Start("s_2"); !errors.Is(err, ErrCapacity) {
+		t.Errorf("a second stream: %v, want ErrCapacity", err)
+	}
+	sdp := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "s_1", "stream.sdp"))
+		return string(b)
+	}
+	if !strings.Contains(sdp(), "m=video") {
+		t.Errorf("SDP without the camera:\n%s", sdp())
+	}
+
+	svc.SetSpeakers("s_1", []string{"m_nocam", "m_b"})
+	testutil.WaitFor(t, 5*time.Second, "m_b's camera shown", func() bool {
+		i, _ := svc.Get("s_1")
+		return strings.HasPrefix(i.Video, "link-b")
+	})
+
+	pid := svc.PID("s_1")
+	room.Leave("link-a")
+	room.Leave("link-b")
+	testutil.WaitFor(t, 5*time.Second, "a child for an SDP without video", func() bool {
+		p := svc.PID("s_1")
+		return p != 0 && p != pid && !strings.Contains(sdp(), "m=video")
+	})
+	if i, _ := svc.Get("s_1"); i.Video != "" || i.Restarts != 1 {
+		t.Errorf("after the cameras left: %+v", i)
+	}
+
+	b.Remove("s_1")
+	testutil.WaitFor(t, 5*time.Second, "the stream to end with its session", func() bool {
+		_, ok := svc.Get("s_1")
+		return !ok
+	})
+	if _, err := os.Stat(filepath.Join(dir, "s_1")); !os.IsNotExist(err) {
+		t.Errorf("the stream's directory is left: %v", err)
+	}
+	if _, _, err := svc.Start("s_gone"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("a session not active: %v, want ErrNoSession", err)
+	}
+}

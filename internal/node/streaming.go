@@ -1,0 +1,31 @@
+package node
+
+import (
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/hls"
+	"github.com/convene/convene/internal/mixer"
+	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/supervise"
+	"github.com/convene/convene/internal/thumbnail"
+)
+
+// startStreaming makes the media services that run ffmpeg children: HLS
+// of sessions (under <data_dir>/hls) and thumbnails of video tracks.
+func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.Service, super *supervise.Supervisor,
+	reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
+	hm, tm := hls.NewMetrics(), thumbnail.NewMetrics()
+	hm.Register(reg)
+	tm.Register(reg)
+	h := hls.NewService(hls.Options{Dir: filepath.Join(cfg.DataDir, "hls"), FFmpeg: cfg.Streaming.FFmpeg,
+		Max: cfg.Streaming.HLSMax, Rooms: sessions.Room, Mixers: mixers, Supervisor: super, Metrics: hm,
+		Logger: log.With("component", "hls")})
+	t := thumbnail.NewService(thumbnail.Options{Dir: filepath.Join(cfg.DataDir, "thumbnails"), FFmpeg: cfg.Streaming.FFmpeg,
+		Max: cfg.Streaming.ThumbnailsMax, Rooms: sessions.Room, Supervisor: super, Metrics: tm,
+		Logger: log.With("component", "thumbnail")})
+	return h, t
+}
