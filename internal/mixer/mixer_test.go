@@ -138,7 +138,7 @@ func TestMixMinus(t *testing.T) {
 		}
 		x = x[len(x)/3:] // past the jitter buffer's start
 		for _, f := range want {
-			if sh := audio.ToneShare(x, f, 8000); sh < 0.25 {
+			if sh := audio.WindowedToneShare(x, f, 8000); sh < 0.25 {
 				t.Errorf("%s: %v Hz holds %.2f of what it hears, want it there", who, f, sh)
 			}
 		}

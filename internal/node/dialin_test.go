@@ -118,7 +118,7 @@ func TestPhonesDialIntoASession(t *testing.T) {
 		pcm = pcm[rate:] // past the first second
 		t.Logf("%s heard %.1f s: %v Hz %.2f, %v Hz %.2f", user, float64(len(pcm))/float64(rate),
 			want[0], audio.ToneShare(pcm, want[0], rate), want[1], audio.ToneShare(pcm, want[1], rate))
-		if sh := audio.ToneShare(pcm, want[0], rate); sh < 0.2 {
+		if sh := audio.WindowedToneShare(pcm, want[0], rate); sh < 0.2 {
 			t.Errorf("%s: the other phone's %v Hz holds %.2f of what it hears", user, want[0], sh)
 		}
 		if sh := audio.ToneShare(pcm, want[1], rate); sh > 0.05 {
@@ -304,7 +304,7 @@ func TestPhoneBehindNATIsLatched(t *testing.T) {
 	if len(heard) < 8000 {
 		t.Fatalf("the phone behind NAT heard %d samples of the mix in 3 s", len(heard))
 	}
-	if sh := audio.ToneShare(heard[len(heard)/2:], 440, 8000); sh < 0.2 { // as the other phone tests: 0.00 when absent
+	if sh := audio.WindowedToneShare(heard[len(heard)/2:], 440, 8000); sh < 0.2 { // as the other phone tests: 0.00 when absent
 		t.Errorf("the phone behind NAT hears the speaker's 440 Hz at %.2f of the energy", sh)
 	}
 	if l := phoneLink(); l.Stats.PacketsIn < 50 {

@@ -98,7 +98,7 @@ func TestMixedLinksHearTheOthers(t *testing.T) {
 		}
 		x = x[8000:] // past the start
 		for _, f := range want {
-			if sh := audio.ToneShare(x, f, 8000); sh < 0.25 {
+			if sh := audio.WindowedToneShare(x, f, 8000); sh < 0.25 {
 				t.Errorf("%s: %v Hz holds %.2f of what it hears, want it there", who, f, sh)
 			}
 		}
@@ -263,7 +263,7 @@ func TestKilledMixerComesBack(t *testing.T) {
 			len(after), metricValue(t, n, `convene_service_restarts_total{kind="mixer"}`))
 	}
 	t.Logf("the mix stopped for %v", gap)
-	if sh := audio.ToneShare(joined(after[len(after)-50:]), 440, 8000); sh < 0.25 {
+	if sh := audio.WindowedToneShare(joined(after[len(after)-50:]), 440, 8000); sh < 0.25 {
 		t.Errorf("after the restart Cy hears 440 Hz at %.2f of the energy", sh)
 	}
 	if v := metricValue(t, n, `convene_service_restarts_total{kind="mixer"}`); v != 1 {
