@@ -2,7 +2,9 @@ package recorder
 
 import (
 	"bytes"
+	"encoding/binary"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -257,6 +259,69 @@ func TestAsksVideoForAKeyframe(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); asked.Load() != 2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the video track that came later was asked for %d keyframes, want 1", asked.Load()-1)
+		}
+	}
+}
+
+// TestAsksAgainUntilAKeyframe: a video track whose packets start with no
+// keyframe is asked again every half second (the first request may have
+// been throttled), and no more once a keyframe came.
+func TestAsksAgainUntilAKeyframe(t *testing.T) {
+	room := broker.NewRoom("s")
+	var asked atomic.Int32
+	cam, _ := room.Join(broker.Member{ID: "cam", Kind: media.Video, Sends: true, Info: broker.TrackInfo{Codec: "video/VP8", ClockRate: 90000},
+		Keyframe: func() { asked.Add(1) }})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	rec, err := Start(room, t.TempDir(), Options{Now: clock, SyncEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Stop()
+	send := func(seq uint16, key bool) {
+		b := make([]byte, 12+4)
+		b[0], b[1] = 0x80, 96
+		binary.BigEndian.PutUint16(b[2:], seq)
+		binary.BigEndian.PutUint32(b[8:], 0xcafe)
+		b[12], b[13] = 0x10, 0x01 // VP8 descriptor S=1; payload header P=1: an interframe
+		if key {
+			b[13] = 0x00
+		}
+		p := media.NewPacket()
+		p.SetLen(copy(p.Buffer(), b))
+		cam.Publish(p)
+	}
+	// 2 s of interframes, 10 a second: asked at the tap, then every 500 ms.
+	for i := range 20 {
+		mu.Lock()
+		now = now.Add(100 * time.Millisecond)
+		mu.Unlock()
+		send(uint16(i), false)
+	}
+	waitPackets(t, rec, 20)
+	if n := asked.Load(); n < 4 || n > 6 {
+		t.Errorf("asked %d times in 2 s without a keyframe, want the tap's and one every 500 ms", n)
+	}
+	send(20, true)
+	before := asked.Load()
+	for i := range 20 {
+		mu.Lock()
+		now = now.Add(100 * time.Millisecond)
+		mu.Unlock()
+		send(uint16(21+i), false)
+	}
+	waitPackets(t, rec, 41)
+	if n := asked.Load(); n != before {
+		t.Errorf("asked %d more times after a keyframe, want none", n-before)
+	}
+}
+
+func waitPackets(t *testing.T, rec *Recording, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); rec.Stats().Packets != n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer took %d packets, want %d", rec.Stats().Packets, n)
 		}
 	}
 }

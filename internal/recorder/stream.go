@@ -22,6 +22,10 @@ type stream struct {
 	dirty   bool      // the sidecar changed since it was written
 	synced  int64     // bytes fsynced
 	written int64     // bytes written at the last flush
+	// A video stream asks its sender for a keyframe until one comes
+	// (writer.go: keyed, asked).
+	keyed bool
+	asked time.Duration
 }
 
 // streamKey tells streams apart: a track's SSRC, or an SSRC's RTCP

@@ -101,7 +101,32 @@ func (w *writer) packet(it item) {
 		}
 	}
 	s.sawPT(b[1] & 0x7f)
+	if it.t.Kind() == media.Video && !s.keyed {
+		w.awaitKeyframe(s, it, b)
+	}
 	w.write(s, it, b, false)
+}
+
+// keyframeRetry is how often a video stream that has had no keyframe yet
+// asks for one again: the first request (when the track was tapped) may
+// have been throttled by the sender's side, a keyframe having just gone
+// to a listener, and a browser sends one only when asked, so a recording
+// could otherwise hold seconds of video no player can start.
+const keyframeRetry = 500 * time.Millisecond
+
+func (w *writer) awaitKeyframe(s *stream, it item, b []byte) {
+	codec := it.t.Info().Codec
+	if codec == "" && len(s.side.PayloadTypes) > 0 {
+		codec = s.side.PayloadTypes[0].Codec
+	}
+	if off, ok := media.PayloadOffset(b); ok && media.Keyframe(codec, b[off:]) {
+		s.keyed = true
+		return
+	}
+	if s.asked == 0 || it.at-s.asked >= keyframeRetry {
+		s.asked = max(it.at, 1)
+		it.t.RequestKeyframe()
+	}
 }
 
 // rtcp writes a compound RTCP packet to the stream of its sender's SSRC
