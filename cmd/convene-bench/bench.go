@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,11 +25,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	peers := fs.String("peers", "nats-server", "comma-separated peers to compare with (nats-server; empty for none)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	bin := conveneBin("broker", *server, stderr)
 	if bin == "" {

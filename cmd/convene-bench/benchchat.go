@@ -31,11 +31,8 @@ func benchChatCmd(args []string, stdout, stderr io.Writer) int {
 	note := fs.String("note", "", "a note for the report (the machine's state, say)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if *quick {
 		*window, *rates = 2*time.Second, "200,500,1000,2000"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,11 +23,8 @@ func benchFloorCmd(args []string, stdout, stderr io.Writer) int {
 	creates := fs.Int("creates", 500, "sessions created")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	bin := conveneBin("floor", *server, stderr)
 	if bin == "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,11 +26,8 @@ func benchOverloadCmd(args []string, stdout, stderr io.Writer) int {
 	capPPS := fs.Float64("capacity", 0, "the node's capacity.pps (0: it measures its own; -quick: 20000)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if *quick && *capPPS == 0 {
 		*capPPS = 20000

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"io"
 	"runtime"
@@ -35,11 +34,8 @@ func benchRecCmd(args []string, stdout, stderr io.Writer) int {
 	note := fs.String("note", "", "a note for the report (the machine's state, say)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	bin := conveneBin("recorder", *server, stderr)
 	if bin == "" {

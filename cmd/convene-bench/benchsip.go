@@ -31,11 +31,8 @@ func benchSIPCmd(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	bin := conveneBin("sip", *server, stderr)
 	if bin == "" {

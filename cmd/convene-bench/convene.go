@@ -58,3 +58,15 @@ func conveneBin(cmd, path string, stderr io.Writer) string {
 	}
 	return bin
 }
+
+// parseFlags parses a command's flags; done says the command ends there,
+// with code: 0 after -h, 2 for a bad flag (the flag package said why).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return 2, true
+	}
+	return 0, false
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,11 +25,8 @@ func loadCmd(args []string, stdout, stderr io.Writer) int {
 	meetings := fs.Int("meetings", 1, "meetings")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send (the first 100 packets of each stream are not counted)")
 	key := fs.String("api-key", os.Getenv("CONVENE_API_KEY"), "the node's API key (default $CONVENE_API_KEY; `convene serve` prints it)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if *dur > 10*time.Minute || *listeners < 1 || *meetings < 1 || *listeners**meetings > 50000 {
 		fmt.Fprintln(stderr, "convene-bench load: keep duration ≤ 10m, listeners ≥ 1, meetings ≥ 1 and at most 50000 listeners in all")
