@@ -93,7 +93,16 @@ func TestDemuxBySourceAndFanOut(t *testing.T) {
 					t.Errorf("receiver %d got %q", i, b)
 				}
 			}
-			testutil.WaitFor(t, 5*time.Second, "the third destination's packet", func() bool { return dests[2].Stats().Packets == 1 })
+			// A receiver can read the datagram before the sender's loop
+			// counts it: wait for every destination's count.
+			testutil.WaitFor(t, 5*time.Second, "every destination's count", func() bool {
+				for _, d := range dests {
+					if d.Stats().Packets != 1 {
+						return false
+					}
+				}
+				return true
+			})
 			if st := dests[0].Stats(); st.Bytes != 5 || st.Drops != 0 {
 				t.Errorf("dest stats %+v", st)
 			}
