@@ -55,7 +55,7 @@ type room struct {
 	speakers *speakers
 	stop     context.CancelFunc
 	rates    map[*broker.Track]*rate // the tick goroutine's
-	quality  map[string]Quality      // last reported, the tick goroutine's
+	quality  map[string]Quality      // the reports the browsers hold, the tick goroutine's
 }
 
 // New starts an SFU.
