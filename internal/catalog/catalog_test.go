@@ -281,7 +281,7 @@ func TestPostgresDSNNotShown(t *testing.T) {
 func TestPostgresErrors(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t, postgresBackend(t))
-	_, err := s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'','',0)`)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'','','',0)`)
 	if !isFKViolation(err) || isUniqueViolation(err) {
 		t.Errorf("dangling session_id: err = %v, want only an FK violation", err)
 	}
@@ -472,7 +472,7 @@ func testForeignKeyRefusal(t *testing.T, b backend) {
 	}
 	// The constraint itself must be enforced by the database, not only by
 	// AddLink's pre-check.
-	_, err = s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'','',0)`)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO links (`+linkCols+`) VALUES ('l_y','s_ghost','rtp','audio','sendrecv','x','',0,0,'','','',0)`)
 	if err == nil || !isFKViolation(err) {
 		t.Errorf("raw insert with dangling session_id: err = %v, want FK violation", err)
 	}

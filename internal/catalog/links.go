@@ -22,11 +22,14 @@ type Link struct {
 	Interface  string // multicast interface name or ""
 	// Mix, when not "", makes the endpoint hear the session's audio mix in
 	// this codec ("PCMU", "opus/48000/2:111") instead of every stream.
-	Mix       string
+	Mix string
+	// Codec, when not "", names what the endpoint sends ("VP8/90000",
+	// "opus/48000/2"), for a dynamic payload type.
+	Codec     string
 	CreatedAt time.Time
 }
 
-const linkCols = "id, session_id, link_type, media_kind, direction, remote, remote_rtcp, rtcp_mux, ttl, iface, mix, created_at"
+const linkCols = "id, session_id, link_type, media_kind, direction, remote, remote_rtcp, rtcp_mux, ttl, iface, mix, codec, created_at"
 
 // AddLink inserts l. It returns ErrNotFound if l.SessionID does not name an
 // existing session (enforced by a foreign key) and ErrExists if a link with
@@ -61,10 +64,10 @@ func (s *Store) AddLink(ctx context.Context, l Link) error {
 	}
 
 	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO links (`+linkCols+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`),
 		l.ID, l.SessionID, l.Type, l.Kind, l.Direction, l.Remote, l.RemoteRTCP,
-		mux, l.TTL, l.Interface, l.Mix, l.CreatedAt.UnixMilli())
+		mux, l.TTL, l.Interface, l.Mix, l.Codec, l.CreatedAt.UnixMilli())
 	switch {
 	case err != nil && isFKViolation(err):
 		return fmt.Errorf("catalog: add link %q: session %q: %w", l.ID, l.SessionID, ErrNotFound)
@@ -152,7 +155,7 @@ func scanLink(r rowScanner) (Link, error) {
 		created int64
 	)
 	if err := r.Scan(&l.ID, &l.SessionID, &l.Type, &l.Kind, &l.Direction, &l.Remote, &l.RemoteRTCP,
-		&mux, &ttl, &l.Interface, &l.Mix, &created); err != nil {
+		&mux, &ttl, &l.Interface, &l.Mix, &l.Codec, &created); err != nil {
 		return Link{}, err
 	}
 	l.RTCPMux = mux != 0

@@ -50,6 +50,8 @@ type Config struct {
 	Subgroup string
 	Gated    bool
 	Owner    string
+	// Info describes what the group sends (its codec), for the track.
+	Info broker.TrackInfo
 }
 
 // Stats are a bridge's counters.
@@ -138,7 +140,7 @@ func Open(cfg Config, room *broker.Room) (*Bridge, error) {
 	}
 
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives(),
-		Group: cfg.Subgroup, Gated: cfg.Gated, Owner: cfg.Owner}
+		Group: cfg.Subgroup, Gated: cfg.Gated, Owner: cfg.Owner, Info: cfg.Info}
 	if m.Receives {
 		m.Sink = broker.SinkFunc(b.deliver)
 		m.RTCPSink = broker.SinkFunc(b.deliverRTCP)

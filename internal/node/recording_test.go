@@ -204,7 +204,9 @@ func TestRecordFFmpeg(t *testing.T) {
 
 	audioTee, videoTee := newTee(t), newTee(t)
 	al := addLink(t, n, s.ID, map[string]any{"remote": audioTee.remote(), "kind": "audio", "direction": "sendonly"})
-	vl := addLink(t, n, s.ID, map[string]any{"remote": videoTee.remote(), "kind": "video", "direction": "sendonly"})
+	// The video link names its codec: ffmpeg's VP8 goes on dynamic payload
+	// type 96, which says nothing by itself.
+	vl := addLink(t, n, s.ID, map[string]any{"remote": videoTee.remote(), "kind": "video", "direction": "sendonly", "codec": "VP8/90000"})
 
 	// Who may start.
 	if code := callNoAuth(t, "POST", base+"/recordings"); code != 401 {
@@ -308,6 +310,10 @@ func TestRecordFFmpeg(t *testing.T) {
 		side, err := recorder.ParseSidecar(sc)
 		if err != nil {
 			t.Fatal(err)
+		}
+		wantCodec := map[string]string{"audio": "audio/PCMU", "video": "video/VP8"}[c.kind]
+		if len(side.PayloadTypes) != 1 || side.PayloadTypes[0].Codec != wantCodec {
+			t.Errorf("%s: the sidecar's payload types %+v, want one, %s", c.kind, side.PayloadTypes, wantCodec)
 		}
 		if srs := countSRs(c.tee.rtcp); len(side.SenderReports) != srs || srs == 0 {
 			t.Errorf("%s: the sidecar has %d sender reports, ffmpeg sent %d", c.kind, len(side.SenderReports), srs)

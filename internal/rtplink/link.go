@@ -57,6 +57,9 @@ type Config struct {
 	// apart, unless muxed). A source once learnt is never replaced.
 	Latch       []netip.Addr
 	LatchWindow time.Duration
+	// Info describes what the endpoint sends (its codec, when named), for
+	// the track's receivers (broker.Member.Info).
+	Info broker.TrackInfo
 }
 
 // Sockets are the node's shared media sockets.
@@ -141,7 +144,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	// may hand the link a datagram at any time, and l.track must be set by
 	// then (Register's lock orders the write before that read).
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives() && !cfg.Mixed,
-		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner}
+		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner, Info: cfg.Info}
 	if m.Receives {
 		m.Sink = l
 	}

@@ -59,6 +59,9 @@ func rtpRecord(req NewRTPLink) (catalog.Link, error) {
 	if dir == "" {
 		dir = string(media.SendRecv)
 	}
+	if _, err := parseLinkCodec(req.Kind, req.Codec); err != nil {
+		return catalog.Link{}, err
+	}
 	if req.Mix != "" {
 		if req.Kind != "audio" {
 			return catalog.Link{}, fmt.Errorf("%w: only an audio link hears a mix", ErrInvalid)
@@ -68,7 +71,7 @@ func rtpRecord(req NewRTPLink) (catalog.Link, error) {
 		}
 	}
 	return catalog.Link{ID: newID("l_"), Type: LinkRTP, Kind: req.Kind, Direction: dir, Remote: req.Remote,
-		RemoteRTCP: req.RemoteRTCP, RTCPMux: req.RTCPMux, Mix: req.Mix}, nil
+		RemoteRTCP: req.RemoteRTCP, RTCPMux: req.RTCPMux, Mix: req.Mix, Codec: req.Codec}, nil
 }
 
 func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
@@ -82,6 +85,9 @@ func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
 	if req.TTL < 0 || req.TTL > 255 {
 		return catalog.Link{}, fmt.Errorf("%w: ttl must be 0..255", ErrInvalid)
 	}
+	if _, err := parseLinkCodec(req.Kind, req.Codec); err != nil {
+		return catalog.Link{}, err
+	}
 	dir := req.Direction
 	if dir == "" {
 		dir = string(media.SendRecv)
@@ -91,7 +97,7 @@ func multicastRecord(req NewMulticastLink) (catalog.Link, error) {
 		ttl = 1
 	}
 	return catalog.Link{ID: newID("l_"), Type: LinkMulticast, Kind: req.Kind, Direction: dir, Remote: req.Group,
-		TTL: ttl, Interface: req.Interface}, nil
+		TTL: ttl, Interface: req.Interface, Codec: req.Codec}, nil
 }
 
 // mediaPlace is where a link's media goes in its room: the member it
@@ -143,7 +149,16 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 			return nil, fmt.Errorf("%w: this node mixes no audio", ErrUnavailable)
 		}
 	}
-	cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue,
+	info, err := parseLinkCodec(rec.Kind, rec.Codec)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Codec == "" && rec.Mix != "" {
+		// An endpoint that hears the mix sends in the mix's codec (a phone
+		// answers with one codec both ways).
+		info.Info = mixInfo(spec)
+	}
+	cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue, Info: info.Info,
 		Group: at.group, Gated: at.gated, Owner: at.member, Mixed: mixed}
 	if te != 0 && at.member != "" && s.o.OnDigit != nil {
 		sid, member := rec.SessionID, at.member
@@ -188,7 +203,11 @@ func openMulticast(s *Service, rec catalog.Link, room *broker.Room, at mediaPlac
 	if err != nil {
 		return nil, fmt.Errorf("%w: group %q", ErrInvalid, rec.Remote)
 	}
-	b, err := multicast.Open(multicast.Config{ID: rec.ID, Kind: kind, Group: g, Interface: rec.Interface,
+	info, err := parseLinkCodec(rec.Kind, rec.Codec)
+	if err != nil {
+		return nil, err
+	}
+	b, err := multicast.Open(multicast.Config{ID: rec.ID, Kind: kind, Group: g, Interface: rec.Interface, Info: info.Info,
 		TTL: rec.TTL, Direction: dir, Queue: s.o.Queue, Logger: s.log,
 		Subgroup: at.group, Gated: at.gated, Owner: at.member}, room)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/codec"
+	"github.com/convene/convene/internal/ingest"
 	"github.com/convene/convene/internal/mixer"
 )
 
@@ -84,4 +85,31 @@ func parseMix(s string) (codec.Spec, uint8, error) {
 		te = uint8(n)
 	}
 	return spec, te, nil
+}
+
+// parseLinkCodec reads a link's codec (NewRTPLink.Codec), which must be of
+// the link's kind; "" names none.
+func parseLinkCodec(kind, s string) (ingest.Codec, error) {
+	if s == "" {
+		return ingest.Codec{}, nil
+	}
+	c, err := ingest.ParseCodec(s)
+	if err != nil {
+		return ingest.Codec{}, fmt.Errorf("%w: codec: %v", ErrInvalid, err)
+	}
+	if c.Kind.String() != kind {
+		return ingest.Codec{}, fmt.Errorf("%w: codec %q is %s, the link carries %s", ErrInvalid, s, c.Kind, kind)
+	}
+	return c, nil
+}
+
+// mixInfo describes what an endpoint hearing a mix in spec sends: the same
+// codec, so that its track names it (a dynamic payload type, Opus's, says
+// nothing by itself to a recording).
+func mixInfo(spec codec.Spec) broker.TrackInfo {
+	ch := uint16(1)
+	if strings.EqualFold(spec.Name, "opus") {
+		ch = 2 // RFC 7587 §7: always "opus/48000/2"
+	}
+	return broker.TrackInfo{Codec: "audio/" + spec.Name, ClockRate: uint32(spec.RTPClock()), Channels: ch, Source: "rtp"}
 }

@@ -239,6 +239,6 @@ func (s *Service) closeLink(l *liveLink) {
 func linkView(l *liveLink) Link {
 	r := l.rec
 	return Link{ID: r.ID, Member: l.member, Type: r.Type, Kind: r.Kind, Direction: r.Direction, Remote: r.Remote,
-		RemoteRTCP: r.RemoteRTCP, RTCPMux: r.RTCPMux, TTL: r.TTL, Interface: r.Interface,
+		RemoteRTCP: r.RemoteRTCP, RTCPMux: r.RTCPMux, TTL: r.TTL, Interface: r.Interface, Mix: r.Mix, Codec: r.Codec,
 		Local: l.media.Local(), CreatedAt: r.CreatedAt, Stats: mediaStats(l.media), Source: l.source}
 }

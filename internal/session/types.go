@@ -86,6 +86,8 @@ type Link struct {
 	RTCPMux    bool      `json:"rtcp_mux"`
 	TTL        int       `json:"ttl,omitempty"`
 	Interface  string    `json:"interface,omitempty"`
+	Mix        string    `json:"mix,omitempty"`
+	Codec      string    `json:"codec,omitempty"`
 	Local      Local     `json:"local"`
 	Source     string    `json:"source,omitempty"` // a WebRTC link's: camera, microphone, screen
 	CreatedAt  time.Time `json:"created_at"`
@@ -125,6 +127,12 @@ type NewRTPLink struct {
 	// of every member's stream: "PCMU", "PCMA", "opus/48000/2:111",
 	// "L16/16000:96". Audio links only.
 	Mix string `json:"mix,omitempty"`
+	// Codec names what the endpoint sends, as an rtpmap entry ("VP8/90000",
+	// "opus/48000/2", "video/AV1/90000" for a name the node does not know):
+	// a dynamic payload type says nothing by itself, and browsers,
+	// recordings and exports need to know. Empty: the static payload type
+	// (PCMU, PCMA, G722) tells, or nobody knows.
+	Codec string `json:"codec,omitempty"`
 	// Policed is set by the API when a member, not the operator, creates
 	// the link: the destination policy, the caps and consent apply.
 	Policed bool `json:"-"`
@@ -144,6 +152,8 @@ type NewMulticastLink struct {
 	Direction string `json:"direction,omitempty"`
 	TTL       int    `json:"ttl,omitempty"`
 	Interface string `json:"interface,omitempty"`
+	// Codec names what the group carries, as for NewRTPLink.
+	Codec string `json:"codec,omitempty"`
 	// Member ties the group to a session member: its role, subgroup and
 	// floor, and no echo of that member's own media.
 	Member string `json:"member,omitempty"`
