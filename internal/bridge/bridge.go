@@ -74,6 +74,7 @@ type outgoing struct {
 	p       *media.Packet
 	n       uint32
 	subject string
+	owner   string // RTCP: its sender's session member
 }
 
 // New starts a bridge's senders.
@@ -110,7 +111,7 @@ func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 	defer b.wg.Done()
 	buf := make([]byte, 0, EnvelopeLen+media.BufSize)
 	for o := range q {
-		buf = appendEnvelope(buf[:0], o.n, kind, o.p.RTCP, o.p.Bytes())
+		buf = appendEnvelope(buf[:0], o.n, kind, o.p.RTCP, o.owner, o.p.Bytes())
 		o.p.Release()
 		if err := c.Publish(o.subject, buf); err != nil {
 			b.drop.Add(1)
@@ -123,9 +124,9 @@ func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 
 // enqueue hands a packet of local track n to its kind's sender; it never
 // blocks. It takes over the caller's reference.
-func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, n uint32, subject string) {
+func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, n uint32, subject, owner string) {
 	select {
-	case b.out[kind] <- outgoing{p: p, n: n, subject: subject}:
+	case b.out[kind] <- outgoing{p: p, n: n, subject: subject, owner: owner}:
 	default:
 		b.drop.Add(1)
 		p.Release()
@@ -196,6 +197,7 @@ func (b *Bridge) Stats() Stats {
 // Subjects (doc.go).
 func stateSubject(session, node string) string { return "convene.media." + session + ".state." + node }
 func keySubject(session, node string) string   { return "convene.media." + session + ".key." + node }
+func rtcpSubject(session, node string) string  { return "convene.media." + session + ".rtcp." + node }
 func dataSubject(node string, n uint32) string {
 	return "convene.m." + node + "." + strconv.FormatUint(uint64(n), 10)
 }

@@ -199,6 +199,86 @@ func TestBridgeTwoNodes(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "b to drop a's track", func() bool { return remoteMembers(rb) == 0 })
 }
 
+// RTCP crosses: what a's endpoints send reaches b's endpoints that take
+// RTCP (receiver reports back to a sender, sender reports to receivers),
+// never the sender's owner's endpoints there, and never comes back.
+func TestBridgeRTCP(t *testing.T) {
+	ba, bb, ra, rb := twoNodes(t)
+	onA, echoA := &catcher{}, &catcher{}
+	onB, echoB, video := &catcher{}, &catcher{}, &catcher{}
+	for _, j := range []struct {
+		r *broker.Room
+		m broker.Member
+	}{
+		{ra, broker.Member{ID: "l_a", Kind: media.Audio, Owner: "m1", RTCPSink: onA}},
+		{ra, broker.Member{ID: "l_a_echo", Kind: media.Audio, Owner: "m2", RTCPSink: echoA}},
+		{rb, broker.Member{ID: "l_b", Kind: media.Audio, Owner: "m2", RTCPSink: onB}},
+		{rb, broker.Member{ID: "l_b_echo", Kind: media.Audio, Owner: "m1", RTCPSink: echoB}},
+		{rb, broker.Member{ID: "l_b_video", Kind: media.Video, Owner: "m3", RTCPSink: video}},
+	} {
+		if _, err := j.r.Join(j.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sr := func(ssrc uint32) []byte {
+		b := []byte{0x80, 200, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(b[4:], ssrc)
+		return b
+	}
+	rr := func(ssrc uint32) []byte {
+		b := []byte{0x80, 201, 0, 1, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(b[4:], ssrc)
+		return b
+	}
+	publish := func(r *broker.Room, from string, b []byte) {
+		p := media.NewPacket()
+		p.SetLen(copy(p.Buffer(), b))
+		r.PublishRTCP(from, media.Audio, p)
+	}
+	// Sent until the nodes know of each other; then one of each, checked.
+	testutil.WaitFor(t, 10*time.Second, "a's RTCP on b", func() bool {
+		publish(ra, "l_a", sr(1))
+		return onB.n() > 0
+	})
+	testutil.WaitFor(t, 10*time.Second, "b's RTCP on a", func() bool {
+		publish(rb, "l_b", rr(2))
+		return onA.n() > 0
+	})
+	time.Sleep(300 * time.Millisecond) // what the warm-up sent arrives
+	nA, nB, nEchoA := onA.n(), onB.n(), echoA.n()
+	publish(ra, "l_a", sr(3))
+	publish(rb, "l_b", rr(4))
+	testutil.WaitFor(t, 10*time.Second, "one more each way", func() bool { return onA.n() == nA+1 && onB.n() == nB+1 })
+	time.Sleep(300 * time.Millisecond) // anything that would loop back has come
+	onB.mu.Lock()
+	last := onB.got[len(onB.got)-1]
+	onB.mu.Unlock()
+	if !bytes.Equal(last, sr(3)) {
+		t.Errorf("b got %x, a's member sent %x", last, sr(3))
+	}
+	if onA.n() != nA+1 || onB.n() != nB+1 {
+		t.Errorf("a has %d, b %d after one each way: RTCP came back across", onA.n()-nA, onB.n()-nB)
+	}
+	// l_a_echo (m2) hears a's own l_a locally, but not b's l_b (also m2).
+	if echoA.n() != nEchoA+1 {
+		t.Errorf("a's other member of m2 got %d of the 2 RTCP packets since, want only l_a's", echoA.n()-nEchoA)
+	}
+	// l_b_echo (m1) hears b's own l_b, but none of a's l_a (also m1).
+	echoB.mu.Lock()
+	for _, p := range echoB.got {
+		if p[1] != 201 {
+			t.Errorf("m1's endpoint on b got m1's sender report %x from a", p)
+		}
+	}
+	echoB.mu.Unlock()
+	if echoB.n() == 0 || video.n() != 0 {
+		t.Errorf("m1's endpoint on b got %d receiver reports from b, video %d of audio's RTCP", echoB.n(), video.n())
+	}
+	if ba.Stats().PacketsOut == 0 || bb.Stats().PacketsIn == 0 {
+		t.Errorf("stats a %+v b %+v", ba.Stats(), bb.Stats())
+	}
+}
+
 // benchPair runs bench for a sender on node a and a receiver (sink) in
 // the same room ("local") and on node b ("bridged"); bench gets a's bridge
 // and the sender's track.

@@ -31,7 +31,7 @@
 //	+-+-+-+-+-+-+-+-+-------------------
 //
 // V is the envelope version, K the kind (0 audio, 1 video), R set for
-// RTCP (not bridged yet), flags zero. Audio and video travel on separate
+// RTCP, flags zero. Audio and video travel on separate
 // connections (Options.Audio, Options.Video), so an audio packet never
 // waits behind a video burst in one connection's buffer, and on the
 // receiving node both enter the room like any publisher's packets, where
@@ -40,8 +40,19 @@
 // A receiver's keyframe request for a remote video track (broker.Member.
 // Keyframe) goes to the track's node on convene.media.<session>.key.<node>
 // (4 bytes: n), at most every 300 ms per track, and that node asks its
-// sender (broker.Track.RequestKeyframe, throttled there again). Other RTCP
-// does not cross nodes yet.
+// sender (broker.Track.RequestKeyframe, throttled there again).
+//
+// The RTCP the room's own endpoints send (broker.Room.TapRTCP: sender
+// reports, receiver reports, BYE) goes, while other nodes have the
+// session, to convene.media.<session>.rtcp.<node>: the envelope with R set
+// and n 0, a byte of length and the sender's session member (its owner, at
+// most 255 bytes), then the compound packet. The other nodes publish it in
+// their rooms as that owner's (broker.Room.PublishRemoteRTCP): it reaches
+// every endpoint of the kind that takes RTCP except the owner's own (no
+// echo, so no endpoint sees its own SSRC come back) and no tap, so it
+// never crosses again. RTCP is broadcast in a session as on one node (as
+// in an RTP multicast session): a remote sender's reports reach every
+// receiver, and receivers' reports reach every sender.
 //
 // Concurrency: each spanned room has one goroutine that owns its state
 // (remote members, wants, taps); room callbacks and state messages only

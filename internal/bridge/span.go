@@ -93,8 +93,12 @@ type span struct {
 	done chan struct{}
 	end  chan struct{}
 
-	unsubState, unsubKeys func()
-	counts                atomic.Pointer[spanCounts]
+	unsubState, unsubKeys, unsubRTCP func()
+	untapRTCP                        [2]func()
+	// peered is set while other nodes have this session: the room's RTCP
+	// goes to them only then.
+	peered atomic.Bool
+	counts atomic.Pointer[spanCounts]
 
 	exports map[*broker.Track]*export
 	peers   map[string]*peer
@@ -131,9 +135,58 @@ func newSpan(b *Bridge, r *broker.Room) (*span, error) {
 		unsub()
 		return nil, err
 	}
+	if s.unsubRTCP, err = b.o.Control.Subscribe(rtcpSubject(s.sid, "*"), s.remoteRTCP); err != nil {
+		unsub()
+		s.unsubKeys()
+		return nil, err
+	}
+	for k := range s.untapRTCP {
+		kind := media.Kind(k)
+		s.untapRTCP[k] = r.TapRTCP(kind, rtcpTap{s, kind})
+	}
 	r.SetOnSenders(s.poke)
 	go s.run()
 	return s, nil
+}
+
+// rtcpTap sends the RTCP of the room's own endpoints to the other nodes
+// (receiver reports back to remote senders, sender reports to remote
+// receivers), one message per packet on convene.media.<session>.rtcp.<node>.
+type rtcpTap struct {
+	s    *span
+	kind media.Kind
+}
+
+func (t rtcpTap) DeliverRTCP(p *media.Packet, owner string) {
+	if !t.s.peered.Load() {
+		p.Release()
+		return
+	}
+	t.s.b.enqueue(p, t.kind, 0, rtcpSubject(t.s.sid, t.s.b.o.Node), owner)
+}
+
+// remoteRTCP publishes another node's RTCP in the room, as its sender's
+// owner's: it reaches every endpoint of its kind that takes RTCP but that
+// owner's (no echo), and no tap (it never goes back across).
+func (s *span) remoteRTCP(subject string, data []byte) {
+	if node := subject[strings.LastIndexByte(subject, '.')+1:]; node == s.b.o.Node {
+		return
+	}
+	_, kind, rtcp, rest, err := parseEnvelope(data)
+	if err != nil || !rtcp {
+		s.b.drop.Add(1)
+		return
+	}
+	owner, pkt, err := parseRTCP(rest)
+	if err != nil || len(pkt) < 8 || len(pkt) >= media.BufSize || media.ClassifyRTCP(pkt) != media.ClassRTCP {
+		s.b.drop.Add(1)
+		return
+	}
+	s.b.pktsIn.Add(1)
+	s.b.bytesIn.Add(uint64(len(data)))
+	p := media.NewPacket()
+	p.SetLen(copy(p.Buffer(), pkt))
+	s.room.PublishRemoteRTCP(owner, kind, p)
 }
 
 // poke wakes the span's goroutine; it never blocks.
@@ -175,6 +228,7 @@ func (s *span) run() {
 			s.expire()
 			periodic = true
 		}
+		s.peered.Store(len(s.peers) > 0)
 		if s.sync() || periodic || s.hello {
 			s.hello = false
 			s.announce(false, false)
@@ -338,7 +392,7 @@ func (s *span) sync() bool {
 		case want && e.untap == nil:
 			n, kind, subject := e.n, t.Kind(), e.subject
 			e.untap = s.room.Tap(t, remotePrefix+"tap", broker.SinkFunc(func(p *media.Packet, _ *broker.Track) {
-				s.b.enqueue(p, kind, n, subject)
+				s.b.enqueue(p, kind, n, subject, "")
 			}))
 		case !want && e.untap != nil:
 			e.untap()
@@ -429,6 +483,10 @@ func (s *span) teardown() {
 	s.room.SetOnSenders(nil)
 	s.unsubState()
 	s.unsubKeys()
+	s.unsubRTCP()
+	for _, untap := range s.untapRTCP {
+		untap()
+	}
 	s.announce(false, true)
 	for node := range s.peers {
 		s.dropPeer(node)

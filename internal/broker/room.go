@@ -96,6 +96,9 @@ type rtcpSub struct {
 	member string
 	owner  string
 	sink   Sink
+	// A tap (TapRTCP) instead of a member: no member or sink.
+	tap   RTCPTap
+	tapID *byte
 }
 
 // Room is the media of one session: its members and their tracks.
@@ -208,7 +211,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	}
 	if m.RTCPSink != nil {
 		old := *r.rtcp[m.Kind].Load()
-		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{m.ID, m.Owner, m.RTCPSink})
+		next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{member: m.ID, owner: m.Owner, sink: m.RTCPSink})
 		r.rtcp[m.Kind].Store(&next)
 	}
 	return own, nil
@@ -291,11 +294,9 @@ func (r *Room) SetGroup(id, group string) {
 
 // PublishRTCP sends an RTCP packet from member `from` of the given kind to
 // every other member of that kind that takes RTCP, except the other
-// endpoints of the same owner (Member.Owner). It takes over the caller's
-// reference.
+// endpoints of the same owner (Member.Owner), and to the RTCP taps
+// (TapRTCP). It takes over the caller's reference.
 func (r *Room) PublishRTCP(from string, kind media.Kind, p *media.Packet) {
-	p.Kind = kind
-	p.RTCP = true
 	subs := *r.rtcp[kind].Load()
 	owner := ""
 	for i := range subs {
@@ -304,7 +305,26 @@ func (r *Room) PublishRTCP(from string, kind media.Kind, p *media.Packet) {
 			break
 		}
 	}
-	skip := func(s rtcpSub) bool { return s.member == from || (owner != "" && s.owner == owner) }
+	r.deliverRTCP(subs, kind, p, from, owner, false)
+}
+
+// PublishRemoteRTCP sends an RTCP packet that an endpoint of owner on
+// another node sent (the cross-node bridge) to every member of the kind
+// that takes RTCP, except owner's endpoints; not to the RTCP taps, so it
+// never goes back across. It takes over the caller's reference.
+func (r *Room) PublishRemoteRTCP(owner string, kind media.Kind, p *media.Packet) {
+	r.deliverRTCP(*r.rtcp[kind].Load(), kind, p, "", owner, true)
+}
+
+func (r *Room) deliverRTCP(subs []rtcpSub, kind media.Kind, p *media.Packet, from, owner string, remote bool) {
+	p.Kind = kind
+	p.RTCP = true
+	skip := func(s rtcpSub) bool {
+		if s.tap != nil {
+			return remote
+		}
+		return (from != "" && s.member == from) || (owner != "" && s.owner == owner)
+	}
 	n := 0
 	for i := range subs {
 		if !skip(subs[i]) {
@@ -317,9 +337,44 @@ func (r *Room) PublishRTCP(from string, kind media.Kind, p *media.Packet) {
 	}
 	p.Retain(n - 1)
 	for i := range subs {
-		if !skip(subs[i]) {
+		switch {
+		case skip(subs[i]):
+		case subs[i].tap != nil:
+			subs[i].tap.DeliverRTCP(p, owner)
+		default:
 			subs[i].sink.Deliver(p, nil)
 		}
+	}
+}
+
+// RTCPTap takes the RTCP a room's own endpoints send (TapRTCP).
+type RTCPTap interface {
+	// DeliverRTCP takes over a reference to p, sent by an endpoint of
+	// owner ("" for none). It must not block.
+	DeliverRTCP(p *media.Packet, owner string)
+}
+
+// TapRTCP hands tap every RTCP packet of the kind that the room's own
+// endpoints send (PublishRTCP), with its sender's owner, and none that
+// came from another node (PublishRemoteRTCP). untap ends it.
+func (r *Room) TapRTCP(kind media.Kind, tap RTCPTap) (untap func()) {
+	id := new(byte) // a unique identity for this tap's entry
+	r.mu.Lock()
+	old := *r.rtcp[kind].Load()
+	next := append(append(make([]rtcpSub, 0, len(old)+1), old...), rtcpSub{tap: tap, tapID: id})
+	r.rtcp[kind].Store(&next)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		old := *r.rtcp[kind].Load()
+		next := make([]rtcpSub, 0, len(old))
+		for _, s := range old {
+			if s.tapID != id {
+				next = append(next, s)
+			}
+		}
+		r.rtcp[kind].Store(&next)
 	}
 }
 

@@ -129,6 +129,51 @@ func TestRTCPFanOut(t *testing.T) {
 	r.PublishRTCP("a", media.Audio, packet(0x80, 200)) // no one left: released, no panic
 }
 
+type rtcpTap struct {
+	owners []string
+}
+
+func (t *rtcpTap) DeliverRTCP(p *media.Packet, owner string) {
+	t.owners = append(t.owners, owner)
+	p.Release()
+}
+
+// A tap gets the room's own RTCP with its sender's owner; RTCP from
+// another node reaches members (not its sender's other endpoints) but
+// never a tap, so it cannot go back across.
+func TestRTCPTapAndRemote(t *testing.T) {
+	r := NewRoom("s")
+	a, a2, b := &recorder{}, &recorder{}, &recorder{}
+	r.Join(Member{ID: "a", Kind: media.Audio, Owner: "alice", RTCPSink: a})
+	r.Join(Member{ID: "a2", Kind: media.Audio, Owner: "alice", RTCPSink: a2})
+	r.Join(Member{ID: "b", Kind: media.Audio, RTCPSink: b})
+	tap, vtap := &rtcpTap{}, &rtcpTap{}
+	untap := r.TapRTCP(media.Audio, tap)
+	r.TapRTCP(media.Video, vtap)
+	r.PublishRTCP("a", media.Audio, packet(0x80, 200))
+	r.PublishRTCP("b", media.Audio, packet(0x80, 201))
+	if len(tap.owners) != 2 || tap.owners[0] != "alice" || tap.owners[1] != "" || len(vtap.owners) != 0 {
+		t.Fatalf("tap got owners %q, video tap %q", tap.owners, vtap.owners)
+	}
+	if a.count() != 1 || a2.count() != 1 || b.count() != 1 { // b's reaches both of alice's
+		t.Fatalf("local rtcp a=%d a2=%d b=%d", a.count(), a2.count(), b.count())
+	}
+	r.PublishRemoteRTCP("alice", media.Audio, packet(0x80, 202))
+	r.PublishRemoteRTCP("", media.Audio, packet(0x80, 203))
+	if a.count() != 2 || a2.count() != 2 || b.count() != 3 || len(tap.owners) != 2 {
+		t.Fatalf("remote rtcp a=%d a2=%d b=%d tap=%d", a.count(), a2.count(), b.count(), len(tap.owners))
+	}
+	untap()
+	r.PublishRTCP("b", media.Audio, packet(0x80, 204))
+	if len(tap.owners) != 2 {
+		t.Fatal("an untapped tap still gets RTCP")
+	}
+	r.Leave("a")
+	r.Leave("a2")
+	r.Leave("b")
+	r.PublishRemoteRTCP("x", media.Audio, packet(0x80, 205)) // no one: released, no panic
+}
+
 func TestPacketRefcount(t *testing.T) {
 	p := media.NewPacket()
 	p.Retain(2)
