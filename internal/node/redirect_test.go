@@ -146,3 +146,28 @@ func TestClusterRefusalNamesANodeWithRoom(t *testing.T) {
 		t.Errorf("after B drained the phone was not refused with 503:\n%s", msgs)
 	}
 }
+
+// TestPublicAddresses: a node publishes http.public_url (without a
+// trailing slash) when set, else its listener's URL when that is a
+// specific IP, and none on all interfaces; its SIP server's address; the
+// ID of its token key. A lone node names no alternatives.
+func TestPublicAddresses(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.HTTP.PublicURL = "https://node-a.example.org/"
+	n := startNode(t, cfg)
+	if p := n.public("k1"); p.URL != "https://node-a.example.org" || p.SIP != n.SIPAddr() || p.TokenKey != "k1" {
+		t.Errorf("public %+v", p)
+	}
+	if p := n.public(""); p.TokenKey != "" {
+		t.Errorf("token key %q", p.TokenKey)
+	}
+	cfg = testConfig(t, t.TempDir())
+	cfg.HTTP.Addr = "0.0.0.0:0"
+	m := startNode(t, cfg)
+	if p := m.public("k"); p.URL != "" {
+		t.Errorf("a node on all interfaces without http.public_url publishes %q", p.URL)
+	}
+	if got := m.alternatives(1); len(got) != 0 {
+		t.Errorf("a lone node names %+v", got)
+	}
+}
