@@ -95,7 +95,7 @@ func (s *Server) identify(r *http.Request, sid string) (principal, error) {
 	}
 	p := principal{member: c.Member, role: c.Role, claims: c}
 	if c.Member != "" {
-		role, ok := s.o.Sessions.MemberRole(sid, c.Member)
+		role, ok := s.o.Sessions.MemberRole(r.Context(), sid, c.Member)
 		if !ok {
 			return principal{}, errors.New("the token's member has left the session")
 		}

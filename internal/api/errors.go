@@ -69,7 +69,22 @@ func (s *Server) writeServiceError(w http.ResponseWriter, r *http.Request, err e
 		var ref *capacity.Refusal
 		if errors.As(err, &ref) {
 			w.Header().Set("Retry-After", strconv.Itoa(int(ref.RetryAfter.Seconds())))
+			if len(ref.Alternatives) > 0 {
+				writeJSON(w, status, refusalBody{errorDetail{Code: code, Message: err.Error()}, ref.Alternatives})
+				return
+			}
 		}
 		writeError(w, status, code, err.Error())
 	}
+}
+
+// refusalBody is an over-capacity 503 in cluster mode: the error and the
+// nodes with room for the request, most room first (issue 19). There is no
+// Location header: RFC 9110 (10.2.2) gives it a meaning only on 201 and
+// 3xx, and a 3xx would have a generic client re-send the request — with
+// its API key or token — to another host without being asked. The client
+// chooses: the web app moves a member whose token is valid there.
+type refusalBody struct {
+	Error        errorDetail            `json:"error"`
+	Alternatives []capacity.Alternative `json:"alternatives"`
 }

@@ -112,7 +112,7 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 			err = errors.New("the token is for another session")
 		}
 		if err == nil && c.Member != "" {
-			if _, ok := s.o.Sessions.MemberRole(sid, c.Member); !ok {
+			if _, ok := s.o.Sessions.MemberRole(r.Context(), sid, c.Member); !ok {
 				err = errors.New("the token's member has left the session")
 			}
 		}

@@ -72,6 +72,15 @@ func (s *Signer) Sign(c Claims) string {
 	return head + "." + base64.RawURLEncoding.EncodeToString(s.mac(head))
 }
 
+// keyIDMessage is what KeyID signs: never a token's head (those start
+// with "cv1."), so the ID is no signature of any token.
+const keyIDMessage = "convene token key id"
+
+// KeyID identifies the signer's secret without revealing it: the first 8
+// bytes of its HMAC over a fixed message, in hex. Nodes with the same ID
+// accept each other's tokens; a node publishes its ID in its heartbeats.
+func (s *Signer) KeyID() string { return hex.EncodeToString(s.mac(keyIDMessage)[:8]) }
+
 // IsToken reports whether s looks like a token rather than an API key.
 func IsToken(s string) bool { return strings.HasPrefix(s, prefix) }
 

@@ -58,3 +58,13 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestKeyID(t *testing.T) {
+	a, a2, b := NewSigner([]byte("secret"), nil), NewSigner([]byte("secret"), nil), NewSigner([]byte("other"), nil)
+	if a.KeyID() != a2.KeyID() || a.KeyID() == b.KeyID() || len(a.KeyID()) != 16 {
+		t.Fatalf("key IDs %q %q %q: want equal for one secret, different for another, 16 hex digits", a.KeyID(), a2.KeyID(), b.KeyID())
+	}
+	if strings.Contains(a.KeyID(), "secret") {
+		t.Fatal("the key ID shows the secret")
+	}
+}

@@ -65,6 +65,7 @@ type Bus struct {
 
 	mu      sync.Mutex
 	closing bool
+	public  Public        // SetPublic, read by each heartbeat
 	done    chan struct{} // closed when Close starts; stops heartbeats
 	hbWG    sync.WaitGroup
 

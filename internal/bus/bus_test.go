@@ -223,7 +223,10 @@ func TestHeartbeat(t *testing.T) {
 	sub := subscribe(t, b.Conn(), AllHeartbeats)
 
 	want := Load{Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
-		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5, CapacityPPS: 500000, LoadPPS: 1234.5, ShedLevel: 1}
+		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5, CapacityPPS: 500000, LoadPPS: 1234.5, ShedLevel: 1,
+		AdmitPPS: 400000, CommittedPPS: 2000}
+	pub := Public{URL: "https://a.example", SIP: "a.example:5060", TokenKey: "0123456789abcdef"}
+	b.SetPublic(pub)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -244,7 +247,7 @@ func TestHeartbeat(t *testing.T) {
 		if err := json.Unmarshal(ev.Data, &hb); err != nil {
 			t.Fatal(err)
 		}
-		if hb.Load != want || hb.Version != "1.2.3" || hb.CapacityPPS != 500000 || hb.Rates != (Rates{}) {
+		if hb.Load != want || hb.Public != pub || hb.Version != "1.2.3" || hb.CapacityPPS != 500000 || hb.Rates != (Rates{}) {
 			t.Errorf("heartbeat = %+v", hb)
 		}
 		if hb.UptimeSeconds < 0 || hb.UptimeSeconds > time.Since(start).Seconds() {
@@ -253,13 +256,14 @@ func TestHeartbeat(t *testing.T) {
 		data := raw["data"].(map[string]any)
 		for _, k := range []string{"sessions", "links", "tracks", "packets_in", "packets_out", "drops",
 			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version",
-			"packets_in_per_second", "packets_out_per_second", "cpu_cores", "capacity_pps", "load_pps", "shed_level"} {
+			"packets_in_per_second", "packets_out_per_second", "cpu_cores", "capacity_pps", "load_pps", "shed_level",
+			"admit_pps", "committed_pps", "public_url", "sip", "token_key"} {
 			if _, ok := data[k]; !ok {
 				t.Errorf("heartbeat data lacks %q: %s", k, ev.Data)
 			}
 		}
-		if len(data) != 17 {
-			t.Errorf("heartbeat data has %d keys, want 17: %s", len(data), ev.Data)
+		if len(data) != 22 {
+			t.Errorf("heartbeat data has %d keys, want 22: %s", len(data), ev.Data)
 		}
 	}
 

@@ -25,6 +25,29 @@ type Load struct {
 	CapacityPPS float64 `json:"capacity_pps"`
 	LoadPPS     float64 `json:"load_pps"`
 	ShedLevel   int     `json:"shed_level"`
+	// AdmitPPS is the load up to which the node admits (its capacity less
+	// the headroom) and CommittedPPS what it has taken on (its members'
+	// predicted packets/s, which count before their media flows): the
+	// node admits a request of p packets/s while max(LoadPPS,
+	// CommittedPPS) + p ≤ AdmitPPS and ShedLevel is 0, so another node can
+	// tell from the heartbeat whether it has room (package registry).
+	AdmitPPS     float64 `json:"admit_pps"`
+	CommittedPPS float64 `json:"committed_pps"`
+}
+
+// Public is where clients reach a node, as it publishes it so that a node
+// that refuses a client over capacity can name it (package registry).
+// Only addresses the node serves clients on anyway.
+type Public struct {
+	// URL is the base URL of the node's API and web app (http.public_url).
+	URL string `json:"public_url,omitempty"`
+	// SIP is the host:port phones reach the node's SIP server at; empty
+	// when it has none.
+	SIP string `json:"sip,omitempty"`
+	// TokenKey identifies the key that signs the node's tokens
+	// (auth.Signer.KeyID): nodes that show the same one accept each
+	// other's join and member tokens.
+	TokenKey string `json:"token_key,omitempty"`
 }
 
 // Rates are a node's load per second over the interval since its previous
@@ -57,13 +80,22 @@ func rates(prev, cur Load, dt time.Duration) Rates {
 	}
 }
 
-// Heartbeat is the Data of a heartbeat Event. Load's and Rates' fields are
-// inlined in the JSON object.
+// Heartbeat is the Data of a heartbeat Event. Load's, Rates' and Public's fields
+// are inlined in the JSON object.
 type Heartbeat struct {
 	Load
 	Rates
+	Public
 	UptimeSeconds float64 `json:"uptime_seconds"`
 	Version       string  `json:"version"`
+}
+
+// SetPublic sets where clients reach this node, for the heartbeats from
+// the next one on.
+func (b *Bus) SetPublic(p Public) {
+	b.mu.Lock()
+	b.public = p
+	b.mu.Unlock()
 }
 
 // RunHeartbeat publishes a heartbeat on convene.node.<nodeID>.heartbeat
@@ -105,6 +137,9 @@ func (b *Bus) RunHeartbeat(ctx context.Context, interval time.Duration, load fun
 		prev, prevAt = hb.Load, now
 		hb.UptimeSeconds = now.Sub(b.started).Seconds()
 		hb.Version = b.version
+		b.mu.Lock()
+		hb.Public = b.public
+		b.mu.Unlock()
 		if err := b.Publish(subject, Event{Type: EventHeartbeat, Data: hb}); err != nil {
 			b.log.Warn("heartbeat publish failed", "err", err)
 		}

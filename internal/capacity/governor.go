@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,15 +51,42 @@ type Refusal struct {
 	LoadPPS, AddPPS, LimitPPS, CapacityPPS float64
 	Level                                  Level
 	RetryAfter                             time.Duration
+	// Alternatives are other nodes of the cluster with room for it, most
+	// room first (Options.Alternatives); none on a lone node.
+	Alternatives []Alternative
+}
+
+// Alternative is another node a refusal names: one that is up and, by its
+// last heartbeat, would admit what this node refused. Its addresses are
+// those it publishes for clients.
+type Alternative struct {
+	Node string `json:"node"`
+	// URL is the base URL of its API and web app; SIP the host:port of
+	// its SIP server (empty: none).
+	URL string `json:"url,omitempty"`
+	SIP string `json:"sip,omitempty"`
+	// RoomPPS is the packets/s it would still admit.
+	RoomPPS float64 `json:"room_pps"`
+	// TokenValid says whether it accepts the tokens this node signs (it
+	// signs with the same key): a member may take its token there.
+	TokenValid bool `json:"token_valid"`
 }
 
 func (r *Refusal) Error() string {
-	if r.Level != Normal {
-		return fmt.Sprintf("node over capacity: it is shedding video (%s) at %.0f packets/s of its %.0f; try again later or another node",
-			r.Level, r.LoadPPS, r.CapacityPPS)
+	try := "try again later or another node"
+	if len(r.Alternatives) > 0 {
+		names := make([]string, len(r.Alternatives))
+		for i, a := range r.Alternatives {
+			names[i] = a.Node
+		}
+		try = "try again later or a node with room: " + strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("node over capacity: this %s would add %.0f packets/s to %.0f, past the %.0f it admits (capacity %.0f less headroom); try again later or another node",
-		r.What, r.AddPPS, r.LoadPPS, r.LimitPPS, r.CapacityPPS)
+	if r.Level != Normal {
+		return fmt.Sprintf("node over capacity: it is shedding video (%s) at %.0f packets/s of its %.0f; %s",
+			r.Level, r.LoadPPS, r.CapacityPPS, try)
+	}
+	return fmt.Sprintf("node over capacity: this %s would add %.0f packets/s to %.0f, past the %.0f it admits (capacity %.0f less headroom); %s",
+		r.What, r.AddPPS, r.LoadPPS, r.LimitPPS, r.CapacityPPS, try)
 }
 
 // Is makes every Refusal ErrOverCapacity.
@@ -84,6 +112,10 @@ type Options struct {
 	// predicted to be sent (session.Service.Predicted), read at each
 	// sample.
 	Predicted func() float64
+	// Alternatives, if set, names the nodes with room for a refused
+	// request of pps packets/s (cluster mode); called without the
+	// Governor's lock held, on the refused caller's goroutine.
+	Alternatives func(pps float64) []Alternative
 	// OnShed hears each step of the shed level; it is called without the
 	// Governor's lock held, on the goroutine that observed the load.
 	OnShed func(Change)
@@ -283,15 +315,20 @@ func (g *Governor) Admit(what string, pps float64) error {
 		return nil
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	limit := g.capacity * (1 - g.o.Headroom)
 	lvl := Level(g.level.Load())
 	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit) {
 		g.refused[what]++
-		return &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
+		r := &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
 			Level: lvl, RetryAfter: RetryAfter}
+		g.mu.Unlock()
+		if g.o.Alternatives != nil {
+			r.Alternatives = g.o.Alternatives(pps)
+		}
+		return r
 	}
 	g.admitted += pps
+	g.mu.Unlock()
 	return nil
 }
 

@@ -37,6 +37,34 @@ func TestAdmitRefusesPastCapacityLessHeadroom(t *testing.T) {
 	}
 }
 
+// TestRefusalNamesAlternatives: a refusal carries the nodes
+// Options.Alternatives names for its packets/s, and says them; an
+// admission never asks.
+func TestRefusalNamesAlternatives(t *testing.T) {
+	var asked []float64
+	g := New(Options{PPS: 100, Alternatives: func(pps float64) []Alternative {
+		asked = append(asked, pps)
+		return []Alternative{{Node: "b", URL: "https://b.example", RoomPPS: 900}, {Node: "c", RoomPPS: 60}}
+	}})
+	if err := g.Admit("join", 50); err != nil {
+		t.Fatal(err)
+	}
+	err := g.Admit("join", 60)
+	var r *Refusal
+	if !errors.As(err, &r) || len(r.Alternatives) != 2 || r.Alternatives[0].Node != "b" {
+		t.Fatalf("refusal %v: want b and c named", err)
+	}
+	if !slices.Equal(asked, []float64{60}) {
+		t.Errorf("asked for alternatives with %v, want only the refused 60 packets/s", asked)
+	}
+	if !strings.Contains(err.Error(), "a node with room: b, c") {
+		t.Errorf("reason %q does not name them", err)
+	}
+	if g.Status().CommittedPPS != 50 {
+		t.Errorf("committed %v after a refusal, want the admitted 50", g.Status().CommittedPPS)
+	}
+}
+
 // TestAdmitCountsWhatIsTakenOn: members joined before their media flows
 // count, as admitted and then as the session predicts them; when they
 // leave, the prediction falls and there is room again.

@@ -72,6 +72,11 @@ type Config struct {
 type HTTPConfig struct {
 	// Addr is the host:port to listen on.
 	Addr string `yaml:"addr"`
+	// PublicURL is the base URL clients reach the API and web app at
+	// ("https://node-a.example.org"), which other nodes of a cluster name
+	// when they refuse a client over capacity. Empty: http://<addr> when
+	// addr is a specific IP, else none.
+	PublicURL string `yaml:"public_url"`
 	// Pprof serves Go's profiler under /debug/pprof/ (for benchmarks).
 	Pprof bool `yaml:"pprof"`
 	// MetricsToken is a bearer token that may read /metrics besides the
@@ -440,6 +445,12 @@ func (c Config) Validate() error {
 	}
 	if err := checkHostPort(c.HTTP.Addr); err != nil {
 		bad("http.addr", c.HTTP.Addr, "%v", err)
+	}
+	if u := c.HTTP.PublicURL; u != "" {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" ||
+			p.User != nil || p.RawQuery != "" || p.Fragment != "" || strings.Trim(p.Path, "/") != "" {
+			bad("http.public_url", u, "want a base URL such as https://node-a.example.org (http or https, a host, no path)")
+		}
 	}
 	if c.HTTP.RequestTimeout.Std() < time.Second || c.HTTP.IdleTimeout.Std() < time.Second || c.HTTP.WSPing.Std() < time.Second {
 		bad("http.request_timeout", c.HTTP.RequestTimeout, "http.request_timeout, idle_timeout and ws_ping want at least 1s")

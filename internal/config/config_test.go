@@ -95,7 +95,7 @@ func TestSampleDocumentsEveryKey(t *testing.T) {
 
 func TestDerivedNames(t *testing.T) {
 	wantEnv := []string{
-		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PPROF", "CONVENE_HTTP_METRICS_TOKEN", "CONVENE_HTTP_REQUEST_TIMEOUT",
+		"CONVENE_NODE_ID", "CONVENE_DATA_DIR", "CONVENE_HTTP_ADDR", "CONVENE_HTTP_PUBLIC_URL", "CONVENE_HTTP_PPROF", "CONVENE_HTTP_METRICS_TOKEN", "CONVENE_HTTP_REQUEST_TIMEOUT",
 		"CONVENE_HTTP_IDLE_TIMEOUT", "CONVENE_HTTP_WS_MAX_PER_SESSION", "CONVENE_HTTP_WS_MAX", "CONVENE_HTTP_WS_PING",
 		"CONVENE_RTP_ADDR", "CONVENE_RTP_PORT", "CONVENE_RTP_QUEUE", "CONVENE_RTP_BATCH", "CONVENE_RTP_WRITERS",
 		"CONVENE_RELAY_ADDR", "CONVENE_RELAY_PORT_MIN", "CONVENE_RELAY_PORT_MAX", "CONVENE_RELAY_TIMEOUT", "CONVENE_RELAY_NG_ADDR",
@@ -120,7 +120,7 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
-		"node-id", "data-dir", "http-addr", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
+		"node-id", "data-dir", "http-addr", "http-public-url", "http-pprof", "http-metrics-token", "http-request-timeout", "http-idle-timeout",
 		"http-ws-max-per-session", "http-ws-max", "http-ws-ping", "rtp-addr", "rtp-port", "rtp-queue", "rtp-batch", "rtp-writers",
 		"relay-addr", "relay-port-min", "relay-port-max", "relay-timeout", "relay-ng-addr", "relay-kernel",
 		"relay-max-packet", "relay-latch-window", "relay-max-streams-per-call", "relay-max-streams-per-user", "relay-max-streams-per-source",
@@ -382,6 +382,12 @@ func TestValidate(t *testing.T) {
 		{"http no port", func(c *Config) { c.HTTP.Addr = "127.0.0.1" }, "http.addr"},
 		{"http bad port", func(c *Config) { c.HTTP.Addr = "127.0.0.1:http" }, "http.addr"},
 		{"http big port", func(c *Config) { c.HTTP.Addr = "127.0.0.1:65536" }, "http.addr"},
+		{"public url", func(c *Config) { c.HTTP.PublicURL = "https://node-a.example.org" }, ""},
+		{"public url slash", func(c *Config) { c.HTTP.PublicURL = "http://[::1]:8080/" }, ""},
+		{"public url path", func(c *Config) { c.HTTP.PublicURL = "https://example.org/convene" }, "http.public_url"},
+		{"public url scheme", func(c *Config) { c.HTTP.PublicURL = "ftp://example.org" }, "http.public_url"},
+		{"public url no host", func(c *Config) { c.HTTP.PublicURL = "node-a:8080" }, "http.public_url"},
+		{"public url user", func(c *Config) { c.HTTP.PublicURL = "https://u:p@example.org" }, "http.public_url"},
 		{"nats url", func(c *Config) { c.NATS.URL = "nats://a:4222, b:4222" }, ""},
 		{"nats bad url", func(c *Config) { c.NATS.URL = "nats://" }, "nats.url"},
 		{"nats listen", func(c *Config) { c.NATS.Listen = "127.0.0.1:4222" }, ""},

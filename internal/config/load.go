@@ -270,6 +270,7 @@ var flagUsage = map[string]string{
 	"node_id":                      "`id` of this node in the cluster (default: the hostname)",
 	"data_dir":                     "`directory` for persistent node state such as the SQLite catalog",
 	"http.addr":                    "`host:port` the HTTP API and signalling server listens on",
+	"http.public_url":              "base `URL` clients reach the API and web app at, named by other nodes' over-capacity refusals (default: http://<http.addr> for a specific IP)",
 	"http.pprof":                   "serve Go's profiler under /debug/pprof/ (for benchmarks; keep off in production)",
 	"http.metrics_token":           "bearer `token` that may read /metrics besides the operator's API key",
 	"http.request_timeout":         "`duration` allowed to read a request body and write its answer",

@@ -49,7 +49,7 @@ func (n *Node) newGovernor() *capacity.Governor {
 			}
 			return n.sessions.Predicted()
 		},
-		OnShed: n.shedChanged}
+		OnShed: n.shedChanged, Alternatives: n.alternatives}
 	if c.PPS == 0 {
 		pps, err := probeCapacity(udpmux.Options{Batch: n.cfg.RTP.Batch, Writers: n.cfg.RTP.Writers}, n.cfg.RTP.Addr)
 		if err != nil {

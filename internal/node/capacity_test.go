@@ -69,6 +69,9 @@ func TestSmallCapacityRefusesTheLinkThatWouldExceedIt(t *testing.T) {
 	if e.Error.Code != "over_capacity" || !strings.Contains(e.Error.Message, "would add 50 packets/s") || refused.Header.Get("Retry-After") == "" {
 		t.Errorf("refusal: %s, Retry-After %q", body, refused.Header.Get("Retry-After"))
 	}
+	if strings.Contains(string(body), "alternatives") { // a lone node names no other
+		t.Errorf("a lone node's refusal names alternatives: %s", body)
+	}
 	// Those admitted are still there.
 	var got sessionJSON
 	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &got)
@@ -248,7 +251,13 @@ func TestSmallCapacityRefusesAPhone(t *testing.T) {
 	for range 2 { // 100 packets/s: the node is full
 		addLink(t, n, s.ID, map[string]any{"remote": udpConn(t).LocalAddr().String(), "kind": "audio", "direction": "recvonly"})
 	}
-	startSIPpAs(t, ctx, n, "dialin_busy.xml", s.ID, "carol", carolPass, 20*time.Second).wait(t)
+	phone := startSIPpAs(t, ctx, n, "dialin_busy.xml", s.ID, "carol", carolPass, 20*time.Second, "-trace_msg")
+	phone.wait(t)
+	// A lone node names no other: 503 with Retry-After, never 302.
+	if msgs := phone.messages(t); !strings.Contains(msgs, "SIP/2.0 503") || !strings.Contains(msgs, "Retry-After:") ||
+		strings.Contains(msgs, "SIP/2.0 302") {
+		t.Errorf("the phone was not refused with 503 and Retry-After:\n%s", msgs)
+	}
 	if v := metricValue(t, n, `convene_admission_refused_total{what="mixer"}`); v != 1 {
 		t.Errorf("mixers refused: %v, want the phone's 1", v)
 	}

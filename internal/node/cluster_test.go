@@ -47,14 +47,18 @@ func startCluster(t *testing.T, ids ...string) *cluster {
 	return c
 }
 
-// start starts a node of the cluster, drained when t ends.
-func (c *cluster) start(t *testing.T, id string) *Node {
+// start starts a node of the cluster, drained when t ends; mods change
+// its config.
+func (c *cluster) start(t *testing.T, id string, mods ...func(*config.Config)) *Node {
 	t.Helper()
 	cfg := testConfig(t, t.TempDir())
 	cfg.NodeID = id
 	cfg.NATS.URL = c.nats.URLs()
 	cfg.Auth.TokenSecret = "the cluster's shared token secret, for tests" // nodes admit each other's members
 	cfg.Catalog.Driver, cfg.Catalog.DSN = config.DriverPostgres, c.dsn
+	for _, mod := range mods {
+		mod(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

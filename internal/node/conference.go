@@ -93,8 +93,12 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
 }
 
-// confErr tells SIP which refusals are for now (503) and which are not.
+// confErr tells SIP which refusals are for now (503), which name nodes
+// with room (302 to their SIP addresses) and which are not for now.
 func confErr(err error) error {
+	if mv := sipMoved(err); mv != nil {
+		return mv
+	}
 	if errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrLimit) || errors.Is(err, session.ErrDraining) {
 		return fmt.Errorf("%w: %v", sip.ErrConferenceFull, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -359,22 +360,39 @@ func startSIPp(t *testing.T, ctx context.Context, n *Node, scenario, session str
 	return startSIPpAs(t, ctx, n, scenario, session, "carol", carolPass, 30*time.Second)
 }
 
-// startSIPpAs runs scenario as the digest user user with password pass.
+// startSIPpAs runs scenario as the digest user user with password pass,
+// with extra SIPp arguments.
 // A refused call ends at timeout.
-func startSIPpAs(t *testing.T, ctx context.Context, n *Node, scenario, session, user, pass string, timeout time.Duration) *sippPhone {
+func startSIPpAs(t *testing.T, ctx context.Context, n *Node, scenario, session, user, pass string, timeout time.Duration, extra ...string) *sippPhone {
 	t.Helper()
 	sf, _ := filepath.Abs(filepath.Join("testdata", scenario))
 	p := &sippPhone{}
-	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), "-sf", sf, "-s", session, "-set", "domain", "convene.test",
-		"-au", user, "-ap", pass, "-auth_uri", session+"@convene.test", "-nostdin", "-i", "127.0.0.1",
+	args := []string{"-sf", sf, "-s", session, "-set", "domain", "convene.test",
+		"-au", user, "-ap", pass, "-auth_uri", session + "@convene.test", "-nostdin", "-i", "127.0.0.1",
 		"-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
-		"-m", "1", "-timeout", strconv.Itoa(int(timeout/time.Second))+"s", "-timeout_error", n.SIPAddr())
+		"-m", "1", "-timeout", strconv.Itoa(int(timeout/time.Second)) + "s", "-timeout_error"}
+	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), append(append(args, extra...), n.SIPAddr())...)
 	p.cmd.Dir = t.TempDir()
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// messages is the SIP SIPp sent and received, when it ran with
+// -trace_msg.
+func (p *sippPhone) messages(t *testing.T) string {
+	t.Helper()
+	fs, _ := filepath.Glob(filepath.Join(p.cmd.Dir, "*_messages.log"))
+	if len(fs) != 1 {
+		t.Fatalf("SIPp message traces %v, want one (-trace_msg)", fs)
+	}
+	b, err := os.ReadFile(fs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func (p *sippPhone) wait(t *testing.T) {

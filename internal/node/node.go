@@ -68,11 +68,14 @@ type Node struct {
 	dtmf      *dtmf
 	events    *events.Hub
 	apiKey    string // the API key, when the node made it (printed at start)
-	relay     *relay.Relay
-	relayNG   *ng.Server
-	sipUsers  *sipusers.Service
-	sip       *sip.Server
-	rtc       *sfu.SFU
+	// tokenKey identifies the key the node's tokens are signed with
+	// (auth.Signer.KeyID); set before anything is admitted.
+	tokenKey string
+	relay    *relay.Relay
+	relayNG  *ng.Server
+	sipUsers *sipusers.Service
+	sip      *sip.Server
+	rtc      *sfu.SFU
 	// chat carries the sessions' conversations.
 	chat *chat.Service
 	// recordings record sessions; set before any session event can fire.
@@ -154,7 +157,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, err
 	}
-	n.apiKey = fresh
+	n.apiKey, n.tokenKey = fresh, acc.Tokens.KeyID()
 	allow, err := cfg.Links.AllowedDestinations()
 	if err != nil {
 		return nil, err
@@ -251,6 +254,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		IdleTimeout: cfg.HTTP.IdleTimeout.Std(), MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.served <- n.http.Serve(n.ln) }()
+	n.bus.SetPublic(n.public(n.tokenKey))
 
 	n.runGovernor()
 	hbCtx, cancel := context.WithCancel(context.Background())
@@ -306,7 +310,8 @@ func (n *Node) load() bus.Load {
 	cp := n.gov.Status()
 	return bus.Load{Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
 		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
-		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel}
+		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel,
+		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS}
 }
 
 // Drain stops the node gracefully: no new requests, every session's media

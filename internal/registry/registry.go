@@ -8,6 +8,10 @@
 // the sender's timestamps, so clock skew between machines does not matter.
 // A node stale for Options.Forget (5 min) is dropped from the registry.
 //
+// Choose (WithRoom) picks the nodes an over-capacity refusal names: up,
+// fresh, not the refusing node, with room for the request by their last
+// heartbeat, most room first.
+//
 // The registry's state is guarded by one mutex, held only to read or write
 // the map; the watch callback runs on the NATS subscription's goroutine.
 package registry

@@ -206,7 +206,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	case f := <-c.frames:
 		if f.Type != "welcome" {
 			c.Close()
-			return nil, fmt.Errorf("first frame %q, want welcome (%s %s)", f.Type, f.Code, f.Message)
+			return nil, &FirstFrameError{Frame: f}
 		}
 		c.welcome = f
 	case <-ctx.Done():
@@ -674,4 +674,13 @@ func WaitFor(ctx context.Context, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// FirstFrameError is a join the node refused: the frame it sent first
+// instead of a welcome (an error frame: its code, message and, over
+// capacity in a cluster, the nodes with room).
+type FirstFrameError struct{ Frame sfu.Frame }
+
+func (e *FirstFrameError) Error() string {
+	return fmt.Sprintf("first frame %q, want welcome (%s %s)", e.Frame.Type, e.Frame.Code, e.Frame.Message)
 }

@@ -421,15 +421,21 @@ func (s *Service) subgroupView(c *control, g catalog.Subgroup) Subgroup {
 	return v
 }
 
-// MemberRole returns a member's role, for the API's checks.
-func (s *Service) MemberRole(sessionID, memberID string) (string, bool) {
+// MemberRole returns a member's role, for the API's checks. In a cluster,
+// a member this node does not know yet may have joined through another
+// node (and been sent here by its over-capacity refusal): the catalog is
+// asked, as for every other request naming such a member.
+func (s *Service) MemberRole(ctx context.Context, sessionID, memberID string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.ctl[sessionID]
+	if c == nil && s.o.Node != "" {
+		c, _ = s.control(ctx, sessionID)
+	}
 	if c == nil {
 		return "", false
 	}
-	m, ok := c.members[memberID]
+	m, ok := s.member(ctx, c, sessionID, memberID)
 	return m.Role, ok
 }
 

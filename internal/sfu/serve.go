@@ -22,7 +22,7 @@ const maxFrameRate = 50
 func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) error {
 	p, err := s.newPeer(sessionID, memberID, modeBrowser)
 	if err != nil {
-		writeFrame(ctx, c, Frame{Type: "error", Code: joinErrorCode(err), Message: err.Error()})
+		writeFrame(ctx, c, Frame{Type: "error", Code: joinErrorCode(err), Message: err.Error(), Alternatives: alternatives(err)})
 		return err
 	}
 	defer p.Close()

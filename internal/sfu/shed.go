@@ -40,6 +40,15 @@ func joinErrorCode(err error) string {
 	return "fatal"
 }
 
+// alternatives are the nodes with room a refusal names (cluster mode).
+func alternatives(err error) []capacity.Alternative {
+	var r *capacity.Refusal
+	if errors.As(err, &r) {
+		return r.Alternatives
+	}
+	return nil
+}
+
 // level is the node's shed level now.
 func (s *SFU) level() capacity.Level {
 	if s.cfg.Shed == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/convene/convene/internal/capacity"
 )
 
 // MaxFrame is the largest signalling frame accepted, in bytes.
@@ -30,6 +32,9 @@ type Frame struct {
 	Members    map[string]Quality `json:"members,omitempty"`
 	Code       string             `json:"code,omitempty"`
 	Message    string             `json:"message,omitempty"`
+	// Alternatives, in an over_capacity error, are the cluster's nodes
+	// with room for the join, most room first.
+	Alternatives []capacity.Alternative `json:"alternatives,omitempty"`
 
 	raw []byte // the whole frame, marshalled once for many peers
 }

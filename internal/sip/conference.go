@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo/sip"
 	"github.com/pion/sdp/v3"
@@ -69,6 +70,39 @@ type ConferenceCall struct {
 // ErrConferenceFull is what a Conferences returns when the session or the
 // node cannot take another caller now (503).
 var ErrConferenceFull = errors.New("sip: the conference cannot take another caller now")
+
+// Moved is what a Conferences returns to send a caller to other nodes of
+// the cluster, which have room for it where this one has none: a 302
+// Moved Temporarily whose Contacts are the session at each (RFC 3261
+// 21.3.3; the caller retries there, and authenticates there again).
+type Moved struct {
+	// To are the SIP servers' host:port, preferred first.
+	To  []string
+	Err error // why not here
+}
+
+func (m *Moved) Error() string {
+	return fmt.Sprintf("sip: the conference is to be joined through %s: %v", strings.Join(m.To, ", "), m.Err)
+}
+
+func (m *Moved) Unwrap() error { return m.Err }
+
+// moved answers an INVITE to session with a 302 naming the session at
+// each of mv.To, the first preferred (q 1.0, 0.9, …):
+//
+//	SIP/2.0 302 Moved Temporarily
+//	Contact: <sip:s_1@10.0.0.2:5060>;q=1.0
+//	Contact: <sip:s_1@10.0.0.3:5060>;q=0.9
+//	Warning: 399 convene "node over capacity: …"
+func (s *Server) moved(req *sip.Request, tx sip.ServerTransaction, session string, mv *Moved) {
+	s.m.calls.WithLabelValues("conference_moved").Inc()
+	res := sip.NewResponseFromRequest(req, sip.StatusMovedTemporarily, "Moved Temporarily", nil)
+	for i, to := range mv.To {
+		res.AppendHeader(sip.NewHeader("Contact", fmt.Sprintf("<sip:%s@%s>;q=%.1f", session, to, max(1-0.1*float64(i), 0.1))))
+	}
+	res.AppendHeader(sip.NewHeader("Warning", fmt.Sprintf("399 convene %q", mv.Err.Error())))
+	s.respond(tx, res)
+}
 
 // confCalls are the calls answered into sessions, by Call-ID.
 type confCalls struct {
@@ -221,6 +255,11 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	local, call, err := s.o.Conferences.Join(s.ctx, Caller{Session: session, User: user, Display: display,
 		Media: o.remote, Signal: sourceIP(req.Source()), Codec: o.codec, TelephoneEvent: o.tePT,
 		Say: func(text string) error { return s.say(dlg, session, text) }})
+	var mv *Moved
+	if errors.As(err, &mv) && len(mv.To) > 0 {
+		s.moved(req, tx, session, mv)
+		return
+	}
 	if err != nil {
 		s.m.calls.WithLabelValues("conference_refused").Inc()
 		code, reason := sip.StatusServiceUnavailable, "Service Unavailable"
@@ -229,6 +268,9 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 		}
 		res := sip.NewResponseFromRequest(req, code, reason, nil)
 		res.AppendHeader(sip.NewHeader("Warning", fmt.Sprintf("399 convene %q", err.Error())))
+		if code == sip.StatusServiceUnavailable { // for now: RFC 3261 21.5.4
+			res.AppendHeader(sip.NewHeader("Retry-After", strconv.Itoa(int(max(s.o.RetryAfter/time.Second, 1)))))
+		}
 		s.respond(tx, res)
 		return
 	}

@@ -2,7 +2,10 @@ package sip
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +24,7 @@ type confRecorder struct {
 	left   int
 	digits []byte
 	roster []Participant
+	refuse error // Join's answer when set
 }
 
 func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
@@ -28,6 +32,9 @@ func (c *confRecorder) IsConference(_ context.Context, user string) bool { retur
 func (c *confRecorder) Join(_ context.Context, caller Caller) (netip.AddrPort, ConferenceCall, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.refuse != nil {
+		return netip.AddrPort{}, ConferenceCall{}, c.refuse
+	}
 	c.joined = append(c.joined, caller.User+" "+caller.Codec+" "+caller.Media.String()+" from "+caller.Signal.String())
 	return netip.MustParseAddrPort("127.0.0.1:40000"), ConferenceCall{
 		Leave: func() {
@@ -130,6 +137,49 @@ func TestDialIntoSession(t *testing.T) {
 	}
 	if _, left := conf.state(); left != 1 {
 		t.Fatalf("left %d times after BYE, want 1", left)
+	}
+}
+
+// TestDialInMovedOrFull: a conference that sends the caller elsewhere
+// (Moved) answers 302 with a Contact for the session at each node, the
+// first preferred; one that is full answers 503 with Retry-After.
+func TestDialInMovedOrFull(t *testing.T) {
+	conf := &confRecorder{refuse: &Moved{To: []string{"127.0.0.2:5070", "[::1]:5060"}, Err: errors.New("node over capacity")}}
+	e := newTestEnv(t, func(o *Options) { o.Conferences = conf; o.AuthCalls = false }, "alice")
+	a := newPhone(t, "alice", e.srv.Addr())
+	uri := "sip:s_live@convene.test"
+	a.invite(uri, "mv1", "z9hG4bKm1", "")
+	chs := challenges(a.await(false), "Proxy-Authenticate")
+	if len(chs) == 0 {
+		t.Fatal("no challenge")
+	}
+	a.invite(uri, "mv2", "z9hG4bKm2", authorization("Proxy-Authorization", chs[0].algorithm, "alice", testPassword, chs[0], "INVITE", uri, 1))
+	r := a.await(false)
+	if r.StatusCode != 302 {
+		t.Fatalf("INVITE to a session the node sends elsewhere: %d, want 302", r.StatusCode)
+	}
+	var contacts []string
+	for _, h := range r.GetHeaders("Contact") {
+		contacts = append(contacts, h.Value())
+	}
+	want := []string{"<sip:s_live@127.0.0.2:5070>;q=1.0", "<sip:s_live@[::1]:5060>;q=0.9"}
+	if !slices.Equal(contacts, want) {
+		t.Errorf("302 Contacts %q, want %q", contacts, want)
+	}
+	if w := r.GetHeader("Warning"); w == nil || !strings.Contains(w.Value(), "over capacity") {
+		t.Errorf("302 Warning %v, want the reason", w)
+	}
+
+	conf.mu.Lock()
+	conf.refuse = fmt.Errorf("%w: over capacity", ErrConferenceFull)
+	conf.mu.Unlock()
+	a.invite(uri, "mv3", "z9hG4bKm3", authorization("Proxy-Authorization", chs[0].algorithm, "alice", testPassword, chs[0], "INVITE", uri, 2))
+	if r := a.await(false); r.StatusCode != 503 || r.Contact() != nil || r.GetHeader("Retry-After") == nil {
+		t.Fatalf("INVITE to a full session: %d (Contact %v, Retry-After %v), want 503, Retry-After and no Contact",
+			r.StatusCode, r.Contact(), r.GetHeader("Retry-After"))
+	}
+	if j, _ := conf.state(); len(j) != 0 {
+		t.Errorf("joined %v", j)
 	}
 }
 

@@ -12,7 +12,8 @@ import "github.com/prometheus/client_golang/prometheus"
 //	convene_sip_registrations                  current bindings (registered contacts)
 //	convene_sip_registers_total{result}        REGISTERs answered: ok, challenged, failed
 //	convene_sip_calls_total{result}            INVITEs proxied, by outcome: answered, failed,
-//	                                           canceled, not_found, unavailable
+//	                                           canceled, not_found, unavailable; dial-ins:
+//	                                           conference, conference_refused, conference_moved
 //	convene_sip_calls_active                   answered calls not yet ended with BYE
 //	convene_sip_contacts_dropped_total         contacts dropped because they stopped answering
 //	convene_sip_bad_messages_total             requests refused or dropped as malformed

@@ -1,11 +1,14 @@
 // Routes: / (home), /join/<session>#t=<join token>, /s/<session> (in the
-// meeting, with the member token kept in sessionStorage), /recordings,
+// meeting, with the member token kept in sessionStorage; a member another
+// node moved here brings it in the fragment, move.ts), /recordings,
 // /watch/<session>#t=<token> (a passive viewer of the session's HLS).
+
+import { parseHandoff, type Handoff } from './move';
 
 export type Route =
   | { page: 'home' }
   | { page: 'join'; session: string; joinToken: string }
-  | { page: 'room'; session: string }
+  | { page: 'room'; session: string; handoff?: Handoff }
   | { page: 'recordings' }
   | { page: 'watch'; session: string; token: string };
 
@@ -14,7 +17,10 @@ export function parseRoute(pathname: string, hash: string): Route {
   const t = new URLSearchParams(hash.replace(/^#/, '')).get('t') ?? '';
   if (parts[0] === 'join' && parts[1]) return { page: 'join', session: decodeURIComponent(parts[1]), joinToken: t };
   if (parts[0] === 'watch' && parts[1]) return { page: 'watch', session: decodeURIComponent(parts[1]), token: t };
-  if (parts[0] === 's' && parts[1]) return { page: 'room', session: decodeURIComponent(parts[1]) };
+  if (parts[0] === 's' && parts[1]) {
+    const handoff = parseHandoff(hash);
+    return handoff ? { page: 'room', session: decodeURIComponent(parts[1]), handoff } : { page: 'room', session: decodeURIComponent(parts[1]) };
+  }
   if (parts[0] === 'recordings') return { page: 'recordings' };
   return { page: 'home' };
 }

@@ -1,6 +1,8 @@
 // The browser side of docs/signalling.md: a publisher connection we offer
 // on and a subscriber connection the node offers on.
 
+import type { Alternative } from './move';
+
 export type TrackDesc = { id: string; stream: string; member?: string; kind: string; source: string; layers?: number };
 export type Quality = { score: string; loss: number; rtt_ms: number; jitter_ms: number };
 export type Frame = {
@@ -15,6 +17,7 @@ export type Frame = {
   layer?: string;
   code?: string;
   message?: string;
+  alternatives?: Alternative[]; // over_capacity in a cluster: nodes with room
 };
 
 export type Remote = { stream: MediaStream; member: string; source: string };
@@ -29,7 +32,7 @@ export type SentStats = { ssrc: number; kind: string; mime: string; packetsSent:
 export type RTCEvents = {
   remotes(r: Map<string, Remote>): void;
   quality(q: Record<string, Quality>): void;
-  error(code: string, message: string): void;
+  error(code: string, message: string, alternatives?: Alternative[]): void;
   closed(reason: string): void;
 };
 
@@ -125,7 +128,7 @@ export class RTC {
         this.on.quality(f.members ?? {});
         break;
       case 'error':
-        this.on.error(f.code ?? 'error', f.message ?? '');
+        this.on.error(f.code ?? 'error', f.message ?? '', f.alternatives);
         break;
     }
   }

@@ -27,6 +27,7 @@ import { openLocal, takeOver } from '../media';
 import { qualityLabel } from '../quality';
 import { RTC, type Quality, type Remote } from '../rtc';
 import { navigate } from '../route';
+import { moveLink, moveTarget, refusedMessage } from '../move';
 
 declare global {
   interface Window {
@@ -127,7 +128,16 @@ export function Room({ session }: { session: string }) {
     const r = new RTC(session, token, {
       remotes: setRemotes,
       quality: setQuality,
-      error: (code, msg) => setErr(code === 'over_capacity' ? `The server is busy, try again in a minute (${msg})` : `${code}: ${msg}`),
+      error: (code, msg, alts) => {
+        if (code !== 'over_capacity') return setErr(`${code}: ${msg}`);
+        // Over capacity: move to a node with room that takes our token.
+        const moves = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
+        const to = moveTarget(alts, moves);
+        if (!to) return setErr(refusedMessage(msg, alts, moves));
+        setErr(`This server is busy: moving you to ${to.node}…`);
+        stop = true;
+        location.assign(moveLink(to, session, me, token, moves));
+      },
       closed: (why) => !stop && setEnded((e) => e || 'Disconnected: ' + why),
     });
     rtc.current = r;

@@ -1,0 +1,97 @@
+package registry
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/bus"
+)
+
+// roomy is a heartbeat of a node that admits up to admit packets/s, has
+// load and committed of it taken, and publishes a URL.
+func roomy(id string, admit, load, committed float64) bus.NodeStatus {
+	return bus.NodeStatus{NodeID: id, Type: bus.EventHeartbeat, Heartbeat: bus.Heartbeat{
+		Load:   bus.Load{CapacityPPS: admit / 0.8, AdmitPPS: admit, LoadPPS: load, CommittedPPS: committed},
+		Public: bus.Public{URL: "http://" + id + ".example"}, UptimeSeconds: 10}}
+}
+
+func ids(ns []Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.ID)
+	}
+	return out
+}
+
+func TestRoomIsWhatTheGovernorWouldAdmit(t *testing.T) {
+	for _, c := range []struct {
+		admit, load, committed float64
+		shed                   int
+		want                   float64
+	}{
+		{1000, 200, 0, 0, 800},
+		{1000, 200, 500, 0, 500}, // taken on counts before its media flows
+		{1000, 1200, 0, 0, 0},    // past it: none, never negative
+		{1000, 0, 0, 1, 0},       // shedding: the governor admits nothing
+		{0, 0, 0, 0, 0},          // no capacity published: unknown
+	} {
+		hb := roomy("a", c.admit, c.load, c.committed).Heartbeat
+		hb.ShedLevel = c.shed
+		if got := (Node{Heartbeat: hb}).Room(); got != c.want {
+			t.Errorf("admit %v load %v committed %v shed %d: room %v, want %v", c.admit, c.load, c.committed, c.shed, got, c.want)
+		}
+	}
+}
+
+// TestChooseSkipsSelfStaleDrainingAndFull: only nodes up, fresh, other,
+// with an address and with room for the request are named, most room
+// first, three at most.
+func TestChooseSkipsSelfStaleDrainingAndFull(t *testing.T) {
+	r, w, clk := newTest(t)
+	w.fn(roomy("stale", 100_000, 0, 0))
+	clk.add(5 * time.Second)
+	w.fn(roomy("self", 100_000, 0, 0))
+	w.fn(roomy("small", 1000, 900, 0)) // room 100
+	w.fn(roomy("b", 5000, 1000, 0))    // room 4000
+	w.fn(roomy("c", 9000, 0, 2000))    // room 7000
+	w.fn(roomy("d", 3000, 0, 0))       // room 3000
+	w.fn(roomy("e", 2000, 0, 0))       // room 2000: fourth
+	w.fn(roomy("drain", 100_000, 0, 0))
+	w.fn(bus.NodeStatus{NodeID: "drain", Type: bus.EventDraining})
+	w.fn(roomy("gone", 100_000, 0, 0))
+	w.fn(bus.NodeStatus{NodeID: "gone", Type: bus.EventStopped})
+	hidden := roomy("hidden", 100_000, 0, 0) // no address for clients
+	hidden.Heartbeat.URL = ""
+	w.fn(hidden)
+	shedding := roomy("shedding", 100_000, 0, 0)
+	shedding.Heartbeat.ShedLevel = 1
+	w.fn(shedding)
+	phone := roomy("phone", 2500, 0, 0) // a SIP address is enough
+	phone.Heartbeat.URL, phone.Heartbeat.SIP = "", "phone.example:5060"
+	w.fn(phone)
+
+	if got := ids(r.WithRoom("self", 150)); !slices.Equal(got, []string{"c", "b", "d"}) {
+		t.Errorf("for 150 packets/s: %v, want c, b, d", got)
+	}
+	if got := ids(Choose(r.Nodes(), "self", 150, 10)); !slices.Equal(got, []string{"c", "b", "d", "phone", "e"}) {
+		t.Errorf("uncapped: %v", got)
+	}
+	// Room at least the request: 3500 leaves only b and c.
+	if got := ids(r.WithRoom("self", 3500)); !slices.Equal(got, []string{"c", "b"}) {
+		t.Errorf("for 3500 packets/s: %v, want c, b", got)
+	}
+	if got := r.WithRoom("self", 1e6); len(got) != 0 {
+		t.Errorf("for 1e6 packets/s: %v, want none", ids(got))
+	}
+	// Equal room: by ID. A node alone in its registry names none.
+	if got := ids(Choose([]Node{{ID: "y", State: StateUp, Heartbeat: roomy("y", 10, 0, 0).Heartbeat},
+		{ID: "x", State: StateUp, Heartbeat: roomy("x", 10, 0, 0).Heartbeat}}, "self", 0, 3)); !slices.Equal(got, []string{"x", "y"}) {
+		t.Errorf("equal room: %v, want x, y", got)
+	}
+	lone, lw, _ := newTest(t)
+	lw.fn(roomy("self", 100_000, 0, 0))
+	if got := lone.WithRoom("self", 1); len(got) != 0 {
+		t.Errorf("a lone node names %v", ids(got))
+	}
+}
