@@ -16,6 +16,8 @@ type Event struct {
 	Type      string          `json:"type"`
 	Time      time.Time       `json:"time"`
 	Data      json.RawMessage `json:"data,omitempty"`
+	// Node is the node the event happened on, when not this one (Remote).
+	Node string `json:"node,omitempty"`
 }
 
 // Bus publishes an event on NATS; *bus.Bus is one.
@@ -117,8 +119,24 @@ func (h *Hub) SessionEvent(sessionID string, typ event.Type, data any) error {
 	l := h.log(sessionID)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	ev := h.append(l, Event{SessionID: sessionID, Type: typ.String(), Time: h.o.Now().UTC(), Data: raw})
+	if h.o.Bus != nil {
+		// Under the session's lock, so NATS sees the same order.
+		if err := h.o.Bus.SessionEventSeq(sessionID, typ, ev.Seq, raw); err != nil {
+			h.o.Logger.Warn("publish session event", "session", sessionID, "event", typ, "err", err)
+		}
+	}
+	if typ == event.Finished || typ == event.Canceled {
+		h.retire(sessionID)
+	}
+	return nil
+}
+
+// append numbers ev in l, logs it and hands it to l's subscribers; l.mu
+// is held.
+func (h *Hub) append(l *sessionLog, ev Event) Event {
 	l.last++
-	ev := Event{Seq: l.last, SessionID: sessionID, Type: typ.String(), Time: h.o.Now().UTC(), Data: raw}
+	ev.Seq = l.last
 	if len(l.ring) < h.o.Keep {
 		l.ring = append(l.ring, ev)
 	} else {
@@ -134,16 +152,29 @@ func (h *Hub) SessionEvent(sessionID string, typ event.Type, data any) error {
 			close(s.c)
 		}
 	}
-	if h.o.Bus != nil {
-		// Under the session's lock, so NATS sees the same order.
-		if err := h.o.Bus.SessionEventSeq(sessionID, typ, ev.Seq, raw); err != nil {
-			h.o.Logger.Warn("publish session event", "session", sessionID, "event", typ, "err", err)
-		}
+	return ev
+}
+
+// Remote takes an event of a session that happened on another node of
+// the cluster (heard on NATS): it joins this node's stream of the session
+// with this node's next number and Node set, so a client sees a session's
+// changes wherever they were made. It is not published again. Only the
+// sessions this node keeps a log of take it (a client or a change of its
+// own opened it), so a node's memory does not grow with the cluster's
+// sessions.
+func (h *Hub) Remote(ev Event) {
+	h.mu.Lock()
+	l := h.logs[ev.SessionID]
+	h.mu.Unlock()
+	if l == nil || ev.Node == "" {
+		return
 	}
-	if typ == event.Finished || typ == event.Canceled {
-		h.retire(sessionID)
+	l.mu.Lock()
+	h.append(l, ev)
+	l.mu.Unlock()
+	if ev.Type == event.Finished.String() || ev.Type == event.Canceled.String() {
+		h.retire(ev.SessionID)
 	}
-	return nil
 }
 
 // retire remembers that a session ended and forgets the oldest ended

@@ -3,12 +3,16 @@ package node
 import (
 	"encoding/json"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/convene/convene/internal/bridge"
 	"github.com/convene/convene/internal/bus"
+	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/session"
 )
 
@@ -90,19 +94,36 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.lost, c.svc.LostLeases())
 }
 
-// watchFloors tells the session service of floor changes other nodes
-// announce (convene.session.<id>.floor.*), so a node that does not own a
-// session gates its tracks by the owner's floors without waiting for the
-// next lease round (session.Service.FloorsChanged).
-func watchFloors(b *bus.Bus, svc *session.Service) (*nats.Subscription, error) {
-	return b.Conn().Subscribe(bus.SessionPrefix+".*.floor.*", func(m *nats.Msg) {
+// nodeLocal are the session events about this node alone: another
+// node's shedding is not news to the members here (their video is not
+// paused).
+var nodeLocal = map[string]bool{event.LoadShed.String(): true}
+
+// watchSessions takes in the session events other nodes announce
+// (convene.session.<id>.<type>): each joins this node's stream of its
+// session (events.Hub.Remote), so a member's web app sees the session's
+// changes whichever node made them; a floor event also tells the session
+// service, so a node that does not own a session gates its tracks by the
+// owner's floors without waiting for the next lease round
+// (session.Service.FloorsChanged).
+func watchSessions(b *bus.Bus, svc *session.Service, hub *events.Hub) (*nats.Subscription, error) {
+	return b.Conn().Subscribe(bus.SessionPrefix+".>", func(m *nats.Msg) {
 		var ev struct {
-			NodeID    string `json:"node_id"`
-			SessionID string `json:"session_id"`
+			Type      string          `json:"type"`
+			NodeID    string          `json:"node_id"`
+			SessionID string          `json:"session_id"`
+			Time      time.Time       `json:"time"`
+			Data      json.RawMessage `json:"data"`
 		}
-		if json.Unmarshal(m.Data, &ev) != nil || ev.NodeID == b.NodeID() || ev.SessionID == "" {
+		if json.Unmarshal(m.Data, &ev) != nil || ev.NodeID == b.NodeID() || ev.NodeID == "" || ev.SessionID == "" ||
+			m.Subject != bus.SessionPrefix+"."+ev.SessionID+"."+ev.Type {
 			return
 		}
-		svc.FloorsChanged(ev.SessionID)
+		if strings.HasPrefix(ev.Type, "floor.") {
+			svc.FloorsChanged(ev.SessionID)
+		}
+		if !nodeLocal[ev.Type] {
+			hub.Remote(events.Event{SessionID: ev.SessionID, Type: ev.Type, Time: ev.Time, Data: ev.Data, Node: ev.NodeID})
+		}
 	})
 }

@@ -56,13 +56,13 @@ type Node struct {
 	registry *registry.Registry // the cluster's nodes, from their heartbeats
 	// bridge spans the sessions' rooms across the cluster's nodes;
 	// bridgeConns are its audio and video connections.
-	bridge      *bridge.Bridge
-	bridgeConns []*nats.Conn
-	floorWatch  *nats.Subscription // other nodes' floor events (watchFloors)
-	socks       rtplink.Sockets
-	sessions    *session.Service
-	mixers      *mixer.Service
-	super       *supervise.Supervisor
+	bridge       *bridge.Bridge
+	bridgeConns  []*nats.Conn
+	sessionWatch *nats.Subscription // other nodes' session events (watchSessions)
+	socks        rtplink.Sockets
+	sessions     *session.Service
+	mixers       *mixer.Service
+	super        *supervise.Supervisor
 	// transcode gives browsers phones' G.711 as Opus.
 	transcode *transcode.Hub
 	dtmf      *dtmf
@@ -191,7 +191,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Chat: func(ctx context.Context, sessionID, memberID, name string) (playback.Sayer, error) {
 			return n.chat.AttachAgent(ctx, sessionID, memberID, name, func(string, string) {})
 		}, Logger: log.With("component", "playback")})
-	if n.floorWatch, err = watchFloors(n.bus, n.sessions); err != nil {
+	if n.sessionWatch, err = watchSessions(n.bus, n.sessions, n.events); err != nil {
 		return nil, err
 	}
 	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.super, reg, log)
@@ -390,8 +390,8 @@ func (n *Node) closeAll() error {
 	if n.registry != nil {
 		n.registry.Close()
 	}
-	if n.floorWatch != nil {
-		_ = n.floorWatch.Unsubscribe()
+	if n.sessionWatch != nil {
+		_ = n.sessionWatch.Unsubscribe()
 	}
 	if n.bridge != nil {
 		n.bridge.Shutdown()
