@@ -22,22 +22,8 @@ func TestEventsAcrossNodes(t *testing.T) {
 			return f["type"] == "member.joined" && d != nil && d["id"] == id
 		}
 	}
-	within := func(d time.Duration, match func(map[string]any) bool) map[string]any {
-		timeout := time.After(d)
-		for {
-			select {
-			case f, ok := <-w.frames:
-				if !ok {
-					t.Fatal("websocket closed")
-				}
-				if match(f) {
-					return f
-				}
-			case <-timeout:
-				return nil
-			}
-		}
-	}
+	within := func(d time.Duration, match func(map[string]any) bool) map[string]any { return w.within(t, d, match) }
+
 	// B's interest in A's events crosses the routes in a moment: members
 	// join through A until one's event reaches B's stream.
 	var f map[string]any

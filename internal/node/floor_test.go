@@ -75,7 +75,17 @@ func dialWS(t *testing.T, n *Node, sid, tok string) *wsClient {
 // next returns the first frame that match accepts, skipping others.
 func (w *wsClient) next(t *testing.T, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	f := w.within(t, 10*time.Second, match)
+	if f == nil {
+		t.Fatal("no matching frame within 10 s")
+	}
+	return f
+}
+
+// within returns the first frame within d that match accepts, or nil.
+func (w *wsClient) within(t *testing.T, d time.Duration, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	timeout := time.After(d)
 	for {
 		select {
 		case f, ok := <-w.frames:
@@ -86,7 +96,7 @@ func (w *wsClient) next(t *testing.T, match func(map[string]any) bool) map[strin
 				return f
 			}
 		case <-timeout:
-			t.Fatal("no matching frame within 10 s")
+			return nil
 		}
 	}
 }
