@@ -145,3 +145,25 @@ func TestChatOverDataChannels(t *testing.T) {
 		t.Errorf("Bob hung up: %v conversation channels open, want 1", metricValue(t, n, "convene_webrtc_data_channels"))
 	}
 }
+
+// TestWHIPGetsNoDataChannel: a WHIP publisher's offer may carry a data
+// channel; the node answers it (the media flows) but closes the channel
+// at once: only a browser member's signalling-backed peer has one.
+func TestWHIPGetsNoDataChannel(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "whip dc")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pub, _, err := rtctest.WHIP(ctx, n.URL(), s.ID, joinToken(t, n, s.ID, "participant"), rtctest.Options{Audio: true, Conversation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	closed(t, pub.Channel, "a WHIP publisher's conversation channel")
+	if got := metricValue(t, n, `convene_webrtc_data_channels_refused_total{reason="not_browser"}`); got != 1 {
+		t.Errorf("refused not_browser: %v, want 1", got)
+	}
+	if got := metricValue(t, n, "convene_webrtc_data_channels_opened_total"); got != 0 {
+		t.Errorf("channels opened: %v, want 0", got)
+	}
+}
