@@ -61,7 +61,10 @@ const (
 func (p *Peer) onDataChannel(dc *webrtc.DataChannel) {
 	conv := p.s.cfg.Conversations
 	switch {
-	case p.mode != modeBrowser || conv == nil:
+	case conv == nil:
+		p.refuseChannel(dc, "off")
+		return
+	case p.mode != modeBrowser:
 		p.refuseChannel(dc, "not_browser")
 		return
 	case dc.Label() != ConversationLabel:

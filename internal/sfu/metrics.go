@@ -58,9 +58,9 @@ func newMetrics(b *batchConn) *Metrics {
 		channelsOpened: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_data_channels_opened_total",
 			Help: "Conversation data channels the node took."}),
 		channelsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_data_channels_refused_total",
-			Help: "Data channels the node closed at once, by reason: label (not \"conversation\"), second (one is open), unreliable, not_browser (WHIP, WHEP), attach (the conversation refused the member)."}, []string{"reason"}),
+			Help: "Data channels the node closed at once, by reason: label (not \"conversation\"), second (one is open), unreliable, not_browser (WHIP, WHEP), attach (the conversation refused the member), off (no conversations on this node)."}, []string{"reason"}),
 	}
-	for _, r := range []string{"label", "second", "unreliable", "not_browser", "attach"} {
+	for _, r := range []string{"label", "second", "unreliable", "not_browser", "attach", "off"} {
 		m.channelsRefused.WithLabelValues(r)
 	}
 	m.shed = m.dropped.WithLabelValues("shed")
