@@ -64,6 +64,18 @@ func hello(t *testing.T, c *Conn) Hello {
 	return h
 }
 
+// attach opens a member's socket, closed when the test ends, and reads
+// its hello.
+func attach(t *testing.T, s *Service, memberID, name string) (*Conn, Hello) {
+	t.Helper()
+	c, err := s.Attach(context.Background(), "s_1", memberID, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, hello(t, c)
+}
+
 func errorCode(t *testing.T, c *Conn) string {
 	t.Helper()
 	b, bin := next(t, c)
@@ -147,6 +159,38 @@ func TestRelay(t *testing.T) {
 	}
 }
 
+// TestOutOfOrder: a sender's messages may arrive out of order (a data
+// channel is unordered): one that a newer one overtook is still taken and
+// forwarded, a repeat of either is refused, and one more than Reorder
+// below the newest is refused; the hello's last is the newest.
+func TestOutOfOrder(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	a, _ := attach(t, s, "m_a", "Ada")
+	b, _ := attach(t, s, "m_b", "Bob")
+	next(t, a) // Bob numbered
+	conv := ID("s_1")
+	for _, seq := range []uint64{2, 1} {
+		m := msg(conv, 1, seq, FlowChat, "x")
+		a.Receive(m)
+		if f, bin := next(t, b); !bin || string(f) != string(m) {
+			t.Fatalf("seq %d: Bob got %q", seq, f)
+		}
+	}
+	a.Receive(msg(conv, 1, 1, FlowChat, "again"))
+	if code := errorCode(t, a); code != "refused" {
+		t.Errorf("a repeat of seq 1: %s", code)
+	}
+	a.Receive(msg(conv, 1, Reorder+10, FlowChat, "far ahead"))
+	next(t, b)
+	a.Receive(msg(conv, 1, 3, FlowChat, "too late"))
+	if code := errorCode(t, a); code != "refused" {
+		t.Errorf("seq 3 after %d: %s", Reorder+10, code)
+	}
+	if _, h := attach(t, s, "m_c", "Cy"); h.Last[1] != Reorder+10 || len(h.History) != 3 {
+		t.Errorf("Cy's hello: last %v, %d in history", h.Last, len(h.History))
+	}
+}
+
 // TestRateAndSlowSocket: a socket over its burst is refused; a reader
 // that takes nothing is hung up once its queue is full, not waited for.
 func TestRateAndSlowSocket(t *testing.T) {
@@ -224,9 +268,7 @@ func FuzzReceive(f *testing.F) {
 func TestAgent(t *testing.T) {
 	s, _ := setup(t, nil, nil)
 	ctx := context.Background()
-	a, _ := s.Attach(ctx, "s_1", "m_a", "Ada")
-	defer a.Close()
-	hello(t, a)
+	a, _ := attach(t, s, "m_a", "Ada")
 	got := make(chan string, 10)
 	ag, err := s.AttachAgent(ctx, "s_1", "m_p", "Phone", func(from, text string) { got <- from + ": " + text })
 	if err != nil {

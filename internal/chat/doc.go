@@ -12,8 +12,9 @@
 //     form (conversation.Unmarshal);
 //  2. the header: this session's conversation, a known flow, the socket's
 //     own member number as sender (nobody speaks for anyone else), a
-//     sequence number above the sender's last, a context naming members
-//     that exist;
+//     sequence number not yet accepted and at most Reorder below the
+//     sender's newest (a data channel is unordered), a context naming
+//     members that exist;
 //  3. the floor: a message of the board flow needs the session's "data"
 //     floor (the chalkboard style: only its holder draws);
 //  4. the catalog (conversation_messages): once stored, it is accepted —

@@ -37,6 +37,11 @@ const (
 	MaxQueue   = 512      // frames waiting for one socket
 	Rate       = 100      // messages a second one socket may send on average
 	Burst      = 200      // and at once
+	// Reorder is how far below its sender's newest accepted sequence
+	// number a message may arrive and still be taken: a data channel is
+	// reliable but unordered, so a sender's messages can overtake each
+	// other on the way (receivers order them, package conversation).
+	Reorder = 64
 )
 
 // ID is the conversation ID of a session: 32 bits of FNV-1a of its ID,
@@ -180,8 +185,11 @@ func (h *hub) accept(c *Conn, b []byte) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if m.Seq <= h.last[c.n] {
-		return fmt.Errorf("%w: seq %d, the last accepted of member %d is %d", ErrHeader, m.Seq, c.n, h.last[c.n])
+	// A sender's messages may arrive out of order (a data channel is
+	// unordered): one up to Reorder below its newest is still taken,
+	// unless it was already (the catalog's key says so below).
+	if last := h.last[c.n]; m.Seq+Reorder <= last {
+		return fmt.Errorf("%w: seq %d, the last accepted of member %d is %d", ErrHeader, m.Seq, c.n, last)
 	}
 	for _, d := range m.Context {
 		if _, ok := h.members[uint32(d.Member)]; !ok && d.Member != 0 {
@@ -193,10 +201,13 @@ func (h *hub) accept(c *Conn, b []byte) error {
 	defer cancel()
 	if err := h.s.o.Catalog.AddMessage(ctx, h.session, catalog.StoredMessage{Sender: c.n, Seq: m.Seq, Flow: m.Flow,
 		SentAt: m.Sent, ReceivedAt: now, Body: b}); err != nil {
+		if errors.Is(err, catalog.ErrExists) {
+			return fmt.Errorf("%w: seq %d of member %d was accepted before", ErrHeader, m.Seq, c.n)
+		}
 		h.s.log.Error("store message", "session", h.session, "member", c.member, "err", err)
 		return ErrStorage
 	}
-	h.last[c.n] = m.Seq
+	h.last[c.n] = max(h.last[c.n], m.Seq)
 	h.s.m.accepted.WithLabelValues(flowName(m.Flow)).Inc()
 	h.publish(relayedMessage(c.member, b))
 	frame := append([]byte(nil), b...)

@@ -15,13 +15,17 @@ import (
 	"github.com/convene/convene/internal/testutil"
 )
 
-// chatter is a member's conversation socket with package conversation's
-// participant: what a Go client of the node does.
+// chatter is a member's conversation with package conversation's
+// participant, over its conversation WebSocket (c) or its data channel
+// (datachan_test.go): what a Go client of the node does.
 type chatter struct {
 	t     *testing.T
-	c     *websocket.Conn
+	c     *websocket.Conn // nil over a data channel
 	hello chat.Hello
 	p     *conversation.Participant
+	// recv reads the next frame, send writes a binary one.
+	recv func(ctx context.Context) (b []byte, binary bool, err error)
+	send func(ctx context.Context, b []byte) error
 }
 
 func dialChat(t *testing.T, n *Node, sid, tok string) *chatter {
@@ -34,15 +38,28 @@ func dialChat(t *testing.T, n *Node, sid, tok string) *chatter {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.CloseNow() })
-	ch := &chatter{t: t, c: c}
-	typ, b, err := c.Read(ctx)
-	if err != nil || typ != websocket.MessageText || json.Unmarshal(b, &ch.hello) != nil {
-		t.Fatalf("hello: %v %q", err, b)
+	ch := &chatter{t: t, c: c,
+		recv: func(ctx context.Context) ([]byte, bool, error) {
+			typ, b, err := c.Read(ctx)
+			return b, typ == websocket.MessageBinary, err
+		},
+		send: func(ctx context.Context, b []byte) error { return c.Write(ctx, websocket.MessageBinary, b) }}
+	ch.start()
+	return ch
+}
+
+// start reads the hello and makes the participant.
+func (ch *chatter) start() {
+	ch.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, bin, err := ch.recv(ctx)
+	if err != nil || bin || json.Unmarshal(b, &ch.hello) != nil || ch.hello.Type != "hello" {
+		ch.t.Fatalf("hello: %v %q", err, b)
 	}
 	if ch.p, err = chat.ParticipantFor(ch.hello); err != nil {
-		t.Fatal(err)
+		ch.t.Fatal(err)
 	}
-	return ch
 }
 
 // read returns the next frame: a message, or JSON text.
@@ -50,11 +67,11 @@ func (ch *chatter) read() (msg *conversation.Message, text map[string]any) {
 	ch.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	typ, b, err := ch.c.Read(ctx)
+	b, bin, err := ch.recv(ctx)
 	if err != nil {
 		ch.t.Fatal(err)
 	}
-	if typ == websocket.MessageBinary {
+	if bin {
 		var m conversation.Message
 		if err := conversation.Unmarshal(b, &m); err != nil {
 			ch.t.Fatal(err)
@@ -74,10 +91,37 @@ func (ch *chatter) say(text string) conversation.Message {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := ch.c.Write(ctx, websocket.MessageBinary, m.Marshal()); err != nil {
+	if err := ch.send(ctx, m.Marshal()); err != nil {
 		ch.t.Fatal(err)
 	}
 	return m
+}
+
+// hear reads until want messages were delivered (in the participant's
+// order, whatever order they came in) and returns their payloads.
+func (ch *chatter) hear(want int) []string {
+	ch.t.Helper()
+	var got []string
+	for len(got) < want {
+		m, f := ch.read()
+		if m == nil {
+			if f["type"] == "error" {
+				ch.t.Fatalf("error frame: %v", f)
+			}
+			continue
+		}
+		out, err := ch.p.Receive(*m, time.Now())
+		if err != nil {
+			ch.t.Fatal(err)
+		}
+		for _, d := range out {
+			if d.Status != conversation.Delivered {
+				ch.t.Errorf("%q delivered %v", d.Message.Payload, d.Status)
+			}
+			got = append(got, string(d.Message.Payload))
+		}
+	}
+	return got
 }
 
 // TestChatBetweenMembers: two members chat through the node's

@@ -210,7 +210,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, reg, log); err != nil {
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.chat, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{

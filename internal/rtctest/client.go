@@ -61,6 +61,10 @@ type Options struct {
 	// does not drop what the server sent in time (the default, 208 KiB on
 	// Linux, holds about 90 packets of 1,200 bytes).
 	ReadBuffer int
+	// Conversation opens the "conversation" data channel (reliable,
+	// unordered) on the publisher connection, as the web app does:
+	// Client.Channel, open once Publish is done and the connection is up.
+	Conversation bool
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -71,8 +75,12 @@ type Client struct {
 	cancel context.CancelFunc
 
 	Pub, Sub *webrtc.PeerConnection
-	audio    *webrtc.TrackLocalStaticRTP
-	video    []*webrtc.TrackLocalStaticRTP // one per layer
+	// Channel is the conversation data channel (Options.Conversation);
+	// what it receives is on ChannelFrames.
+	Channel *webrtc.DataChannel
+	dcIn    chan webrtc.DataChannelMessage
+	audio   *webrtc.TrackLocalStaticRTP
+	video   []*webrtc.TrackLocalStaticRTP // one per layer
 
 	answers chan string
 	frames  chan sfu.Frame
@@ -429,6 +437,19 @@ func (c *Client) offer() (string, map[string]string, error) {
 			}
 		}
 	}
+	if c.opt.Conversation {
+		ordered := false
+		if c.Channel, err = c.Pub.CreateDataChannel(sfu.ConversationLabel, &webrtc.DataChannelInit{Ordered: &ordered}); err != nil {
+			return "", nil, err
+		}
+		c.dcIn = make(chan webrtc.DataChannelMessage, 256)
+		c.Channel.OnMessage(func(m webrtc.DataChannelMessage) {
+			select {
+			case c.dcIn <- m:
+			case <-c.ctx.Done():
+			}
+		})
+	}
 	offer, err := c.Pub.CreateOffer(nil)
 	if err != nil {
 		return "", nil, err
@@ -455,6 +476,10 @@ func (c *Client) offer() (string, map[string]string, error) {
 func (c *Client) LocalTracks() (audio *webrtc.TrackLocalStaticRTP, video []*webrtc.TrackLocalStaticRTP) {
 	return c.audio, c.video
 }
+
+// ChannelFrames are the frames the conversation channel received
+// (Options.Conversation), in the order they came.
+func (c *Client) ChannelFrames() <-chan webrtc.DataChannelMessage { return c.dcIn }
 
 // Welcome returns the node's first frame.
 func (c *Client) Welcome() sfu.Frame { return c.welcome }

@@ -56,8 +56,12 @@ type Config struct {
 	Admit func(sessionID, memberID, what string, recv, send bool) error
 	// Shed, if set, is the node's shed level now
 	// (capacity.Governor.Level); shed.go applies it.
-	Shed   func() capacity.Level
-	Logger *slog.Logger
+	Shed func() capacity.Level
+	// Conversations, if set, lets a browser member carry its session's
+	// conversation over a "conversation" data channel (datachan.go);
+	// without it every data channel is refused.
+	Conversations Conversations
+	Logger        *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -194,6 +198,12 @@ func newEngine(cfg Config) (*engine, error) {
 		nets = append(nets, webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6)
 	}
 	s.SetNetworkTypes(nets)
+	// Data channels (SCTP over DTLS, on by default in pion): a message of
+	// at most MaxDataMessage (advertised as the SDP's max-message-size; a
+	// larger one closes its channel), and a receive window of
+	// dataReceiveBuffer per connection instead of pion's 1 MiB.
+	s.SetSCTPMaxMessageSize(MaxDataMessage)
+	s.SetSCTPMaxReceiveBufferSize(dataReceiveBuffer)
 	e.setting = s
 	return e, nil
 }

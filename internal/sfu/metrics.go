@@ -21,6 +21,10 @@ type Metrics struct {
 	estimate  prometheus.Histogram
 	delay     prometheus.Histogram
 	batch     []prometheus.Collector // the single-port socket's sendmmsg batches
+
+	channels        prometheus.Gauge // conversation data channels open
+	channelsOpened  prometheus.Counter
+	channelsRefused *prometheus.CounterVec
 }
 
 func newMetrics(b *batchConn) *Metrics {
@@ -49,6 +53,15 @@ func newMetrics(b *batchConn) *Metrics {
 		delay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_webrtc_forward_delay_seconds",
 			Help:    "Time from a packet's arrival at a subscriber's queue to its send (the node's own share of latency).",
 			Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5}}),
+		channels: prometheus.NewGauge(prometheus.GaugeOpts{Name: "convene_webrtc_data_channels",
+			Help: "Conversation data channels open now (a browser member's chat and whiteboard over WebRTC)."}),
+		channelsOpened: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_data_channels_opened_total",
+			Help: "Conversation data channels the node took."}),
+		channelsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_data_channels_refused_total",
+			Help: "Data channels the node closed at once, by reason: label (not \"conversation\"), second (one is open), unreliable, not_browser (WHIP, WHEP), attach (the conversation refused the member), off (no conversations on this node)."}, []string{"reason"}),
+	}
+	for _, r := range []string{"label", "second", "unreliable", "not_browser", "attach", "off"} {
+		m.channelsRefused.WithLabelValues(r)
 	}
 	m.shed = m.dropped.WithLabelValues("shed")
 	if b != nil {
@@ -67,6 +80,7 @@ func newMetrics(b *batchConn) *Metrics {
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay)
+	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay,
+		m.channels, m.channelsOpened, m.channelsRefused)
 	r.MustRegister(m.batch...)
 }

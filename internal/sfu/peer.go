@@ -63,7 +63,10 @@ type Peer struct {
 	inflight atomic.Int32                          // packets queued for it there (at most Config.Queue)
 
 	muted       [2]atomic.Bool
-	qualitySent bool // the room's tick goroutine's: a full report went out
+	convMu      sync.Mutex   // guards conv
+	conv        bool         // a conversation data channel is open (datachan.go)
+	refusedDCs  atomic.Int32 // data channels refused so far
+	qualitySent bool         // the room's tick goroutine's: a full report went out
 }
 
 type mode int
@@ -283,11 +286,13 @@ func (p *Peer) addCandidate(pc string, c *Candidate) error {
 	return target.AddICECandidate(webrtc.ICECandidateInit{Candidate: c.Candidate, SDPMid: c.SDPMid, SDPMLineIndex: c.SDPMLineIndex})
 }
 
-// watch hangs the peer up when a connection fails or closes.
+// watch hangs the peer up when a connection fails or closes, and hands
+// the data channels its client opens to onDataChannel.
 // When the subscriber connection is up (DTLS done, SRTP keys in place),
 // every video it carries gets a keyframe request: one asked for earlier
 // would have arrived before the browser could decrypt it.
 func (p *Peer) watch(pc *webrtc.PeerConnection) {
+	pc.OnDataChannel(p.onDataChannel)
 	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
 		switch st {
 		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:

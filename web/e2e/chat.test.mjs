@@ -1,7 +1,10 @@
 // Chat in the meeting (issue 17), in Chromium against a real node: two
 // members write to each other from the keyboard, see each other's lines
 // in the order they were written, the text stays text, and a page that
-// reloads gets the conversation back.
+// reloads gets the conversation back. In a meeting the chat and the
+// whiteboard travel over the "conversation" data channel of each page's
+// publisher connection, not the conversation WebSocket: the pages say so
+// (data-transport) and the node's metrics count the channels.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { joinThroughUI, launch, startNode, waitFor } from './harness.mjs';
@@ -26,6 +29,24 @@ const lines = (page) =>
     ls.map((l) => `${l.querySelector('.chat-from').textContent}: ${l.querySelector('.chat-text').textContent}`),
   );
 
+// metric reads one sample of the node's /metrics (0 when absent).
+async function metric(sample) {
+  const r = await fetch(node.url + '/metrics', { headers: { 'X-API-Key': node.key } });
+  const line = (await r.text()).split('\n').find((l) => l.startsWith(sample + ' '));
+  return line ? Number(line.slice(sample.length + 1)) : 0;
+}
+
+// overDataChannel waits until each page's chat travels over its data
+// channel and the node has exactly those open, and no conversation
+// WebSocket.
+async function overDataChannel(...pages) {
+  for (const p of pages) {
+    await waitFor(async () => (await p.locator('section.chat').getAttribute('data-transport')) === 'datachannel', 15_000, 'the chat on the data channel');
+  }
+  await waitFor(async () => (await metric('convene_webrtc_data_channels')) === pages.length, 10_000, `${pages.length} conversation data channels on the node`);
+  await waitFor(async () => (await metric('convene_chat_sockets')) === pages.length, 10_000, 'no conversation WebSocket left open');
+}
+
 async function say(page, text) {
   const box = page.getByRole('textbox', { name: 'Message', exact: true });
   await box.click();
@@ -41,6 +62,9 @@ test('two members chat; the order holds, text stays text, a reload keeps the con
   await waitFor(async () => (await bob.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, "Bob's chat to connect");
   await waitFor(async () => (await ada.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, "Ada's chat to connect");
 
+  await overDataChannel(ada, bob);
+  const opened = await metric('convene_webrtc_data_channels_opened_total');
+
   await say(ada, 'Hello Bob');
   await say(ada, 'Can you hear me?');
   await waitFor(async () => (await lines(bob)).length === 2, 10_000, "Ada's two lines on Bob's page");
@@ -54,11 +78,16 @@ test('two members chat; the order holds, text stays text, a reload keeps the con
   await bob.reload();
   await waitFor(async () => (await lines(bob)).length === 3, 15_000, 'the history after a reload');
   assert.deepEqual(await lines(bob), ['Ada: Hello Bob', 'Ada: Can you hear me?', 'You: Yes — <b>loud</b> and clear']);
+  await overDataChannel(ada, bob);
+  assert.ok((await metric('convene_webrtc_data_channels_opened_total')) > opened, "Bob's reloaded page opened a new channel");
+  assert.deepEqual(await lines(bob), ['Ada: Hello Bob', 'Ada: Can you hear me?', 'You: Yes — <b>loud</b> and clear'], 'the move to the channel repeats nothing');
   await say(bob, 'Back again');
   await waitFor(async () => (await lines(ada)).length === 4, 10_000, "Bob's line after his reload on Ada's page");
   assert.equal((await lines(ada))[3], 'Bob: Back again');
   // The node kept them all, in order.
   assert.equal((await node.api('GET', `/sessions/${s.id}`)).state, 'activated');
+  await ada.context().close();
+  await bob.context().close();
 });
 
 test('the whiteboard: one member draws, the other sees it; with the chalkboard style only the holder draws', { timeout: 90_000 }, async () => {
@@ -69,6 +98,7 @@ test('the whiteboard: one member draws, the other sees it; with the chalkboard s
     await waitFor(async () => (await p.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, 'chat to connect');
     await p.getByRole('button', { name: 'Show the whiteboard' }).click();
   }
+  await overDataChannel(ada, bob);
   const inked = (page) =>
     page.getByTestId('whiteboard').evaluate((c) => {
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

@@ -1,10 +1,11 @@
-// A member's side of the session's conversation (internal/chat): the
-// socket, the Δ-causal ordering of what arrives (conversation.ts), and
-// lines for the chat panel. Messages of the chat flow carry UTF-8 text;
+// A member's side of the session's conversation (internal/chat): its
+// transport (transport.ts), the Δ-causal ordering of what arrives
+// (conversation.ts), and lines for the chat panel. Messages of the chat flow carry UTF-8 text;
 // the node relays them and never reads them.
 
 import { reconnectDelay } from './events';
 import { Conversation, ConversationError, marshal, unmarshal, type Delivery, type Message, type Participant } from './conversation';
+import { dataChannelTransport, webSocketTransport, type Transport, type TransportKind } from './transport';
 
 export const FLOW_CHAT = 1;
 export const FLOW_BOARD = 2;
@@ -26,6 +27,7 @@ export type ChatEvents = {
   board?(from: number, payload: Uint8Array): void;
   state(connected: boolean): void;
   error(message: string): void;
+  transport?(kind: TransportKind | undefined): void;
 };
 
 type Hello = {
@@ -49,13 +51,26 @@ function fromBase64(s: string): Uint8Array {
   return out;
 }
 
+// link is one transport and what arrived on it before its hello (a data
+// channel is unordered: a message may overtake the hello).
+type Link = { t: Transport; hello: boolean; early: (string | Uint8Array)[] };
+
+// Chat is the member's side of the conversation. It talks over the
+// conversation WebSocket until useChannel hands it the meeting's data
+// channel; once that channel's hello came, it talks there and closes the
+// socket, and goes back to the socket if the channel closes. Each hello
+// carries the history and every sender's last sequence number, so a
+// change of transport, a reconnect or a reload shows each message once.
 export class Chat {
-  private ws?: WebSocket;
+  private ws?: Link;
+  private dc?: Link;
+  private active?: Link; // the one we send on: its hello came
   private attempt = 0;
   private closed = false;
   private me?: Participant;
   private names = new Map<number, string>();
   private timer?: ReturnType<typeof setTimeout>;
+  private retry?: ReturnType<typeof setTimeout>;
   private seen = new Set<string>(); // sender/seq shown, so a reconnect's history repeats nothing
 
   constructor(
@@ -67,11 +82,16 @@ export class Chat {
   }
 
   get ready(): boolean {
-    return !!this.me && this.ws?.readyState === WebSocket.OPEN;
+    return !!this.me && !!this.active?.t.open;
   }
 
   get self(): number | undefined {
     return this.me?.self;
+  }
+
+  // transport is what the chat talks over now.
+  get transport(): TransportKind | undefined {
+    return this.active?.t.kind;
   }
 
   // name is a member's name by its number.
@@ -79,28 +99,56 @@ export class Chat {
     return this.names.get(n) ?? `member ${n}`;
   }
 
+  // open opens the WebSocket, unless the data channel carries the chat.
   private open() {
-    if (this.closed) return;
-    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const ws = new WebSocket(`${proto}//${location.host}/api/v1/sessions/${this.session}/conversation?token=${encodeURIComponent(this.token)}`);
-    ws.binaryType = 'arraybuffer';
-    this.ws = ws;
-    ws.onmessage = (m) => {
-      if (typeof m.data === 'string') this.onText(JSON.parse(m.data));
-      else this.onMessage(new Uint8Array(m.data as ArrayBuffer));
+    clearTimeout(this.retry);
+    if (this.closed || this.ws || (this.dc && this.active === this.dc)) return;
+    const l: Link = {
+      t: webSocketTransport(this.session, this.token, { frame: (f) => this.onFrame(l, f), closed: () => this.onClosed(l) }),
+      hello: false,
+      early: [],
     };
-    ws.onclose = () => {
+    this.ws = l;
+  }
+
+  // useChannel carries the chat over the meeting's "conversation" data
+  // channel from its hello on.
+  useChannel(dc: RTCDataChannel) {
+    if (this.closed) return dc.close();
+    this.dc?.t.close();
+    const l: Link = { t: dataChannelTransport(dc, { frame: (f) => this.onFrame(l, f), closed: () => this.onClosed(l) }), hello: false, early: [] };
+    this.dc = l;
+  }
+
+  private onClosed(l: Link) {
+    if (this.ws === l) this.ws = undefined;
+    if (this.dc === l) this.dc = undefined;
+    if (this.active === l) {
+      this.active = undefined;
       this.on.state(false);
-      if (this.closed) return;
-      setTimeout(() => this.open(), reconnectDelay(this.attempt++));
-    };
+      this.on.transport?.(undefined);
+    }
+    if (this.closed || this.ws) return;
+    if (l.t.kind === 'datachannel') this.open();
+    else if (!this.dc || this.active !== this.dc) this.retry = setTimeout(() => this.open(), reconnectDelay(this.attempt++));
+  }
+
+  private onFrame(l: Link, f: string | Uint8Array) {
+    if (typeof f === 'string') {
+      const o = JSON.parse(f);
+      if (o.type === 'hello') {
+        this.onHello(l, o as Hello);
+        l.early.splice(0).forEach((e) => this.onFrame(l, e));
+        return;
+      }
+      if (!l.hello) return void l.early.push(f);
+      this.onText(o);
+    } else if (!l.hello) l.early.push(f);
+    else this.onMessage(f);
   }
 
   private onText(f: any) {
     switch (f.type) {
-      case 'hello':
-        this.onHello(f as Hello);
-        break;
       case 'member':
         this.names.set(f.n, f.name);
         this.me?.grow(f.n + 1);
@@ -111,22 +159,30 @@ export class Chat {
     }
   }
 
-  private onHello(h: Hello) {
+  private onHello(l: Link, h: Hello) {
+    l.hello = true;
     this.attempt = 0;
     const n = Math.max(h.self, ...Object.keys(h.members).map(Number)) + 1;
-    const members = Array.from({ length: n }, (_, i) => h.members[i]?.id ?? (i === 0 ? 'node' : ''));
     for (const [k, m] of Object.entries(h.members)) this.names.set(Number(k), m.name);
-    const conv = new Conversation({
-      id: h.conversation,
-      members,
-      flows: h.flows.map((f) => ({ id: f.id, name: f.name, delay: f.delay_ms, lossDelay: f.loss_delay_ms })),
-      skew: h.skew_ms,
-      delta: h.delta_ms,
-    });
-    const me = conv.participant(h.self);
+    let me = this.me;
+    if (!me || me.conv.spec.id !== h.conversation || me.self !== h.self) {
+      const members = Array.from({ length: n }, (_, i) => h.members[i]?.id ?? (i === 0 ? 'node' : ''));
+      const conv = new Conversation({
+        id: h.conversation,
+        members,
+        flows: h.flows.map((f) => ({ id: f.id, name: f.name, delay: f.delay_ms, lossDelay: f.loss_delay_ms })),
+        skew: h.skew_ms,
+        delta: h.delta_ms,
+      });
+      me = conv.participant(h.self);
+      this.me = me;
+    }
+    // Another transport of the same page: the participant goes on (its
+    // own sequence may be ahead of what the node had accepted when it
+    // wrote this hello); what the history holds counts as delivered.
+    me.grow(n);
     me.resumeSending(h.last[h.self] ?? 0);
     for (const [k, seq] of Object.entries(h.last)) me.resume(Number(k), seq);
-    this.me = me;
     for (const b of h.history) {
       try {
         this.show({ message: unmarshal(fromBase64(b)), status: 'delivered', missing: [] });
@@ -134,7 +190,14 @@ export class Chat {
         // a stored message this page cannot read: skip it
       }
     }
+    this.active = l;
+    if (l === this.dc && this.ws) {
+      const ws = this.ws;
+      this.ws = undefined;
+      ws.t.close();
+    }
     this.on.state(true);
+    this.on.transport?.(l.t.kind);
   }
 
   private onMessage(b: Uint8Array) {
@@ -142,6 +205,8 @@ export class Chat {
     let msg: Message;
     try {
       msg = unmarshal(b);
+      // Our own, forwarded to our other transport while both were open.
+      if (msg.sender === this.me.self) return;
       this.me.grow(msg.sender + 1);
       for (const d of msg.context) this.me.grow(d.member + 1);
       this.deliver(this.me.receive(msg, Date.now()));
@@ -185,12 +250,12 @@ export class Chat {
   }
 
   // send sends text on the chat flow (or a payload on another flow) and
-  // shows it at once; false if the socket is not open.
+  // shows it at once; false if no transport is open.
   send(payload: string | Uint8Array, flow = FLOW_CHAT): boolean {
-    if (!this.me || this.ws?.readyState !== WebSocket.OPEN) return false;
+    if (!this.me || !this.active?.t.open) return false;
     const body = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload;
     const m = this.me.send(flow, body, Date.now());
-    this.ws.send(marshal(m));
+    this.active.t.send(marshal(m));
     this.show({ message: m, status: 'delivered', missing: [] });
     return true;
   }
@@ -198,6 +263,8 @@ export class Chat {
   close() {
     this.closed = true;
     clearTimeout(this.timer);
-    this.ws?.close();
+    clearTimeout(this.retry);
+    this.ws?.t.close();
+    this.dc?.t.close();
   }
 }

@@ -55,6 +55,7 @@ export class RTC {
   private sources: Record<string, string> = {};
   private negotiating = Promise.resolve();
   private pendingAnswer?: (sdp: string) => void;
+  private sctp = false; // the publisher connection has negotiated data channels
   member = '';
   // Join timing (performance.now()): the signalling socket opened, and
   // the first remote video frame was decoded.
@@ -196,6 +197,20 @@ export class RTC {
       this.senders.delete(source);
     }
     await this.negotiate();
+  }
+
+  // conversationChannel opens the "conversation" data channel on the
+  // publisher connection (the node takes one per member): reliable and
+  // unordered, since the conversation orders its messages itself. The
+  // first one adds the connection's SCTP section, so it renegotiates.
+  conversationChannel(): RTCDataChannel {
+    const pc = this.pubPC();
+    const dc = pc.createDataChannel('conversation', { ordered: false });
+    if (!this.sctp) {
+      this.sctp = true;
+      this.negotiate().catch((e) => this.on.error('negotiation', String(e)));
+    }
+    return dc;
   }
 
   private pubPC(): RTCPeerConnection {

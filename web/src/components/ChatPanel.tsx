@@ -1,11 +1,13 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ChatLine } from '../chat';
+import type { TransportKind } from '../transport';
 
 // ChatPanel: the session's chat, in the order the conversation delivers
 // it; a message that never came is said so where it was due, and one that
 // came after its deadline is marked late. Text only: nothing a member
-// types is read as HTML.
-export function ChatPanel(props: { lines: ChatLine[]; ready: boolean; send: (text: string) => boolean }) {
+// types is read as HTML. data-transport says what the chat travels over
+// (websocket, datachannel) for tests and the curious; nothing else shows it.
+export function ChatPanel(props: { lines: ChatLine[]; ready: boolean; transport?: TransportKind; send: (text: string) => boolean }) {
   const [draft, setDraft] = useState('');
   const list = useRef<HTMLOListElement>(null);
   useEffect(() => {
@@ -18,7 +20,7 @@ export function ChatPanel(props: { lines: ChatLine[]; ready: boolean; send: (tex
     if (t && props.send(t)) setDraft('');
   };
   return (
-    <section class="panel chat" aria-labelledby="chat-h">
+    <section class="panel chat" aria-labelledby="chat-h" data-transport={props.transport}>
       <h2 id="chat-h">Chat</h2>
       <ol class="chat-lines" ref={list} role="log" aria-live="polite" aria-label="Chat messages">
         {props.lines.length === 0 && <li class="muted">No messages yet.</li>}

@@ -26,6 +26,7 @@ import { EventStream, type SessionEvent } from '../events';
 import { openLocal, takeOver } from '../media';
 import { qualityLabel } from '../quality';
 import { RTC, type Quality, type Remote } from '../rtc';
+import type { TransportKind } from '../transport';
 import { navigate } from '../route';
 import { moveLink, moveTarget, refusedMessage } from '../move';
 
@@ -61,6 +62,7 @@ export function Room({ session }: { session: string }) {
   const [recording, setRecording] = useState<Recording>(); // the session's running recording
   const [lines, setLines] = useState<ChatLine[]>([]);
   const [chatReady, setChatReady] = useState(false);
+  const [chatTransport, setChatTransport] = useState<TransportKind>();
   const [ops, setOps] = useState<BoardOp[]>([]);
   const [drawers, setDrawers] = useState<string[]>([]);
   const [board, setBoard] = useState(false);
@@ -141,6 +143,12 @@ export function Room({ session }: { session: string }) {
       closed: (why) => !stop && setEnded((e) => e || 'Disconnected: ' + why),
     });
     rtc.current = r;
+    // The chat moves onto a data channel of the meeting's connection once
+    // the node welcomed us; until then, and if it fails, the WebSocket.
+    r.ready().then(
+      () => !stop && chat.current?.useChannel(r.conversationChannel()),
+      () => {},
+    );
     const handed = takeOver();
     (async () => {
       try {
@@ -189,6 +197,7 @@ export function Room({ session }: { session: string }) {
         setDrawers((ds) => (ds.includes(who) ? ds : [...ds, who]));
       },
       state: setChatReady,
+      transport: setChatTransport,
       error: (m) => setErr('Chat: ' + m),
     });
     chat.current = c;
@@ -383,7 +392,7 @@ export function Room({ session }: { session: string }) {
             </form>
           )}
         </section>
-        <ChatPanel lines={lines} ready={chatReady} send={(t) => chat.current?.send(t) ?? false} />
+        <ChatPanel lines={lines} ready={chatReady} transport={chatTransport} send={(t) => chat.current?.send(t) ?? false} />
       </aside>
     </div>
   );
