@@ -129,10 +129,22 @@ type ErrorFrame struct {
 	Seq     uint64 `json:"seq,omitempty"`
 }
 
+// hello is called with h.mu held. Each sender's last is the catalog's
+// (read after the history, so it covers it) where this node has not yet
+// heard of it: in a cluster another node may have accepted a message
+// whose relay has not arrived yet, and a member that moved here from that
+// node must go on after it, and must not be given it again.
 func (h *hub) hello(ctx context.Context, self uint32) (Hello, error) {
 	msgs, err := h.s.o.Catalog.Messages(ctx, h.session, MaxHistory)
 	if err != nil {
 		return Hello{}, err
+	}
+	stored, err := h.s.o.Catalog.LastSeqs(ctx, h.session)
+	if err != nil {
+		return Hello{}, err
+	}
+	for n, seq := range stored {
+		h.last[n] = max(h.last[n], seq)
 	}
 	conv, _ := conversation.New(conversation.Spec{ID: h.id, Members: []string{"node"}, Flows: Flows, Skew: Skew})
 	hl := Hello{Type: "hello", Conversation: h.id, Self: self, DeltaMS: conv.Delta().Milliseconds(), SkewMS: Skew.Milliseconds(),
