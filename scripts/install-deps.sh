@@ -29,6 +29,7 @@ pkg-config --exists spandsp 2>/dev/null || apt_pkgs+=(libspandsp-dev)
 if [ "$what" = test ]; then
   need ffmpeg ffmpeg
   need ip iproute2
+  need tc iproute2 # netem, where the kernel has it (TestChatUnderDelayAndLoss)
   need nats-server nats-server
   # The catalog's and the cluster tests' throwaway PostgreSQL (initdb and
   # postgres, run as the package's postgres user; testutil.StartPostgres).

@@ -345,6 +345,21 @@ func (n nodeRelay) Subscribe(session string, f func([]byte)) (func(), error) {
 	return func() { n.r.mu.Lock(); delete(n.r.subs, s); n.r.mu.Unlock() }, nil
 }
 
+// adaAndBob makes two nodes on one catalog (Services with relays ra and
+// rb), attaches Ada to node A and Bob to node B, and reads their hellos.
+func adaAndBob(t *testing.T, cat *catalog.Store, ra, rb Relay) (na, nb *Service, a, b *Conn, hb Hello) {
+	t.Helper()
+	na = New(Options{Catalog: cat, Relay: ra}, nil)
+	nb = New(Options{Catalog: cat, Relay: rb}, nil)
+	ctx := context.Background()
+	a, _ = na.Attach(ctx, "s_1", "m_a", "Ada")
+	t.Cleanup(a.Close)
+	hello(t, a)
+	b, _ = nb.Attach(ctx, "s_1", "m_b", "Bob")
+	t.Cleanup(b.Close)
+	return na, nb, a, b, hello(t, b)
+}
+
 // TestRelayAcrossNodes: two nodes (Services on one catalog, joined by a
 // relay) carry one session's conversation: a member on each, numbered by
 // the catalog; what one node accepts reaches the other's socket, and a
@@ -353,15 +368,9 @@ func (n nodeRelay) Subscribe(session string, f func([]byte)) (func(), error) {
 func TestRelayAcrossNodes(t *testing.T) {
 	_, cat := setup(t, nil, nil)
 	r := &memRelay{subs: map[*memSub]struct{}{}}
-	na := New(Options{Catalog: cat, Relay: nodeRelay{r, 1}}, nil)
-	nb := New(Options{Catalog: cat, Relay: nodeRelay{r, 2}}, nil)
+	_, nb, a, b, hb := adaAndBob(t, cat, nodeRelay{r, 1}, nodeRelay{r, 2})
 	ctx := context.Background()
-	a, _ := na.Attach(ctx, "s_1", "m_a", "Ada")
-	defer a.Close()
-	hello(t, a)
-	b, _ := nb.Attach(ctx, "s_1", "m_b", "Bob")
-	defer b.Close()
-	if hb := hello(t, b); hb.Self != 2 || hb.Members[1].Name != "Ada" {
+	if hb.Self != 2 || hb.Members[1].Name != "Ada" {
 		t.Fatalf("Bob's hello on node B: %+v", hb)
 	}
 	if f, bin := next(t, a); bin || !strings.Contains(string(f), `"Bob"`) {
@@ -395,6 +404,66 @@ func TestRelayAcrossNodes(t *testing.T) {
 	select {
 	case <-b.out:
 		t.Error("a garbled relay frame reached a socket")
+	default:
+	}
+}
+
+// heldRelay is a memRelay whose frames wait until flush: a relay slower
+// than a member moving between nodes.
+type heldRelay struct {
+	nodeRelay
+	mu   *sync.Mutex
+	held *[]func()
+}
+
+func (h heldRelay) Publish(session string, b []byte) error {
+	b = append([]byte(nil), b...)
+	h.mu.Lock()
+	*h.held = append(*h.held, func() { h.nodeRelay.Publish(session, b) })
+	h.mu.Unlock()
+	return nil
+}
+
+// TestMoveBeforeTheRelay: a member sends on node A and opens a socket on
+// node B before A's relay of its messages reached B. B's hello takes each
+// sender's last from the catalog: the member goes on after its own last
+// message, and the history it is shown is covered by Last (a client never
+// takes the relayed copies for new ones); when the relay comes, the
+// member's own messages are not sent back to it, and another member on B
+// gets them once.
+func TestMoveBeforeTheRelay(t *testing.T) {
+	_, cat := setup(t, nil, nil)
+	r := &memRelay{subs: map[*memSub]struct{}{}}
+	var mu sync.Mutex
+	var held []func()
+	_, nb, a, b, _ := adaAndBob(t, cat, heldRelay{nodeRelay{r, 1}, &mu, &held}, nodeRelay{r, 2})
+	ctx := context.Background()
+	conv := ID("s_1")
+	a.Receive(msg(conv, 1, 1, FlowChat, "one"))
+	a.Receive(msg(conv, 1, 2, FlowChat, "two"))
+	a.Close()
+	moved, _ := nb.Attach(ctx, "s_1", "m_a", "Ada")
+	defer moved.Close()
+	if h := hello(t, moved); h.Self != 1 || h.Last[1] != 2 || len(h.History) != 2 {
+		t.Fatalf("Ada's hello on node B before the relay: self %d, last %v, %d in history", h.Self, h.Last, len(h.History))
+	}
+	mu.Lock()
+	for _, f := range held {
+		f()
+	}
+	mu.Unlock()
+	for _, want := range []string{"one", "two"} {
+		if f, bin := next(t, b); !bin || !strings.HasSuffix(string(f), want) {
+			t.Fatalf("Bob got %q, want %q", f, want)
+		}
+	}
+	moved.Receive(msg(conv, 1, 3, FlowChat, "three, from node B"))
+	if f, bin := next(t, b); !bin || !strings.HasSuffix(string(f), "three, from node B") {
+		t.Fatalf("Bob got %q after Ada moved", f)
+	}
+	select {
+	case f := <-moved.out:
+		t.Errorf("Ada on node B got %q: her own message, or a refusal", f.bin)
 	default:
 	}
 }

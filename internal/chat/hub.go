@@ -134,10 +134,20 @@ type ErrorFrame struct {
 	Seq     uint64 `json:"seq,omitempty"`
 }
 
+// hello is called with h.mu held. Each sender's last covers its messages
+// in the history: in a cluster another node may have accepted (and
+// stored) one whose relay has not arrived here yet. A member that moved
+// here from that node goes on after it, and a client that resumes after
+// Last takes the relayed copy for the duplicate it is. (Not the catalog's
+// last: a message stored after the history was read would be passed over
+// by Last and never shown.)
 func (h *hub) hello(ctx context.Context, self uint32) (Hello, error) {
 	msgs, err := h.s.o.Catalog.Messages(ctx, h.session, MaxHistory)
 	if err != nil {
 		return Hello{}, err
+	}
+	for _, m := range msgs {
+		h.last[m.Sender] = max(h.last[m.Sender], m.Seq)
 	}
 	conv, _ := conversation.New(conversation.Spec{ID: h.id, Members: []string{"node"}, Flows: Flows, Skew: Skew})
 	hl := Hello{Type: "hello", Conversation: h.id, Self: self, DeltaMS: conv.Delta().Milliseconds(), SkewMS: Skew.Milliseconds(),

@@ -93,7 +93,9 @@ func (h *hub) relayIn(b []byte) {
 		}
 		frame := append([]byte(nil), body...)
 		for o := range h.conns {
-			o.push(outFrame{bin: frame})
+			if o.n != sender { // the sender moved here after sending it there
+				o.push(outFrame{bin: frame})
+			}
 		}
 		h.s.m.relayed.Inc()
 		if h.s.o.Notes != nil {

@@ -20,8 +20,12 @@ import (
 	"github.com/convene/convene/internal/testutil"
 )
 
-// childEnv marks a test binary re-executed inside a network namespace.
-const childEnv = "CONVENE_NETNS_CHILD"
+// childEnv marks a test binary re-executed inside a network namespace;
+// outerEnv names the namespace it was started from.
+const (
+	childEnv = "CONVENE_NETNS_CHILD"
+	outerEnv = "CONVENE_NETNS_OUTER"
+)
 
 var netnsSeq atomic.Int32
 
@@ -75,6 +79,9 @@ func Enter(t *testing.T) bool {
 	}
 	cmd := exec.CommandContext(ctx, ip, args...)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
+	if outer, err := os.Readlink("/proc/self/ns/net"); err == nil {
+		cmd.Env = append(cmd.Env, outerEnv+"="+outer)
+	}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 
