@@ -347,10 +347,10 @@ func (n nodeRelay) Subscribe(session string, f func([]byte)) (func(), error) {
 
 // adaAndBob makes two nodes on one catalog (Services with relays ra and
 // rb), attaches Ada to node A and Bob to node B, and reads their hellos.
-func adaAndBob(t *testing.T, cat *catalog.Store, ra, rb Relay) (na, nb *Service, a, b *Conn, hb Hello) {
+func adaAndBob(t *testing.T, cat *catalog.Store, ra, rb Relay, catchUp ...time.Duration) (na, nb *Service, a, b *Conn, hb Hello) {
 	t.Helper()
-	na = New(Options{Catalog: cat, Relay: ra}, nil)
-	nb = New(Options{Catalog: cat, Relay: rb}, nil)
+	na = New(Options{Catalog: cat, Relay: ra, CatchUp: catchUp}, nil)
+	nb = New(Options{Catalog: cat, Relay: rb, CatchUp: catchUp}, nil)
 	ctx := context.Background()
 	a, _ = na.Attach(ctx, "s_1", "m_a", "Ada")
 	t.Cleanup(a.Close)
@@ -466,4 +466,71 @@ func TestMoveBeforeTheRelay(t *testing.T) {
 		t.Errorf("Ada on node B got %q: her own message, or a refusal", f.bin)
 	default:
 	}
+}
+
+// lossyRelay loses node A's frames while lose is set: a relay subscription
+// that had not reached the cluster's other servers yet.
+type lossyRelay struct {
+	nodeRelay
+	lose *bool
+	mu   *sync.Mutex
+}
+
+func (l lossyRelay) Publish(session string, b []byte) error {
+	l.mu.Lock()
+	lose := *l.lose
+	l.mu.Unlock()
+	if lose {
+		return nil
+	}
+	return l.nodeRelay.Publish(session, b)
+}
+
+// TestCatchUpMissedRelay: a message node A accepted whose relay never
+// reached node B (B's subscription was still spreading) reaches B's
+// sockets from the catalog, once, soon after B's hub opened; a socket
+// that had it in its hello does not get it again; the relay's later
+// messages come as before.
+func TestCatchUpMissedRelay(t *testing.T) {
+	_, cat := setup(t, nil, nil)
+	r := &memRelay{subs: map[*memSub]struct{}{}}
+	var mu sync.Mutex
+	lose := true
+	na, nb, a, b, _ := adaAndBob(t, cat, lossyRelay{nodeRelay{r, 1}, &lose, &mu}, nodeRelay{r, 2},
+		300*time.Millisecond, 600*time.Millisecond)
+	next(t, a) // Bob's member frame
+	conv := ID("s_1")
+	lost := msg(conv, 1, 1, FlowChat, "lost on the way")
+	a.Receive(lost)
+	ctx := context.Background()
+	c, _ := nb.Attach(ctx, "s_1", "m_c", "Cy") // after it was stored: in Cy's history
+	defer c.Close()
+	if h := hello(t, c); len(h.History) != 1 {
+		t.Fatalf("Cy's hello has %d messages, want the one stored", len(h.History))
+	}
+	if f, bin := next(t, b); bin || !strings.Contains(string(f), `"Cy"`) {
+		t.Fatalf("Bob is not told of Cy: %q", f)
+	}
+	if f, bin := next(t, b); !bin || string(f) != string(lost) {
+		t.Fatalf("Bob got %q, want the lost message from the catalog", f)
+	}
+	mu.Lock()
+	lose = false
+	mu.Unlock()
+	later := msg(conv, 1, 2, FlowChat, "relayed")
+	a.Receive(later)
+	for _, s := range []*Conn{b, c} {
+		if f, bin := next(t, s); !bin || string(f) != string(later) {
+			t.Fatalf("got %q, want the relayed message", f)
+		}
+	}
+	time.Sleep(800 * time.Millisecond) // the catching up is over
+	for name, s := range map[string]*Conn{"Bob": b, "Cy": c} {
+		select {
+		case f := <-s.out:
+			t.Errorf("%s got one more frame %q: a message twice", name, f.bin)
+		default:
+		}
+	}
+	_ = na
 }

@@ -62,6 +62,10 @@ type hub struct {
 	last    map[uint32]uint64 // each sender's last accepted seq
 	mu      sync.Mutex        // guards the above, and orders accepts
 	unrelay func()            // ends the relay subscription
+	// seen holds, while the hub catches up (catchup.go), the messages it
+	// accepted or was relayed; nil after.
+	seen map[msgKey]struct{}
+	done chan struct{} // closed when the session ends here
 }
 
 func (s *Service) hub(ctx context.Context, sessionID string) (*hub, error) {
@@ -79,14 +83,16 @@ func (s *Service) hub(ctx context.Context, sessionID string) (*hub, error) {
 		return nil, err
 	}
 	h := &hub{s: s, session: sessionID, id: ID(sessionID), conns: map[*Conn]struct{}{},
-		members: map[uint32]catalog.ConversationMember{}, last: last}
+		members: map[uint32]catalog.ConversationMember{}, last: last, done: make(chan struct{})}
 	for _, m := range ms {
 		h.members[m.N] = m
 	}
 	if s.o.Relay != nil {
+		h.seen = map[msgKey]struct{}{}
 		if h.unrelay, err = s.o.Relay.Subscribe(sessionID, h.relayIn); err != nil {
 			return nil, err
 		}
+		go h.catchUp(s.o.Now())
 	}
 	s.hubs[sessionID] = h
 	return h, nil
@@ -141,7 +147,7 @@ type ErrorFrame struct {
 // Last takes the relayed copy for the duplicate it is. (Not the catalog's
 // last: a message stored after the history was read would be passed over
 // by Last and never shown.)
-func (h *hub) hello(ctx context.Context, self uint32) (Hello, error) {
+func (h *hub) hello(ctx context.Context, self uint32, got map[msgKey]struct{}) (Hello, error) {
 	msgs, err := h.s.o.Catalog.Messages(ctx, h.session, MaxHistory)
 	if err != nil {
 		return Hello{}, err
@@ -163,6 +169,9 @@ func (h *hub) hello(ctx context.Context, self uint32) (Hello, error) {
 	}
 	for _, m := range msgs {
 		hl.History = append(hl.History, base64.StdEncoding.EncodeToString(m.Body))
+		if got != nil {
+			got[msgKey{m.Sender, m.Seq}] = struct{}{}
+		}
 	}
 	return hl, nil
 }
@@ -220,9 +229,14 @@ func (h *hub) accept(c *Conn, b []byte) error {
 	h.last[c.n] = max(h.last[c.n], m.Seq)
 	h.s.m.accepted.WithLabelValues(flowName(m.Flow)).Inc()
 	h.publish(relayedMessage(c.member, b))
+	k := msgKey{c.n, m.Seq}
+	if h.seen != nil {
+		h.seen[k] = struct{}{}
+	}
 	frame := append([]byte(nil), b...)
 	for o := range h.conns {
 		if o != c {
+			o.noteSent(k)
 			o.push(outFrame{bin: frame})
 		}
 	}

@@ -8,6 +8,7 @@ type metrics struct {
 	refused  *prometheus.CounterVec
 	dropped  *prometheus.CounterVec
 	relayed  prometheus.Counter
+	caughtUp prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -22,6 +23,8 @@ func newMetrics() *metrics {
 			Help: "Conversation sockets the node closed, by reason: slow_socket (its queue was full); and frames from other nodes dropped: bad_relay."}, []string{"reason"}),
 		relayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_chat_relayed_total",
 			Help: "Conversation messages other nodes accepted and this node forwarded to its sockets."}),
+		caughtUp: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_chat_caught_up_total",
+			Help: "Conversation messages another node accepted whose relay never came (sent before this node's subscription reached the cluster) and that this node found in the catalog and forwarded."}),
 	}
 	for _, r := range []string{"refused", "rate_limited", "floor", "unavailable"} {
 		m.refused.WithLabelValues(r)
@@ -30,5 +33,5 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(m.sockets, m.accepted, m.refused, m.dropped, m.relayed)
+	reg.MustRegister(m.sockets, m.accepted, m.refused, m.dropped, m.relayed, m.caughtUp)
 }

@@ -91,9 +91,17 @@ func (h *hub) relayIn(b []byte) {
 		if seq > h.last[sender] {
 			h.last[sender] = seq
 		}
+		k := msgKey{sender, seq}
+		if h.seen != nil {
+			if _, dup := h.seen[k]; dup { // caught up from the catalog first
+				return
+			}
+			h.seen[k] = struct{}{}
+		}
 		frame := append([]byte(nil), body...)
 		for o := range h.conns {
 			if o.n != sender { // the sender moved here after sending it there
+				o.noteSent(k)
 				o.push(outFrame{bin: frame})
 			}
 		}

@@ -35,6 +35,9 @@ type Options struct {
 	Notes  Notes
 	Logger *slog.Logger
 	Now    func() time.Time
+	// CatchUp are the delays after a hub opens at which it reads the
+	// catalog for what the relay missed (catchup.go); default catchUpAfter.
+	CatchUp []time.Duration
 }
 
 // Service is the node's conversations, one hub per session with sockets.
@@ -53,6 +56,9 @@ func New(o Options, reg prometheus.Registerer) *Service {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.CatchUp == nil {
+		o.CatchUp = catchUpAfter
 	}
 	s := &Service{o: o, log: o.Logger, m: newMetrics(), hubs: map[string]*hub{}}
 	if reg != nil {
@@ -77,6 +83,9 @@ type Conn struct {
 	once   sync.Once
 	tokens float64
 	refill time.Time
+	// got holds, while its hub catches up (catchup.go), the messages the
+	// socket was sent (hello or live); nil after. Guarded by the hub's mu.
+	got map[msgKey]struct{}
 }
 
 // Attach numbers the member (the first time) and opens its socket's place
@@ -98,7 +107,10 @@ func (s *Service) Attach(ctx context.Context, sessionID, memberID, name string) 
 	// neither.
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	hello, err := h.hello(ctx, n)
+	if h.seen != nil {
+		c.got = map[msgKey]struct{}{}
+	}
+	hello, err := h.hello(ctx, n, c.got)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +234,7 @@ func (s *Service) SessionEnded(sessionID string) {
 	if h.unrelay != nil {
 		h.unrelay()
 	}
+	close(h.done)
 	h.mu.Lock()
 	conns := make([]*Conn, 0, len(h.conns))
 	for c := range h.conns {
