@@ -43,7 +43,7 @@ type Composite struct {
 	started time.Time
 	stop    chan struct{}
 	done    chan struct{}
-	load    atomic.Uint64 // the child's CPU in millicores, last measured
+	load    atomic.Uint64 // the child's CPU in millicores, smoothed
 
 	mu       sync.Mutex
 	proc     *ffmpeg.Proc // nil before the first tick
@@ -159,6 +159,10 @@ func (c *Composite) run() {
 			c.step(now)
 			if pid := c.pid(); pid != 0 {
 				if cores, ok := cpu.sample(pid, now); ok {
+					// Smoothed: a keyframe's spike is not the child's load.
+					if old := float64(c.load.Load()) / 1000; old > 0 {
+						cores = 0.8*old + 0.2*cores
+					}
 					c.load.Store(uint64(cores * 1000))
 				}
 			}

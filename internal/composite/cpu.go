@@ -13,30 +13,31 @@ const clockTicks = 100
 
 // cpuMeter measures a child's CPU in cores from /proc between samples.
 type cpuMeter struct {
-	pid   int
-	ticks uint64
-	at    time.Time
+	pid int
+	cpu time.Duration
+	at  time.Time
 }
 
 // sample returns the cores pid used since the last sample of the same
 // pid (ok false at a new pid, or where /proc cannot tell).
 func (m *cpuMeter) sample(pid int, now time.Time) (cores float64, ok bool) {
-	ticks, err := procTicks(pid)
+	cpu, err := CPUTime(pid)
 	if err != nil {
 		m.pid = 0
 		return 0, false
 	}
-	prevPID, prevTicks, prevAt := m.pid, m.ticks, m.at
-	m.pid, m.ticks, m.at = pid, ticks, now
-	if prevPID != pid || !now.After(prevAt) || ticks < prevTicks {
+	prevPID, prevCPU, prevAt := m.pid, m.cpu, m.at
+	m.pid, m.cpu, m.at = pid, cpu, now
+	if prevPID != pid || !now.After(prevAt) || cpu < prevCPU {
 		return 0, false
 	}
-	return float64(ticks-prevTicks) / clockTicks / now.Sub(prevAt).Seconds(), true
+	return (cpu - prevCPU).Seconds() / now.Sub(prevAt).Seconds(), true
 }
 
-// procTicks is a process's user + system CPU time in clock ticks (proc(5):
-// fields 14 and 15 of /proc/<pid>/stat, counted after the command's ")").
-func procTicks(pid int) (uint64, error) {
+// CPUTime is the user + system CPU time a process has used (proc(5):
+// fields 14 and 15 of /proc/<pid>/stat, counted after the command's ")",
+// in clock ticks).
+func CPUTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
@@ -54,5 +55,5 @@ func procTicks(pid int) (uint64, error) {
 	if err1 != nil || err2 != nil {
 		return 0, os.ErrInvalid
 	}
-	return u + s, nil
+	return time.Duration(u+s) * time.Second / clockTicks, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/ffmpeg"
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/testutil"
@@ -27,23 +28,27 @@ var testColours = []struct {
 
 // sendColours makes one ffmpeg send four solid-colour VP8 streams
 // (320×240, 15 fps, a keyframe a second), each through a plain RTP link
-// of its own member, named after its colour, who joined in that order.
-func sendColours(t *testing.T, n *Node, sid string) {
+// of its own member, named after its colour, who joined in that order;
+// it returns the links.
+func sendColours(t *testing.T, n *Node, sid string) []linkJSON {
 	t.Helper()
 	bin := testutil.NeedBinary(t, "ffmpeg")
 	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin"}
 	for _, c := range testColours {
 		args = append(args, "-re", "-f", "lavfi", "-i", "color=c="+c.name+":s=320x240:r=15:d=120")
 	}
+	var links []linkJSON
 	for i, c := range testColours {
 		id, _ := joinAs(t, n, sid, c.name, "participant")
 		tee := newTee(t)
 		l := addLink(t, n, sid, map[string]any{"remote": tee.remote(), "kind": "video", "direction": "sendonly", "member": id})
 		tee.run(l)
+		links = append(links, l)
 		args = append(args, "-map", string(rune('0'+i))+":v", "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "150k",
 			"-g", "15", "-f", "rtp", "rtp://"+tee.target())
 	}
 	startChild(t, exec.Command(bin, args...))
+	return links
 }
 
 // outTap receives a track as a subscriber would: it notes every packet's
@@ -70,7 +75,8 @@ func (o *outTap) count() int {
 	return len(o.pkts)
 }
 
-// decoder decodes a VP8 track of the room into rgb24 frames of w×h.
+// decoder decodes a VP8 track of the room into rgb24 frames of w×h, as
+// they come (no frames repeated to fill a gap in the timestamps).
 type decoder struct {
 	frames chan []byte
 }
@@ -88,7 +94,7 @@ func decodeTrack(t *testing.T, n *Node, sid string, tr *broker.Track, w, h int) 
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-protocol_whitelist", "file,udp,rtp",
-		"-reorder_queue_size", "64", "-i", sdp, "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+		"-reorder_queue_size", "64", "-i", sdp, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +124,13 @@ func decodeTrack(t *testing.T, n *Node, sid string, tr *broker.Track, w, h int) 
 	return d, tap
 }
 
-// next is the next decoded frame after skipping skip of them.
+// next is the next decoded frame after skipping skip of them (and those
+// decoded already).
 func (d *decoder) next(t *testing.T, skip int) []byte {
 	t.Helper()
+	for len(d.frames) > 0 {
+		<-d.frames
+	}
 	for i := 0; ; i++ {
 		select {
 		case f, ok := <-d.frames:
@@ -153,9 +163,18 @@ func mean(f []byte, w, x0, y0, x1, y1 int) rgb {
 // checkQuadrants: each quadrant's middle (clear of the pillarbox bars of
 // a 4:3 camera in a 16:9 cell and of the name at the bottom) is its
 // camera's colour, within 60 per channel.
-func checkQuadrants(t *testing.T, f []byte, w, h int) {
+func checkQuadrants(t *testing.T, f []byte, w, h int, colours []string) {
 	t.Helper()
-	for i, c := range testColours {
+	for i, name := range colours {
+		c := testColours[0]
+		for _, tc := range testColours {
+			if tc.name == name {
+				c = tc
+			}
+		}
+		if name == "black" {
+			c.name, c.rgb = "black", rgb{}
+		}
 		cx, cy := (i%2)*w/2+w/4, (i/2)*h/2+h/4-h/16
 		got := mean(f, w, cx-w/8, cy-h/10, cx+w/8, cy+h/10)
 		for k := range 3 {
@@ -165,6 +184,25 @@ func checkQuadrants(t *testing.T, f []byte, w, h int) {
 			}
 		}
 	}
+}
+
+// signalChild sends a composite's ffmpeg child sig and waits for another
+// child to run: it returns the signalled child's PID and the wait.
+func signalChild(t *testing.T, n *Node, id string, sig syscall.Signal) (int, time.Duration) {
+	t.Helper()
+	pid := n.composites.PID(id)
+	if pid == 0 {
+		t.Fatal("no ffmpeg child")
+	}
+	t0 := time.Now()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, "another child", func() bool {
+		p := n.composites.PID(id)
+		return p != 0 && p != pid
+	})
+	return pid, time.Since(t0).Round(time.Millisecond)
 }
 
 type compositeJSON struct {
@@ -183,15 +221,16 @@ type compositeJSON struct {
 // decoder tapping its output track finds each colour in its quadrant.
 // Killing the ffmpeg child starts a new one (logged: how long it took),
 // and the decoder, which sees one stream (one SSRC, sequence numbers on
-// by one), decodes the same picture after it. Stopping the composite
-// takes its track and member away.
+// by one), decodes the same picture after it; a hung child (SIGSTOP) is
+// replaced by the supervisor; a camera that leaves leaves a black cell.
+// Stopping the composite takes its track and member away.
 func TestCompositeFFmpeg(t *testing.T) {
 	dataDir := t.TempDir()
 	cfg := testConfig(t, dataDir)
 	cfg.Composite.Max = 1
 	n := startNode(t, cfg)
 	s := createSession(t, n, "composite")
-	sendColours(t, n, s.ID)
+	links := sendColours(t, n, s.ID)
 	url := n.URL() + "/api/v1/sessions/" + s.ID + "/composites"
 
 	_, ptok := joinAs(t, n, s.ID, "Pat", "participant")
@@ -240,36 +279,46 @@ func TestCompositeFFmpeg(t *testing.T) {
 	}
 	const w, h = 640, 360
 	dec, tap := decodeTrack(t, n, s.ID, out, w, h)
-	checkQuadrants(t, dec.next(t, 15), w, h)
+	checkQuadrants(t, dec.next(t, 15), w, h, []string{"red", "green", "blue", "white"})
 
-	// CPU of one 2×2 360p 15 fps composite, as the service measured it.
-	time.Sleep(3 * time.Second)
+	// CPU of one 2×2 360p 15 fps composite, from /proc over 4 s.
+	if pid := n.composites.PID(c.ID); pid != 0 {
+		cpu0, err0 := composite.CPUTime(pid)
+		t0 := time.Now()
+		time.Sleep(4 * time.Second)
+		cpu1, err1 := composite.CPUTime(pid)
+		if err0 == nil && err1 == nil {
+			t.Logf("the child used %.3f cores over %v", (cpu1-cpu0).Seconds()/time.Since(t0).Seconds(), time.Since(t0).Round(time.Millisecond))
+		}
+	}
 	g := list()
-	t.Logf("composite %s: %d frames, child CPU %.3f cores (measured from /proc)", g.ID, g.Frames, g.LoadCores)
+	t.Logf("composite %s: %d frames, child CPU %.3f cores (the service's smoothed measure)", g.ID, g.Frames, g.LoadCores)
 
-	pid := n.composites.PID(c.ID)
-	if pid == 0 {
-		t.Fatal("no ffmpeg child")
-	}
 	before := tap.count()
-	killed := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 10*time.Second, "a new child", func() bool {
-		p := n.composites.PID(c.ID)
-		return p != 0 && p != pid
-	})
-	t.Logf("the killed child (pid %d) was replaced by pid %d after %v", pid, n.composites.PID(c.ID), time.Since(killed).Round(time.Millisecond))
+	pid, took := signalChild(t, n, c.ID, syscall.SIGKILL)
+	t.Logf("the killed child (pid %d) was replaced by pid %d after %v", pid, n.composites.PID(c.ID), took)
 	testutil.WaitFor(t, 20*time.Second, "output after the restart", func() bool { return tap.count() > before+100 })
 	if g := list(); g.Restarts < 1 {
 		t.Errorf("restarts %d after a kill", g.Restarts)
 	}
 	// The decoder goes on: the same picture from the new child.
-	for len(dec.frames) > 0 {
-		<-dec.frames
+	checkQuadrants(t, dec.next(t, 10), w, h, []string{"red", "green", "blue", "white"})
+
+	// A child that stops beating (SIGSTOP) is killed by the supervisor
+	// and replaced.
+	pid, took = signalChild(t, n, c.ID, syscall.SIGSTOP)
+	t.Logf("the hung child (pid %d) was replaced after %v", pid, took)
+	syscall.Kill(pid, syscall.SIGKILL) // if the supervisor's kill has not reached it yet
+
+	// A camera that leaves leaves a black cell: a new child with three.
+	if code := call(t, "DELETE", n.URL()+"/api/v1/sessions/"+s.ID+"/rtp-links/"+links[3].ID, nil, nil); code != 204 {
+		t.Fatalf("remove the white camera's link: %d", code)
 	}
-	checkQuadrants(t, dec.next(t, 10), w, h)
+	testutil.WaitFor(t, 15*time.Second, "three cameras shown", func() bool {
+		g := list()
+		return len(g.Showing) == 4 && g.Showing[3] == "" && g.Showing[2] != ""
+	})
+	checkQuadrants(t, dec.next(t, 20), w, h, []string{"red", "green", "blue", "black"})
 
 	tap.mu.Lock()
 	pk := append([][3]uint32(nil), tap.pkts...)
