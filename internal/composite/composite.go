@@ -228,7 +228,8 @@ func (c *Composite) onStart() {
 // choose picks each cell's camera: the asked-for tracks in their cells,
 // else the room's cameras in their members' join order (the first
 // speaker's first in the speaker layout, and the speakers' first when
-// there are more cameras than cells). Only cameras heard within silent.
+// there are more cameras than cells). Only the main session's cameras
+// (not a subgroup's) heard within silent.
 func (c *Composite) choose(now time.Time) []choice {
 	members := c.s.o.Members(c.session)
 	rank := make(map[string]int, len(members))
@@ -240,8 +241,11 @@ func (c *Composite) choose(now time.Time) []choice {
 	var cams []*broker.Track
 	c.mu.Lock()
 	seen := make(map[*broker.Track]heard, len(c.heard))
-	for _, t := range c.room.Tracks() {
-		if t.Kind() != media.Video || (t.Info().Layer != 0 && !t.Info().Primary) || own[t.Owner()] {
+	for _, snd := range c.room.Senders() {
+		// The main session's cameras only: a tap ignores subgroups, and
+		// the picture goes to the main session.
+		t := snd.Track
+		if t.Kind() != media.Video || snd.Group != "" || (t.Info().Layer != 0 && !t.Info().Primary) || own[t.Owner()] {
 			continue
 		}
 		p, _ := t.Stats()
