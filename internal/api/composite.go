@@ -34,24 +34,11 @@ func (s *Server) startComposite(w http.ResponseWriter, r *http.Request) {
 	}
 	sid := r.PathValue("id")
 	info, err := s.o.Composites.Start(sid, req)
-	var ref *capacity.Refusal
 	switch {
 	case errors.Is(err, composite.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
-	case errors.Is(err, composite.ErrLimit):
-		s.m.busy.WithLabelValues("composite").Inc()
-		w.Header().Set("Retry-After", "30")
-		writeError(w, http.StatusTooManyRequests, "limit_reached", err.Error())
-		return
-	case errors.Is(err, composite.ErrCapacity):
-		s.m.busy.WithLabelValues("composite").Inc()
-		w.Header().Set("Retry-After", "30")
-		writeError(w, http.StatusServiceUnavailable, "over_capacity", err.Error())
-		return
-	case errors.As(err, &ref):
-		w.Header().Set("Retry-After", strconv.Itoa(int(ref.RetryAfter.Seconds())))
-		writeError(w, http.StatusServiceUnavailable, "over_capacity", err.Error())
+	case s.compositeRefused(w, err):
 		return
 	case errors.Is(err, composite.ErrNoFFmpeg):
 		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
@@ -66,6 +53,29 @@ func (s *Server) startComposite(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/api/v1/sessions/"+sid+"/composites/"+info.ID)
 	writeJSON(w, http.StatusCreated, info)
+}
+
+// compositeRefused answers a composite refused for want of room: 429 at
+// composite.max, 503 over_capacity by the composites' CPU or the node's
+// capacity, both with Retry-After. It reports whether err was one.
+func (s *Server) compositeRefused(w http.ResponseWriter, err error) bool {
+	var ref *capacity.Refusal
+	switch {
+	case errors.Is(err, composite.ErrLimit):
+		s.m.busy.WithLabelValues("composite").Inc()
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusTooManyRequests, "limit_reached", err.Error())
+	case errors.Is(err, composite.ErrCapacity):
+		s.m.busy.WithLabelValues("composite").Inc()
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusServiceUnavailable, "over_capacity", err.Error())
+	case errors.As(err, &ref):
+		w.Header().Set("Retry-After", strconv.Itoa(int(ref.RetryAfter.Seconds())))
+		writeError(w, http.StatusServiceUnavailable, "over_capacity", err.Error())
+	default:
+		return false
+	}
+	return true
 }
 
 func (s *Server) listComposites(w http.ResponseWriter, r *http.Request) {

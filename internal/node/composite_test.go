@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -351,5 +352,57 @@ func TestCompositeFFmpeg(t *testing.T) {
 		if tr.ID() == c.Track {
 			t.Errorf("the output track is still in the room")
 		}
+	}
+}
+
+// TestHLSComposite: an HLS stream started with "video":"composite" shows
+// a 2×2 composite of the session's cameras (a 640×360 picture where the
+// one camera is 320×240) and stops it when it stops; another video is 400.
+func TestHLSComposite(t *testing.T) {
+	ffprobe := testutil.NeedBinary(t, "ffprobe")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "hls-composite")
+	sendFFmpeg(t, n, s.ID, 60*time.Second)
+	hlsURL := n.URL() + "/api/v1/sessions/" + s.ID + "/hls"
+	if code := call(t, "POST", hlsURL, map[string]any{"video": "mosaic"}, nil); code != 400 {
+		t.Errorf("an unknown video: %d, want 400", code)
+	}
+	var info struct {
+		Video string `json:"video_track"`
+	}
+	if code := call(t, "POST", hlsURL, map[string]any{"video": "composite"}, &info); code != 201 {
+		t.Fatalf("start: %d", code)
+	}
+	var l struct{ Composites []compositeJSON }
+	if code := call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l); code != 200 || len(l.Composites) != 1 {
+		t.Fatalf("composites: %d, %+v", code, l.Composites)
+	}
+	dir, _ := n.hls.Dir(s.ID)
+	var seg string
+	testutil.WaitFor(t, 40*time.Second, "a segment", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "seg*.ts"))
+		if len(m) < 2 {
+			return false
+		}
+		seg = m[0]
+		return true
+	})
+	out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,width,height",
+		"-of", "csv=p=0", seg).Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) == 0 || f[0] != "h264,640,360" {
+		t.Errorf("the segment's video: %q %v, want h264,640,360", out, err)
+	}
+	var h struct {
+		Video string `json:"video_track"`
+	}
+	call(t, "GET", hlsURL, nil, &h)
+	if h.Video != l.Composites[0].Track {
+		t.Errorf("HLS shows %q, the composite is %q", h.Video, l.Composites[0].Track)
+	}
+	if code := call(t, "DELETE", hlsURL, nil, nil); code != 204 {
+		t.Errorf("stop: %d", code)
+	}
+	if code := call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l); code != 200 || len(l.Composites) != 0 {
+		t.Errorf("after the stream stopped: %d, %d composites", code, len(l.Composites))
 	}
 }

@@ -194,8 +194,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.floorWatch, err = watchFloors(n.bus, n.sessions); err != nil {
 		return nil, err
 	}
-	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.super, reg, log)
 	n.composites = startComposites(cfg, n.sessions, n.gov, n.super, reg, log)
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, reg, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
