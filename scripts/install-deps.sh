@@ -28,6 +28,8 @@ pkg-config --exists opusfile 2>/dev/null || apt_pkgs+=(libopusfile-dev)
 pkg-config --exists spandsp 2>/dev/null || apt_pkgs+=(libspandsp-dev)
 if [ "$what" = test ]; then
   need ffmpeg ffmpeg
+  # The video composites draw members' names in DejaVu Sans (drawtext).
+  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || apt_pkgs+=(fonts-dejavu-core)
   need ip iproute2
   need tc iproute2 # netem, where the kernel has it (TestChatUnderDelayAndLoss)
   need nats-server nats-server

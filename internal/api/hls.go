@@ -16,7 +16,8 @@ import (
 
 // HLS for passive viewers, and thumbnails (package hls, thumbnail):
 //
-//	start  POST   /api/v1/sessions/{id}/hls         a chair or the operator: 201 (200 if it runs), 503 at hls.max
+//	start  POST   /api/v1/sessions/{id}/hls         a chair or the operator: 201 (200 if it runs), 503 at hls.max;
+//	                                                {"video":"composite"} shows a 2×2 composite of the cameras
 //	read   GET    /api/v1/sessions/{id}/hls         a token of the session or the operator
 //	stop   DELETE /api/v1/sessions/{id}/hls         a chair or the operator: 204
 //	view   GET    /hls/{id}/index.m3u8?token=…      a join or member token of the session (a listener's
@@ -52,8 +53,17 @@ func (s *Server) startHLS(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.chair(w, r); !ok || !s.hlsService(w) {
 		return
 	}
-	info, started, err := s.o.HLS.Start(r.PathValue("id"))
+	var so hls.StartOptions
+	if r.ContentLength != 0 && !s.decode(w, r, &so) {
+		return
+	}
+	info, started, err := s.o.HLS.Start(r.PathValue("id"), so)
 	switch {
+	case errors.Is(err, hls.ErrVideo):
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	case s.compositeRefused(w, err): // its composite was refused
+		return
 	case errors.Is(err, hls.ErrCapacity):
 		s.m.busy.WithLabelValues("hls").Inc()
 		w.Header().Set("Retry-After", "30")

@@ -8,7 +8,7 @@ import "github.com/prometheus/client_golang/prometheus"
 //	convene_api_request_duration_seconds{route}      time to serve a request
 //	convene_api_ws_refused_total{reason}             event WebSockets refused or dropped:
 //	                                                 session / node (over a cap), ping_timeout
-//	convene_api_busy_total{what}                     exports / playbacks / hls / thumbnails refused (503) over their cap
+//	convene_api_busy_total{what}                     exports / playbacks / hls / thumbnails refused (503), composites (429 or 503) over their cap
 //	convene_api_exports_running                      recordings being exported now
 type metrics struct {
 	requests  *prometheus.CounterVec

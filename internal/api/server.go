@@ -14,6 +14,7 @@ import (
 	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/chat"
+	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/hls"
 	"github.com/convene/convene/internal/playback"
@@ -87,6 +88,9 @@ type Options struct {
 	// of video tracks (hls.go); nil answers 503.
 	HLS        *hls.Service
 	Thumbnails *thumbnail.Service
+	// Composites make video composites of sessions (composite.go); nil
+	// answers 503.
+	Composites *composite.Service
 	// Nodes are the cluster's nodes as this node hears their heartbeats
 	// (GET /api/v1/nodes); nil answers 503.
 	Nodes *registry.Registry
@@ -207,6 +211,10 @@ func New(o Options) *Server {
 	s.route("DELETE /api/v1/sessions/{id}/hls", s.stopHLS)
 	s.route("GET /hls/{id}/index.m3u8", s.viewHLS)
 	s.route("GET /hls/{id}/{stamp}/{file}", s.serveHLS)
+	// Video composites (composite.go).
+	s.route("POST /api/v1/sessions/{id}/composites", s.startComposite)
+	s.route("GET /api/v1/sessions/{id}/composites", s.listComposites)
+	s.route("DELETE /api/v1/sessions/{id}/composites/{cid}", s.stopComposite)
 	s.route("GET /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg", s.trackThumbnail)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if o.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {

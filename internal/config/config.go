@@ -61,6 +61,8 @@ type Config struct {
 	Recording RecordingConfig `yaml:"recording"`
 	// Streaming configures HLS for passive viewers and thumbnails.
 	Streaming StreamingConfig `yaml:"streaming"`
+	// Composite configures the video composites (package composite).
+	Composite CompositeConfig `yaml:"composite"`
 	Log       LogConfig       `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
@@ -278,6 +280,17 @@ type StreamingConfig struct {
 	ThumbnailsMax int `yaml:"thumbnails_max"`
 }
 
+// CompositeConfig configures the video composites (package composite):
+// an ffmpeg child each, run with streaming.ffmpeg.
+type CompositeConfig struct {
+	// Max caps the composites running at once (429 beyond).
+	Max int `yaml:"max"`
+	// Cores is the CPU the composites' children may use, in cores, by
+	// their measured load; a new one beyond it is refused with 503. 0
+	// means half the node's CPUs.
+	Cores float64 `yaml:"cores"`
+}
+
 // RecordingDir is where recordings go: Recording.Dir, else
 // <data_dir>/recordings.
 func (c Config) RecordingDir() string {
@@ -385,6 +398,7 @@ func Default() Config {
 		Capacity:  CapacityConfig{Headroom: 0.2},
 		Recording: RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
 		Streaming: StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, ThumbnailsMax: 16},
+		Composite: CompositeConfig{Max: 4},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -594,6 +608,12 @@ func (c Config) Validate() error {
 	}
 	if c.Streaming.ThumbnailsMax < 1 || c.Streaming.ThumbnailsMax > 1000 {
 		bad("streaming.thumbnails_max", c.Streaming.ThumbnailsMax, "want 1 to 1000")
+	}
+	if c.Composite.Max < 1 || c.Composite.Max > 1000 {
+		bad("composite.max", c.Composite.Max, "want 1 to 1000")
+	}
+	if c.Composite.Cores < 0 {
+		bad("composite.cores", c.Composite.Cores, "want 0 (half the CPUs) or more")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

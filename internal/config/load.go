@@ -344,6 +344,8 @@ var flagUsage = map[string]string{
 	"streaming.ffmpeg":             "the ffmpeg `binary` HLS streams and thumbnails run",
 	"streaming.hls_max":            "most sessions streamed as HLS at once",
 	"streaming.thumbnails_max":     "most video tracks whose thumbnails are taken at once",
+	"composite.max":                "most video composites (an ffmpeg child each) the node runs at once",
+	"composite.cores":              "CPU the video composites' ffmpeg children may use, in `cores`, by their measured load; 0 means half the node's CPUs",
 	"auth.api_keys":                "operator API `keys`, comma-separated; empty: one is made in <data_dir>/api_key",
 	"links.allow_destinations":     "`CIDRs`, comma-separated, members' links may send to although loopback, link-local, multicast, broadcast or this host's",
 	"links.max_per_member":         "most media links one session member may have",

@@ -46,7 +46,11 @@ type Options struct {
 	// Rooms finds an active session's broker room (nil: not active).
 	Rooms func(session string) *broker.Room
 	// Mixers mix the session's audio for the stream.
-	Mixers     *mixer.Service
+	Mixers *mixer.Service
+	// Composite, if set, starts a grid composite of a session's cameras
+	// for a stream that shows it (StartOptions.Video "composite"): the
+	// track's ID and how to stop it.
+	Composite  func(session string) (track string, stop func(), err error)
 	Supervisor *supervise.Supervisor
 	Metrics    *Metrics
 	Logger     *slog.Logger
@@ -98,9 +102,32 @@ func NewService(o Options) *Service {
 	return &Service{o: o, streams: map[string]*Stream{}}
 }
 
+// Videos a stream can show (StartOptions.Video).
+const (
+	VideoSpeaker   = "speaker"   // the active speaker's camera (the default)
+	VideoComposite = "composite" // a 2×2 grid of the cameras (Options.Composite)
+)
+
+// ErrVideo is an unknown or unavailable StartOptions.Video.
+var ErrVideo = errors.New(`hls: video must be "speaker" or "composite"`)
+
+// StartOptions choose what a stream shows.
+type StartOptions struct {
+	Video string `json:"video,omitempty"`
+}
+
 // Start starts the HLS stream of an active session; a session that has
 // one already gets it back with started false.
-func (s *Service) Start(session string) (info Info, started bool, err error) {
+func (s *Service) Start(session string, so StartOptions) (info Info, started bool, err error) {
+	switch so.Video {
+	case "", VideoSpeaker:
+	case VideoComposite:
+		if s.o.Composite == nil {
+			return Info{}, false, ErrVideo
+		}
+	default:
+		return Info{}, false, ErrVideo
+	}
 	room := s.o.Rooms(session)
 	if room == nil {
 		return Info{}, false, ErrNoSession
@@ -117,7 +144,7 @@ func (s *Service) Start(session string) (info Info, started bool, err error) {
 		s.o.Metrics.refused.Inc()
 		return Info{}, false, fmt.Errorf("%w (%d streams)", ErrCapacity, len(s.streams))
 	}
-	st, err := s.start(session, room)
+	st, err := s.start(session, room, so)
 	if err != nil {
 		return Info{}, false, err
 	}
@@ -221,9 +248,13 @@ type Stream struct {
 	vfeed    *ffmpeg.Feed  // its feed (nil without a camera)
 	untap    func()
 	sdpVideo string // the camera's codec in the child's SDP ("" for none)
+	// pin is the one track shown (a composite's), "" for the speaker's;
+	// unpin stops that composite.
+	pin   string
+	unpin func()
 }
 
-func (s *Service) start(session string, room *broker.Room) (*Stream, error) {
+func (s *Service) start(session string, room *broker.Room, so StartOptions) (*Stream, error) {
 	dir := filepath.Join(s.o.Dir, session)
 	// A stream starts with an empty directory: what a stream before
 	// (or a node before) left there is not this one's.
@@ -239,21 +270,29 @@ func (s *Service) start(session string, room *broker.Room) (*Stream, error) {
 	}
 	st := &Stream{s: s, session: session, room: room, dir: dir, started: time.Now(), clock: ffmpeg.NewClock(),
 		vport: ports[1], stop: make(chan struct{}), done: make(chan struct{})}
+	if so.Video == VideoComposite {
+		if st.pin, st.unpin, err = s.o.Composite(session); err != nil {
+			return nil, fmt.Errorf("hls: the composite: %w", err)
+		}
+	}
 	st.audio, err = ffmpeg.NewFeed(ffmpeg.Stream{Kind: media.Audio, PT: codec.Opus.PT, Codec: "opus/48000/2",
 		Rate: 48000, Port: ports[0]}, st.clock)
 	if err != nil {
+		st.dropPin()
 		return nil, err
 	}
 	st.pickVideo()
 	st.sdpVideo = st.sdpVideoLocked()
 	if err := st.writeSDP(); err != nil {
 		st.audio.Close()
+		st.dropPin()
 		return nil, err
 	}
 	st.detach, err = s.o.Mixers.Attach(session, "", room, &mixer.Output{ID: "hls:" + session, Codec: codec.Opus, Sink: st.audio})
 	if err != nil {
 		st.dropVideo()
 		st.audio.Close()
+		st.dropPin()
 		return nil, fmt.Errorf("hls: the session's mix: %w", err)
 	}
 	st.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "hls " + session, Path: s.o.FFmpeg, Args: st.args,
@@ -371,12 +410,13 @@ func (st *Stream) run() {
 	}
 }
 
-// pickVideo taps the camera to show: the first speaker's that has one,
-// else the one shown now, else the first video track of the main session.
+// pickVideo taps the camera to show: the pinned composite's track, else
+// the first speaker's that has one, else the one shown now, else the
+// first video track of the main session.
 func (st *Stream) pickVideo() {
 	var cams []*broker.Track
 	for _, t := range st.room.Tracks() {
-		if t.Kind() == media.Video {
+		if t.Kind() == media.Video && (st.pin == "" || t.ID() == st.pin) {
 			cams = append(cams, t)
 		}
 	}
@@ -452,6 +492,14 @@ func (st *Stream) dropVideo() {
 	}
 }
 
+// dropPin stops the stream's composite, if it has one.
+func (st *Stream) dropPin() {
+	if st.unpin != nil {
+		st.unpin()
+		st.unpin = nil
+	}
+}
+
 func (st *Stream) close() {
 	close(st.stop)
 	<-st.done
@@ -460,6 +508,7 @@ func (st *Stream) close() {
 	}
 	st.detach()
 	st.dropVideo()
+	st.dropPin()
 	st.proc.Stop()
 	st.audio.Close()
 	if err := os.RemoveAll(st.dir); err != nil {

@@ -46,7 +46,7 @@ func TestStreamFollowsSpeaker(t *testing.T) {
 	svc := NewService(Options{Dir: dir, FFmpeg: stubFFmpeg(t), Max: 1, Rooms: b.Room, Mixers: mixer.NewService(mixer.Options{})})
 	defer svc.Close()
 
-	info, started, err := svc.Start("s_1")
+	info, started, err := svc.Start("s_1", StartOptions{})
 	if err != nil || !started {
 		t.Fatalf("start: %v %v", started, err)
 	}
@@ -54,7 +54,7 @@ func TestStreamFollowsSpeaker(t *testing.T) {
 		t.Errorf("shows %q first, want link-a's camera", info.Video)
 	}
 	b.Open("s_2")
-	if _, _, err := svc.Start("s_2"); !errors.Is(err, ErrCapacity) {
+	if _, _, err := svc.Start("s_2", StartOptions{}); !errors.Is(err, ErrCapacity) {
 		t.Errorf("a second stream: %v, want ErrCapacity", err)
 	}
 	sdp := func() string {
@@ -90,7 +90,7 @@ func TestStreamFollowsSpeaker(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "s_1"))
 		return !ok && os.IsNotExist(err)
 	})
-	if _, _, err := svc.Start("s_gone"); !errors.Is(err, ErrNoSession) {
+	if _, _, err := svc.Start("s_gone", StartOptions{}); !errors.Is(err, ErrNoSession) {
 		t.Errorf("a session not active: %v, want ErrNoSession", err)
 	}
 }

@@ -36,6 +36,14 @@ func sendFFmpeg(t *testing.T, n *Node, sid string, d time.Duration) linkJSON {
 		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration="+secs,
 		"-map", "0:a", "-ar", "8000", "-ac", "1", "-c:a", "pcm_mulaw", "-f", "rtp", "rtp://"+audioTee.target(),
 		"-map", "1:v", "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "300k", "-g", "15", "-f", "rtp", "rtp://"+videoTee.target())
+	startChild(t, cmd)
+	return vl
+}
+
+// startChild starts a peer process (its stderr to the test's) that the
+// test's end kills.
+func startChild(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -44,7 +52,6 @@ func sendFFmpeg(t *testing.T, n *Node, sid string, d time.Duration) linkJSON {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	return vl
 }
 
 // noRedirect is a client that shows a redirect instead of following it.

@@ -21,6 +21,7 @@ import (
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/chat"
+	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/events"
@@ -85,6 +86,8 @@ type Node struct {
 	// hls streams sessions to passive viewers; thumbnails grabs images.
 	hls        *hls.Service
 	thumbnails *thumbnail.Service
+	// composites make one video of several cameras.
+	composites *composite.Service
 	ln         net.Listener
 	http       *http.Server
 	// gov measures capacity and load, admits and sheds (capacity.go).
@@ -194,7 +197,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.sessionWatch, err = watchSessions(n.bus, n.sessions, n.events); err != nil {
 		return nil, err
 	}
-	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.super, reg, log)
+	n.composites = startComposites(cfg, n.sessions, n.gov, n.super, reg, log)
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, reg, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -237,6 +241,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Playbacks:  n.playbacks,
 		HLS:        n.hls,
 		Thumbnails: n.thumbnails,
+		Composites: n.composites,
 		Nodes:      n.registry,
 		Chat:       n.chat,
 		MaxExports: cfg.Recording.Exports,
@@ -356,6 +361,9 @@ func (n *Node) closeAll() error {
 	if n.hls != nil {
 		n.hls.Close()
 		n.thumbnails.Close()
+	}
+	if n.composites != nil {
+		n.composites.Close()
 	}
 	if n.recordings != nil {
 		n.recordings.Close()

@@ -93,6 +93,9 @@ func (r recordingEvents) SessionEvent(sessionID string, typ event.Type, data any
 			if g, _ := m["group"].(string); g == "" {
 				ms, _ := m["members"].([]string)
 				h.SetSpeakers(sessionID, ms)
+				if c := r.n.composites; c != nil {
+					c.SetSpeakers(sessionID, ms)
+				}
 			}
 		}
 	}

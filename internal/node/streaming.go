@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/hls"
 	"github.com/convene/convene/internal/mixer"
@@ -15,14 +16,22 @@ import (
 )
 
 // startStreaming makes the media services that run ffmpeg children: HLS
-// of sessions (under <data_dir>/hls) and thumbnails of video tracks.
-func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.Service, super *supervise.Supervisor,
-	reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
+// of sessions (under <data_dir>/hls; its video a composite's if asked)
+// and thumbnails of video tracks.
+func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.Service, composites *composite.Service,
+	super *supervise.Supervisor, reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
 	hm, tm := hls.NewMetrics(), thumbnail.NewMetrics()
 	hm.Register(reg)
 	tm.Register(reg)
 	h := hls.NewService(hls.Options{Dir: filepath.Join(cfg.DataDir, "hls"), FFmpeg: cfg.Streaming.FFmpeg,
 		Max: cfg.Streaming.HLSMax, Rooms: sessions.Room, Mixers: mixers, Supervisor: super, Metrics: hm,
+		Composite: func(sid string) (string, func(), error) {
+			info, err := composites.Start(sid, composite.Request{Layout: composite.Grid2})
+			if err != nil {
+				return "", nil, err
+			}
+			return info.Track, func() { _ = composites.Stop(sid, info.ID) }, nil
+		},
 		Logger: log.With("component", "hls")})
 	t := thumbnail.NewService(thumbnail.Options{Dir: filepath.Join(cfg.DataDir, "thumbnails"), FFmpeg: cfg.Streaming.FFmpeg,
 		Max: cfg.Streaming.ThumbnailsMax, Rooms: sessions.Room, Supervisor: super, Metrics: tm,

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -180,13 +179,16 @@ func (s *Service) start(ctx context.Context, pl *play, req Request) (Info, error
 		}
 		l, err := s.o.Sessions.AttachLive(ctx, req.Session, m.ID, session.NewLiveLink{Type: LinkPlayback, Kind: t.Kind, Sends: true, Source: src},
 			func(room *broker.Room, at session.Place) (session.Media, error) {
-				bt, err := room.Join(broker.Member{ID: at.LinkID, Kind: t.Kind, Sends: true, Group: at.Group, Gated: at.Gated,
-					Owner: m.ID, Info: trackInfo(t, src, m.ID)})
+				// The session closes the link when it takes the member away:
+				// the playback's watcher then stops it.
+				l, bt, err := session.NewNodeTrack(room, at, t.Kind, trackInfo(t, src, m.ID), func() {
+					pl.once.Do(func() { close(pl.gone) })
+				})
 				if err != nil {
 					return nil, err
 				}
 				tracks[t] = bt
-				return &link{member: m.ID, id: at.LinkID, room: room, track: bt, gone: pl.gone, once: &pl.once}, nil
+				return l, nil
 			})
 		if err != nil {
 			p.Close()
@@ -357,32 +359,4 @@ func (s *Service) Close() {
 		pl.pb.Stop()
 	}
 	s.wg.Wait()
-}
-
-// link is one played stream as a session's live link.
-type link struct {
-	member, id string
-	room       *broker.Room
-	track      *broker.Track
-	gone       chan struct{}
-	once       *sync.Once
-	closed     atomic.Bool
-}
-
-func (l *link) Member() string       { return l.member }
-func (l *link) Track() *broker.Track { return l.track }
-func (l *link) Local() session.Local { return session.Local{} }
-func (l *link) Stats() session.LinkStats {
-	n, b := l.track.Stats()
-	return session.LinkStats{PacketsIn: n, BytesIn: b, Dropped: map[string]uint64{"floor": l.track.GateDrops()}}
-}
-
-// Close leaves the room; the session calls it (under its lock) when the
-// member leaves or the session stops: the playback's watcher then stops it.
-func (l *link) Close() {
-	if l.closed.Swap(true) {
-		return
-	}
-	l.room.Leave(l.id)
-	l.once.Do(func() { close(l.gone) })
 }
