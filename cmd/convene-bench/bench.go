@@ -46,14 +46,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// The broker's own limit: admission off (capacity.pps out of reach);
 	// `convene-bench overload` measures the node with it.
-	conv, err := brokerbench.StartConvene(bin, filepath.Join(tmp, "node"), "-capacity-pps", "1e12")
+	conv, err := brokerbench.StartConvene(bin, filepath.Join(tmp, "node"), false, "-capacity-pps", "1e12")
 	if err != nil {
 		fmt.Fprintln(stderr, "convene-bench broker:", err)
 		return 1
 	}
 	defer conv.Stop()
 	systems := []brokerbench.System{conv}
-	nats, notes, ok := startPeers("broker", *peers, stderr)
+	nats, notes, ok := startPeers("broker", *peers, false, stderr)
 	if !ok {
 		return 2
 	}
@@ -95,12 +95,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 // startPeers starts the peer brokers named in list (nats-server); a peer
 // that cannot run is a note. ok is false for an unknown name.
-func startPeers(cmd, list string, stderr io.Writer) (peers []*brokerbench.NATSPeer, notes []string, ok bool) {
+func startPeers(cmd, list string, pin bool, stderr io.Writer) (peers []*brokerbench.NATSPeer, notes []string, ok bool) {
 	for _, p := range strings.Split(list, ",") {
 		switch strings.TrimSpace(p) {
 		case "":
 		case "nats-server":
-			n, err := brokerbench.StartNATS()
+			n, err := brokerbench.StartNATS(pin)
 			if err != nil {
 				notes = append(notes, "nats-server peer not run: "+err.Error())
 				continue

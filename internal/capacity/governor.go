@@ -108,6 +108,13 @@ type Options struct {
 	// seconds; both only grow. Either nil: Sample measures nothing.
 	Sent func() uint64
 	CPU  func() float64
+	// Machine, if set, counts the CPU seconds the whole machine has been
+	// busy (every process's, the kernel's, and what the hypervisor stole):
+	// what others take of Cores is not the node's to use. A noisy
+	// neighbour (or a load generator on the same machine) then lowers
+	// the capacity, so the node admits less and sheds, instead of
+	// admitting by CPU it will not get. Nil: the node has Cores to itself.
+	Machine func() float64
 	// Predicted, if set, is the packets/s the node's members are
 	// predicted to be sent (session.Service.Predicted), read at each
 	// sample.
@@ -136,6 +143,10 @@ type Governor struct {
 	lastSent uint64
 	lastCPU  float64
 	lastAt   time.Time
+	// lastMachine is Options.Machine at the last sample; avail the cores
+	// left to the node (Cores less what others took), smoothed.
+	lastMachine float64
+	avail       float64
 	// predicted is Options.Predicted at the last sample, admitted what
 	// was admitted since: together what the node has taken on, which
 	// counts before the load shows it (members joined, media not flowing
@@ -159,7 +170,7 @@ func New(o Options) *Governor {
 	if o.Cores <= 0 {
 		o.Cores = float64(runtime.GOMAXPROCS(0))
 	}
-	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}}
+	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}, avail: o.Cores}
 	switch {
 	case o.PPS > 0:
 		g.capacity = o.PPS
@@ -197,6 +208,10 @@ func (g *Governor) Run(ctx context.Context, interval time.Duration) {
 // dear.
 const minBusy = 0.2
 
+// minAvail is the least share of Cores the node counts on, however busy
+// the others keep the machine: what the scheduler gives it anyway.
+const minAvail = 0.1
+
 // minShare is the share of the capacity the load must be before the
 // running cost corrects it: below it, the process's other work (the API,
 // mixing, SIP, GC) would be charged to a few packets.
@@ -211,6 +226,10 @@ func (g *Governor) Sample() {
 	// The counters are read before mu is taken: the session service calls
 	// Admit with its own lock held (lock order: session, then Governor).
 	now, sent, cpu := g.o.Now(), g.o.Sent(), g.o.CPU()
+	machine := -1.0
+	if g.o.Machine != nil {
+		machine = g.o.Machine()
+	}
 	predicted := -1.0
 	if g.o.Predicted != nil {
 		predicted = g.o.Predicted()
@@ -220,7 +239,7 @@ func (g *Governor) Sample() {
 		g.predicted, g.admitted = predicted, 0
 	}
 	if !g.sampled {
-		g.sampled, g.lastSent, g.lastCPU, g.lastAt = true, sent, cpu, now
+		g.sampled, g.lastSent, g.lastCPU, g.lastAt, g.lastMachine = true, sent, cpu, now, machine
 		g.mu.Unlock()
 		return
 	}
@@ -230,7 +249,11 @@ func (g *Governor) Sample() {
 		return
 	}
 	dp, dc := float64(sent-g.lastSent), cpu-g.lastCPU
-	g.lastSent, g.lastCPU, g.lastAt = sent, cpu, now
+	if machine >= 0 && g.lastMachine >= 0 {
+		others := max(0, machine-g.lastMachine-dc) / dt
+		g.avail += (max(minAvail*g.o.Cores, g.o.Cores-others) - g.avail) / 2
+	}
+	g.lastSent, g.lastCPU, g.lastAt, g.lastMachine = sent, cpu, now, machine
 	if g.o.PPS == 0 && dc/dt >= minBusy && dp > 0 && (g.capacity == 0 || dp/dt >= minShare*g.capacity) {
 		c := dc / dp
 		if g.cost == 0 {
@@ -238,7 +261,9 @@ func (g *Governor) Sample() {
 		} else {
 			g.cost += (c - g.cost) / 5
 		}
-		g.capacity = g.o.Cores / g.cost
+	}
+	if g.o.PPS == 0 && g.cost > 0 {
+		g.capacity = g.avail / g.cost
 	}
 	g.mu.Unlock()
 	g.Observe(dp / dt)
@@ -341,6 +366,10 @@ type Status struct {
 	// CostNS is the measured CPU time per packet sent, in ns (0 when
 	// configured or not measured yet).
 	CostNS float64 `json:"cost_ns,omitempty"`
+	// Cores is the CPU the node may use; AvailableCores what is left of
+	// it to the node, others' use taken away (Options.Machine).
+	Cores          float64 `json:"cores"`
+	AvailableCores float64 `json:"available_cores"`
 	// LoadPPS is the packets/s sent now, CommittedPPS those predicted of
 	// what is admitted (its members' tracks at their measured rates, and
 	// what was admitted since they were last summed), AdmitPPS the load up
@@ -363,6 +392,7 @@ func (g *Governor) Status() Status {
 	lvl := Level(g.level.Load())
 	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, CommittedPPS: g.predicted + g.admitted,
 		AdmitPPS: g.capacity * (1 - g.o.Headroom), Headroom: g.o.Headroom, Shed: lvl.String(), ShedLevel: int(lvl),
+		Cores: g.o.Cores, AvailableCores: g.avail,
 		Refused: make(map[string]uint64, len(g.refused))}
 	if g.o.PPS == 0 && g.cost > 0 {
 		st.CostNS = g.cost * 1e9

@@ -188,3 +188,44 @@ func TestMeasuredCapacityFromRunningCost(t *testing.T) {
 		t.Errorf("capacity moved from %.0f to %.0f while idle", st.CapacityPPS, st2.CapacityPPS)
 	}
 }
+
+// What other processes take of the machine is not the node's: a noisy
+// neighbour lowers the capacity (and so what is admitted, and sheds), and
+// it comes back when the neighbour goes.
+func TestNoisyNeighbourLowersCapacity(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu, machine, neighbour float64
+	g := New(Options{Cores: 2, ProbePPS: 200_000, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }, Machine: func() float64 { return machine }})
+	g.Sample()
+	run := func(seconds int) Status {
+		for range seconds {
+			c.t = c.t.Add(time.Second)
+			sent += 50_000 // 10 µs each: half a core
+			cpu += 0.5
+			machine += 0.5 + neighbour
+			g.Sample()
+		}
+		return g.Status()
+	}
+	if st := run(20); st.CapacityPPS < 190_000 || st.AvailableCores < 1.95 {
+		t.Fatalf("alone: capacity %.0f, %.2f cores", st.CapacityPPS, st.AvailableCores)
+	}
+	neighbour = 1.2 // a load generator takes 1.2 of the 2 cores
+	st := run(20)
+	if st.AvailableCores < 0.75 || st.AvailableCores > 0.85 || st.CapacityPPS < 75_000 || st.CapacityPPS > 85_000 {
+		t.Fatalf("beside a neighbour of 1.2 cores: %.2f cores, capacity %.0f; want 0.8 and 80000", st.AvailableCores, st.CapacityPPS)
+	}
+	if err := g.Admit("link", 40_000); err == nil {
+		t.Error("admitted 40000 more packets/s beside the neighbour")
+	}
+	neighbour = 2 // it takes everything: the node still counts on a tenth
+	if st := run(20); st.AvailableCores < 0.19 || st.AvailableCores > 0.21 {
+		t.Errorf("machine full: %.2f cores", st.AvailableCores)
+	}
+	neighbour = 0
+	if st := run(20); st.CapacityPPS < 190_000 {
+		t.Errorf("after the neighbour left: capacity %.0f", st.CapacityPPS)
+	}
+}

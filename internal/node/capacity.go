@@ -50,6 +50,14 @@ func (n *Node) newGovernor() *capacity.Governor {
 			return n.sessions.Predicted()
 		},
 		OnShed: n.shedChanged, Alternatives: n.alternatives}
+	if _, err := machineBusySeconds(); err == nil {
+		o.Machine = func() float64 {
+			if s, err := machineBusySeconds(); err == nil {
+				return s
+			}
+			return -1 // this sample does not count
+		}
+	}
 	if c.PPS == 0 {
 		pps, err := probeCapacity(udpmux.Options{Batch: n.cfg.RTP.Batch, Writers: n.cfg.RTP.Writers}, n.cfg.RTP.Addr)
 		if err != nil {

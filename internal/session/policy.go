@@ -219,6 +219,9 @@ func (s *Service) checkRTPDestinations(req NewRTPLink) error {
 
 // checkCaps counts a new link against the caps; mu is held.
 func (s *Service) checkCaps(ls *liveSession, member string, policed bool) error {
+	if member == "" && !policed {
+		return nil // the operator's own link: no cap to count against
+	}
 	var mine, policedN int
 	for _, l := range ls.links {
 		if l.live {

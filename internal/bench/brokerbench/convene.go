@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/bench/loadgen"
-
 	"github.com/convene/convene/internal/bench/proc"
 )
 
@@ -38,11 +37,14 @@ type Convene struct {
 }
 
 // StartConvene runs `bin serve` on random ports with its data in dir.
-func StartConvene(bin, dir string, extraArgs ...string) (*Convene, error) {
+func StartConvene(bin, dir string, pin bool, extraArgs ...string) (*Convene, error) {
 	args := append([]string{"serve", "-http-addr", "127.0.0.1:0", "-rtp-port", "0", "-sip-listen", "127.0.0.1:0", "-webrtc-enabled=false", "-data-dir", dir,
 		"-log-level", "warn", "-http-pprof"}, extraArgs...)
 	c := &Convene{cmd: exec.Command(bin, args...), key: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	if pin {
+		proc.OnServerCPU(c.cmd)
+	}
 	c.cmd.Stderr = &c.stderr
 	c.cmd.Env = append(os.Environ(), "CONVENE_AUTH_API_KEYS="+c.key) // the operator key it sends
 	out, err := c.cmd.StdoutPipe()

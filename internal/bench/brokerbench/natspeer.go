@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/bench/loadgen"
+	"github.com/convene/convene/internal/bench/proc"
 	"github.com/nats-io/nats.go"
 )
 
@@ -22,7 +23,7 @@ type NATSPeer struct {
 }
 
 // StartNATS runs nats-server on a random loopback port.
-func StartNATS() (*NATSPeer, error) {
+func StartNATS(pin bool) (*NATSPeer, error) {
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
 		return nil, fmt.Errorf("nats-server is not installed (apt-get install nats-server)")
@@ -34,6 +35,9 @@ func StartNATS() (*NATSPeer, error) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	p := &NATSPeer{cmd: exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port)), url: "nats://127.0.0.1:" + strconv.Itoa(port)}
+	if pin {
+		proc.OnServerCPU(p.cmd)
+	}
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}

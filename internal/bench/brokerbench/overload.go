@@ -62,10 +62,11 @@ type OverloadOptions struct {
 	// CapacityPPS is the Convene node's capacity; the offered load goes to
 	// twice it.
 	CapacityPPS float64
-	// MaxListeners caps the listeners offered to systems that need an
-	// open file per listener (Limited); 0: no cap.
-	MaxListeners int
-	Log          func(format string, args ...any)
+	// MaxFiles caps the listeners offered to systems that need an open
+	// file per listener (Limited) to what this many open files allow; 0:
+	// no cap.
+	MaxFiles int
+	Log      func(format string, args ...any)
 }
 
 // OverloadStep is one window of an overload run: the quality the
@@ -139,6 +140,22 @@ func RunOverload(ctx context.Context, systems []Joiner, o OverloadOptions) Overl
 	return r
 }
 
+// filesAllow is how many listeners of sc a system with a connection per
+// listener and per speaker can be offered within files open files: two
+// sockets each (the connection's two ends are both here), and some to
+// spare.
+func filesAllow(sc overloadScenario, files int) int {
+	need := func(n int) int { return 2*len(sc.plan(n)) + 2*n + 512 }
+	n := max(0, (files-512)/2)
+	for n > 0 && need(n) > files {
+		n -= max(1, (need(n)-files+1)/2)
+	}
+	for n >= 0 && need(n+1) <= files { // the halving may step a little far
+		n++
+	}
+	return max(n, 0)
+}
+
 // overloadDrain is the pause between windows: what is in flight arrives,
 // and the listeners' counters stand still while they are read.
 const overloadDrain = 400 * time.Millisecond
@@ -147,8 +164,8 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 	run := OverloadRun{System: sys.Name(), Scenario: sc.name, CapacityPPS: o.CapacityPPS}
 	full := int(math.Ceil(2 * o.CapacityPPS / sc.pps)) // 2 × capacity
 	total := full + full/10                            // joins go on during the last window
-	if l, ok := sys.(Limited); ok && l.FilePerListener() && o.MaxListeners > 0 && total > o.MaxListeners {
-		total = o.MaxListeners
+	if l, ok := sys.(Limited); ok && l.FilePerListener() && o.MaxFiles > 0 {
+		total = min(total, filesAllow(sc, o.MaxFiles))
 	}
 	run.Listeners = total
 	fractions := []float64{0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2}

@@ -22,12 +22,12 @@ func TestPointsOnBothSystems(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/convene/convene/cmd/convene").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	conv, err := StartConvene(bin, t.TempDir())
+	conv, err := StartConvene(bin, t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conv.Stop()
-	nats, err := StartNATS()
+	nats, err := StartNATS(false)
 	if err != nil {
 		t.Fatal(err)
 	}
