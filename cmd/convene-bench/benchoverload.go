@@ -26,7 +26,7 @@ func benchOverloadCmd(args []string, stdout, stderr io.Writer) int {
 	peers := fs.String("peers", "nats-server", "comma-separated peers under the same load (nats-server; empty for none)")
 	capPPS := fs.Float64("capacity", 0, "the node's capacity.pps (0: it measures its own; -quick: 20000)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
-	pin := fs.Bool("pin", true, "give each server CPU 0 to itself and run the listeners and speakers (this process) on the other CPUs")
+	pin := fs.Bool("pin", false, "give each server CPU 0 to itself and run the listeners and speakers (this process) on the other CPUs (on two CPUs the load, which receives every packet, then has one core and falls behind first)")
 	server := conveneFlag(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
