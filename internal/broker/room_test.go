@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/convene/convene/internal/media"
@@ -339,5 +341,47 @@ func TestTapHearsOneTrack(t *testing.T) {
 	a.Publish(p)
 	if len(got) != 2 || got[0] != a || got[1] != a {
 		t.Fatalf("the tap heard %d packets (%v), want a's 2", len(got), got)
+	}
+}
+
+// Members join and leave while the track publishes (the race detector
+// checks the in-place append): every packet reaches the members
+// subscribed when it was published and no others, each once.
+func TestSubscribeWhilePublishing(t *testing.T) {
+	r := NewRoom("s")
+	tr, _ := r.Join(Member{ID: "pub", Kind: media.Audio, Sends: true})
+	var got [64]atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2000 {
+			tr.Publish(packet(0x80, 0))
+		}
+	}()
+	for i := range got {
+		n := &got[i]
+		r.Join(Member{ID: fmt.Sprintf("l%d", i), Kind: media.Audio, Receives: true,
+			Sink: SinkFunc(func(p *media.Packet, _ *Track) { n.Add(1); p.Release() })})
+		if i%3 == 0 {
+			r.Leave(fmt.Sprintf("l%d", i))
+		}
+	}
+	<-done
+	if tr.Subscribers() != 64-22 {
+		t.Fatalf("%d subscribers, want %d", tr.Subscribers(), 64-22)
+	}
+	before := make([]int64, len(got))
+	for i := range got {
+		before[i] = got[i].Load()
+	}
+	tr.Publish(packet(0x80, 0))
+	for i := range got {
+		want := before[i] + 1
+		if i%3 == 0 {
+			want = before[i]
+		}
+		if got[i].Load() != want {
+			t.Errorf("member %d got %d after one more packet, want %d", i, got[i].Load(), want)
+		}
 	}
 }
