@@ -282,18 +282,23 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	if s.draining {
 		return Link{}, ErrDraining
 	}
-	sess, err := s.o.Catalog.GetSession(ctx, sessionID)
-	if err != nil {
-		return Link{}, wrapCatalog(err)
-	}
-	if s.live[sessionID] == nil && s.o.Node != "" && sess.State == StateActivated {
-		if err := s.participate(ctx, sessionID); err != nil { // another node owns it
-			return Link{}, err
-		}
-	}
+	// A lone node's live sessions are exactly its activated ones (every
+	// change goes through it), so a join to one reads nothing; in a
+	// cluster another node may have changed the session.
 	ls := s.live[sessionID]
-	if ls == nil {
-		return Link{}, fmt.Errorf("%w: session is %s, not %s", ErrConflict, sess.State, StateActivated)
+	if ls == nil || s.o.Node != "" {
+		sess, err := s.o.Catalog.GetSession(ctx, sessionID)
+		if err != nil {
+			return Link{}, wrapCatalog(err)
+		}
+		if ls == nil && s.o.Node != "" && sess.State == StateActivated {
+			if err := s.participate(ctx, sessionID); err != nil { // another node owns it
+				return Link{}, err
+			}
+		}
+		if ls = s.live[sessionID]; ls == nil {
+			return Link{}, fmt.Errorf("%w: session is %s, not %s", ErrConflict, sess.State, StateActivated)
+		}
 	}
 	rec.SessionID = sessionID
 	rec.CreatedAt = s.o.Now().UTC()
