@@ -174,7 +174,10 @@ func (c *Convene) PrepareJoins(ctx context.Context, meetings []Meeting, clock *l
 		conns = append(conns, conn)
 		kind := mt.Kind.String()
 		path := "/api/v1/sessions/" + sess.ID + "/rtp-links"
-		if err := c.post(ctx, path, map[string]any{"remote": conn.LocalAddr().String(), "kind": kind, "direction": "sendonly"}, nil); err != nil {
+		// rtcp_mux: the speaker's socket takes its RTCP too (it reads
+		// nothing). Without it the node would send RTCP to the next port,
+		// which may be one of the node's own (a link is then refused).
+		if err := c.post(ctx, path, map[string]any{"remote": conn.LocalAddr().String(), "kind": kind, "direction": "sendonly", "rtcp_mux": true}, nil); err != nil {
 			return fail(err)
 		}
 		st.Speakers = append(st.Speakers, &loadgen.Speaker{Meeting: m, Stream: newStream(mt.Kind, m), SSRC: uint32(m + 1),
