@@ -61,7 +61,7 @@ func (s *SFU) reportQuality(r *room, peers []*Peer) {
 	if r.quality == nil {
 		r.quality = map[string]Quality{}
 	}
-	changed := qualityDelta(r.quality, q)
+	changed := qualityDelta(r.quality, q, len(peers) > largeRoom)
 	var delta []byte
 	if len(changed) > 0 {
 		delta, _ = json.Marshal(Frame{Type: "quality", Members: changed})
@@ -88,10 +88,16 @@ func (s *SFU) reportQuality(r *room, peers []*Peer) {
 // network: before, every such wander went to every browser, N members'
 // reports to N browsers every 2 s (a 600-member meeting's load client spent
 // a quarter of its CPU decoding them).
-func qualityDelta(sent, now map[string]Quality) map[string]Quality {
+//
+// In a large room (more than largeRoom browsers) only a new score is
+// news: nobody reads hundreds of members' round trips, and a room under
+// load, where every number wanders, would otherwise spend the CPU it
+// lacks telling every browser of every wander (N² frames).
+func qualityDelta(sent, now map[string]Quality, large bool) map[string]Quality {
 	changed := map[string]Quality{}
 	for m, x := range now {
-		if old, ok := sent[m]; !ok || noticeable(old, x) {
+		old, ok := sent[m]
+		if !ok || (large && old.Score != x.Score) || (!large && noticeable(old, x)) {
 			changed[m] = x
 			sent[m] = x
 		}
@@ -103,6 +109,9 @@ func qualityDelta(sent, now map[string]Quality) map[string]Quality {
 	}
 	return changed
 }
+
+// largeRoom is the browsers in a room above which only scores are news.
+const largeRoom = 50
 
 // noticeable says whether a member's report moved from old to x by what a
 // person reading the member list would notice: another score, loss by half
