@@ -534,3 +534,90 @@ func TestCatchUpMissedRelay(t *testing.T) {
 	}
 	_ = na
 }
+
+// TestPointerAndNotes: the pointer (3) and notes (4) flows are accepted
+// and forwarded without the data floor, which still gates the board; a
+// flow 5 is refused; the pointer stays off the recordings' time line.
+func TestPointerAndNotes(t *testing.T) {
+	nt := &notes{}
+	s, _ := setup(t, floors{holder: "m_a"}, nt)
+	a, ha := attach(t, s, "m_a", "Ada")
+	b, _ := attach(t, s, "m_b", "Bob")
+	next(t, a) // Bob's member frame
+	names := map[uint32]string{}
+	for _, f := range ha.Flows {
+		names[f.ID] = f.Name
+	}
+	if names[FlowPointer] != "pointer" || names[FlowNotes] != "notes" || len(names) != 4 {
+		t.Fatalf("hello flows %+v", ha.Flows)
+	}
+	conv := ID("s_1")
+	for i, m := range [][]byte{msg(conv, 2, 1, FlowPointer, "0.5,0.5"), msg(conv, 2, 2, FlowNotes, `{"t":1,"text":"agenda"}`)} {
+		b.Receive(m)
+		if f, bin := next(t, a); !bin || string(f) != string(m) {
+			t.Fatalf("message %d: Ada got %q", i, f)
+		}
+	}
+	b.Receive(msg(conv, 2, 3, FlowBoard, "stroke"))
+	if code := errorCode(t, b); code != "floor" {
+		t.Errorf("Bob draws without the floor: %s", code)
+	}
+	b.Receive(msg(conv, 2, 3, 5, "x"))
+	if code := errorCode(t, b); code != "refused" {
+		t.Errorf("flow 5: %s", code)
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if len(nt.got) != 1 || nt.got[0] != 2 {
+		t.Errorf("time line got seqs %v, want only the notes' (2)", nt.got)
+	}
+}
+
+// TestHistoryWithoutPointers: a hello's history leaves the pointer's
+// positions out, so they push neither the chat nor the notes out of it,
+// and carries each sender's newest notes however old; each sender's last
+// still counts the pointer's, so a reloaded page goes on after them.
+func TestHistoryWithoutPointers(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	conv := ID("s_1")
+	a, _ := attach(t, s, "m_a", "Ada")
+	b, _ := attach(t, s, "m_b", "Bob")
+	b.Receive(msg(conv, 2, 1, FlowNotes, "v1"))
+	b.Receive(msg(conv, 2, 2, FlowNotes, "v2"))
+	for seq := uint64(1); seq <= MaxHistory; seq++ {
+		a.Receive(msg(conv, 1, seq, FlowChat, "line"))
+	}
+	a.Close()
+	a, ha := attach(t, s, "m_a", "Ada") // a fresh rate bucket
+	if ha.Last[1] != MaxHistory {
+		t.Fatalf("Ada's last %d", ha.Last[1])
+	}
+	for seq := uint64(MaxHistory + 1); seq <= MaxHistory+150; seq++ {
+		a.Receive(msg(conv, 1, seq, FlowPointer, "0.1,0.2"))
+	}
+	for seq := uint64(3); seq <= 102; seq++ {
+		b.Receive(msg(conv, 2, seq, FlowPointer, "0.3,0.4"))
+	}
+	_, hc := attach(t, s, "m_c", "Cy")
+	if hc.Last[1] != MaxHistory+150 || hc.Last[2] != 102 {
+		t.Errorf("Cy's last %v", hc.Last)
+	}
+	if len(hc.History) != MaxHistory+1 {
+		t.Fatalf("Cy's history has %d messages, want %d", len(hc.History), MaxHistory+1)
+	}
+	var flows [5]int
+	for i, h := range hc.History {
+		raw, _ := base64.StdEncoding.DecodeString(h)
+		var m conversation.Message
+		if err := conversation.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		flows[m.Flow]++
+		if i == 0 && (m.Flow != FlowNotes || string(m.Payload) != "v2") {
+			t.Errorf("history starts with flow %d %q, want Bob's newest notes", m.Flow, m.Payload)
+		}
+	}
+	if flows[FlowChat] != MaxHistory || flows[FlowNotes] != 1 || flows[FlowPointer] != 0 {
+		t.Errorf("history by flow %v", flows)
+	}
+}
