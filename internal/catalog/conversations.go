@@ -113,10 +113,10 @@ ORDER BY received_at DESC, sender DESC, seq DESC LIMIT ?) last ORDER BY received
 // NewestOf returns each sender's newest message of a flow (by sequence
 // number), in the order they were received.
 func (s *Store) NewestOf(ctx context.Context, sessionID string, flow uint32) ([]StoredMessage, error) {
-	return s.messages(ctx, `SELECT sender, seq, flow, sent_at, received_at, body FROM conversation_messages m
-WHERE session_id = ? AND flow = ? AND seq = (SELECT MAX(seq) FROM conversation_messages
-WHERE session_id = m.session_id AND sender = m.sender AND flow = m.flow)
-ORDER BY received_at, sender, seq`, sessionID, flow)
+	return s.messages(ctx, `SELECT sender, seq, flow, sent_at, received_at, body FROM conversation_messages
+WHERE session_id = ? AND (sender, seq) IN (SELECT sender, MAX(seq) FROM conversation_messages
+WHERE session_id = ? AND flow = ? GROUP BY sender)
+ORDER BY received_at, sender, seq`, sessionID, sessionID, flow)
 }
 
 func (s *Store) messages(ctx context.Context, query string, args ...any) ([]StoredMessage, error) {

@@ -263,8 +263,8 @@ func FuzzReceive(f *testing.F) {
 }
 
 // TestAgent: the node's agent for a phone delivers a member's lines in
-// order, says where one never came, and says the phone's lines in its
-// member's name.
+// order, says where one never came, gives the phone nothing of the
+// pointer or the notes, and says the phone's lines in its member's name.
 func TestAgent(t *testing.T) {
 	s, _ := setup(t, nil, nil)
 	ctx := context.Background()
@@ -279,7 +279,10 @@ func TestAgent(t *testing.T) {
 	conv := ID("s_1")
 	a.Receive(msg(conv, 1, 1, FlowChat, "one"))
 	a.Receive(msg(conv, 1, 3, FlowChat, "three")) // 2 never comes
-	want := []string{"Ada: one", ": 1 message(s) from Ada never arrived", "Ada: three"}
+	a.Receive(msg(conv, 1, 4, FlowPointer, `{"x":1,"y":2}`))
+	a.Receive(msg(conv, 1, 5, FlowNotes, `{"t":1,"text":"notes"}`))
+	a.Receive(msg(conv, 1, 6, FlowChat, "six"))
+	want := []string{"Ada: one", ": 1 message(s) from Ada never arrived", "Ada: three", "Ada: six"}
 	for _, w := range want {
 		select {
 		case g := <-got:
@@ -298,8 +301,8 @@ func TestAgent(t *testing.T) {
 	if !bin || conversation.Unmarshal(b, &m) != nil || string(m.Payload) != "hello from the phone" || m.Sender != 2 || m.Seq != 1 {
 		t.Fatalf("Ada got %+v", m)
 	}
-	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 3 {
-		t.Errorf("the phone's line depends on %+v, want Ada's 3", m.Context)
+	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 6 {
+		t.Errorf("the phone's line depends on %+v, want Ada's 6", m.Context)
 	}
 }
 
@@ -578,7 +581,18 @@ func TestPointerAndNotes(t *testing.T) {
 // and carries each sender's newest notes however old; each sender's last
 // still counts the pointer's, so a reloaded page goes on after them.
 func TestHistoryWithoutPointers(t *testing.T) {
-	s, _ := setup(t, nil, nil)
+	_, cat := setup(t, nil, nil)
+	// A clock a millisecond further at every reading: the catalog orders
+	// messages by the time they were received, and a real clock gives
+	// many the same millisecond.
+	var mu sync.Mutex
+	clock := time.Unix(1_700_000_000, 0)
+	s := New(Options{Catalog: cat, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}}, nil)
 	conv := ID("s_1")
 	a, _ := attach(t, s, "m_a", "Ada")
 	b, _ := attach(t, s, "m_b", "Bob")
