@@ -4,7 +4,8 @@
 // reloads gets the conversation back. In a meeting the chat and the
 // whiteboard travel over the "conversation" data channel of each page's
 // publisher connection, not the conversation WebSocket: the pages say so
-// (data-transport) and the node's metrics count the channels.
+// (data-transport) and the node's metrics count the channels. The
+// pointer and the shared notes travel the same way.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { joinThroughUI, launch, startNode, waitFor } from './harness.mjs';
@@ -131,6 +132,8 @@ test('the whiteboard: one member draws, the other sees it; with the chalkboard s
   await waitFor(async () => (await inked(bob)) === 0, 10_000, "Ada's clear on Bob's board");
   await stroke(ada, 0.2, 0.5, 0.8, 0.5);
   await waitFor(async () => (await inked(bob)) > 200, 10_000, "Ada's stroke as the floor's holder on Bob's board");
+  await ada.context().close();
+  await bob.context().close();
 });
 
 test("the pointer and the shared notes: Bob sees where Ada points; the notes converge and a reload shows them", { timeout: 90_000 }, async () => {
