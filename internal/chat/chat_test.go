@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -633,5 +635,39 @@ func TestHistoryWithoutPointers(t *testing.T) {
 	}
 	if flows[FlowChat] != MaxHistory || flows[FlowNotes] != 1 || flows[FlowPointer] != 0 {
 		t.Errorf("history by flow %v", flows)
+	}
+}
+
+// TestAgentSaysNotes: an agent (a playback replaying a recording's notes)
+// stamps its notes after every notes update it has seen, in its hello's
+// history or live, so they win as an edit made then would; notes over
+// MaxNotes are refused before they take a sequence number.
+func TestAgentSaysNotes(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	ctx := context.Background()
+	a, _ := attach(t, s, "m_a", "Ada")
+	conv := ID("s_1")
+	future := time.Now().Add(time.Hour).UnixMilli() // a clock ahead
+	a.Receive(msg(conv, 1, 1, FlowNotes, fmt.Sprintf(`{"t":%d,"text":"Ada's"}`, future)))
+	ag, err := s.AttachAgent(ctx, "s_1", "m_p", "Playback", func(string, string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	next(t, a) // Ada is told of the agent's member
+	if err := ag.SayNotes(strings.Repeat("x", MaxNotes)); !errors.Is(err, ErrNotesTooBig) {
+		t.Errorf("notes over the cap: %v", err)
+	}
+	if err := ag.SayNotes("<replayed> & kept"); err != nil {
+		t.Fatal(err)
+	}
+	b, bin := next(t, a)
+	var m conversation.Message
+	var u NotesUpdate
+	if !bin || conversation.Unmarshal(b, &m) != nil || json.Unmarshal(m.Payload, &u) != nil {
+		t.Fatalf("Ada got %q", b)
+	}
+	if m.Flow != FlowNotes || m.Seq != 1 || u.T != future+1 || u.Text != "<replayed> & kept" {
+		t.Errorf("the agent's notes: flow %d seq %d, %+v (want t %d)", m.Flow, m.Seq, u, future+1)
 	}
 }
