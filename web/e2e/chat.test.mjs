@@ -180,6 +180,11 @@ test("the pointer and the shared notes: Bob sees where Ada points; the notes con
   await bob.reload();
   await connected(bob);
   await waitFor(async () => (await notes(bob).inputValue()) === 'Agenda: budget, hiring', 15_000, 'the notes after a reload');
+  // The hello left Ada's pointer positions out, and counted them: nothing
+  // is reported missing, and Ada's chat after the reload reaches Bob.
+  await say(ada, 'After the pointer');
+  await waitFor(async () => (await lines(bob)).includes('Ada: After the pointer'), 10_000, "Ada's line after Bob's reload");
+  for (const p of [ada, bob]) assert.equal(await p.locator('.chat-missing').count(), 0, 'no message reported missing');
 
   // Notes over the cap are refused in the page, said in the status line;
   // the others keep the last shared version.
