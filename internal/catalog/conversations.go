@@ -99,9 +99,28 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`), sessionID, m.Sender, int64(m.Seq), m.Flow, m.Sen
 // Messages returns the session's last limit messages in the order they
 // were received.
 func (s *Store) Messages(ctx context.Context, sessionID string, limit int) ([]StoredMessage, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sender, seq, flow, sent_at, received_at, body FROM (
-SELECT sender, seq, flow, sent_at, received_at, body FROM conversation_messages WHERE session_id = ?
-ORDER BY received_at DESC, sender DESC, seq DESC LIMIT ?) last ORDER BY received_at, sender, seq`), sessionID, limit)
+	return s.MessagesExcept(ctx, sessionID, limit, 0)
+}
+
+// MessagesExcept is Messages leaving out the messages of flow skip (0
+// leaves out none; flows are numbered from 1).
+func (s *Store) MessagesExcept(ctx context.Context, sessionID string, limit int, skip uint32) ([]StoredMessage, error) {
+	return s.messages(ctx, `SELECT sender, seq, flow, sent_at, received_at, body FROM (
+SELECT sender, seq, flow, sent_at, received_at, body FROM conversation_messages WHERE session_id = ? AND flow <> ?
+ORDER BY received_at DESC, sender DESC, seq DESC LIMIT ?) last ORDER BY received_at, sender, seq`, sessionID, skip, limit)
+}
+
+// NewestOf returns each sender's newest message of a flow (by sequence
+// number), in the order they were received.
+func (s *Store) NewestOf(ctx context.Context, sessionID string, flow uint32) ([]StoredMessage, error) {
+	return s.messages(ctx, `SELECT sender, seq, flow, sent_at, received_at, body FROM conversation_messages
+WHERE session_id = ? AND (sender, seq) IN (SELECT sender, MAX(seq) FROM conversation_messages
+WHERE session_id = ? AND flow = ? GROUP BY sender)
+ORDER BY received_at, sender, seq`, sessionID, sessionID, flow)
+}
+
+func (s *Store) messages(ctx context.Context, query string, args ...any) ([]StoredMessage, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: messages: %w", err)
 	}

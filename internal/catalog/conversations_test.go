@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,5 +56,33 @@ func testConversations(t *testing.T, drv backend) {
 	last, err := s.LastSeqs(ctx, "s_1")
 	if err != nil || last[1] != 2 || last[2] != 1 {
 		t.Errorf("last seqs %v %v", last, err)
+	}
+
+	// Flow 4 twice from Ada and once from Bob, a flow 3 after them: the
+	// last two but flow 3, and each sender's newest of flow 4.
+	for i, m := range []StoredMessage{
+		{Sender: 1, Seq: 3, Flow: 4, SentAt: t0, ReceivedAt: t0.Add(3 * time.Millisecond), Body: []byte("a3")},
+		{Sender: 2, Seq: 2, Flow: 4, SentAt: t0, ReceivedAt: t0.Add(4 * time.Millisecond), Body: []byte("b2")},
+		{Sender: 1, Seq: 4, Flow: 4, SentAt: t0, ReceivedAt: t0.Add(5 * time.Millisecond), Body: []byte("a4")},
+		{Sender: 1, Seq: 5, Flow: 3, SentAt: t0, ReceivedAt: t0.Add(6 * time.Millisecond), Body: []byte("a5")},
+	} {
+		if err := s.AddMessage(ctx, "s_1", m); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	bodies := func(ms []StoredMessage) (out []string) {
+		for _, m := range ms {
+			out = append(out, string(m.Body))
+		}
+		return out
+	}
+	if got, err := s.MessagesExcept(ctx, "s_1", 2, 3); err != nil || strings.Join(bodies(got), " ") != "b2 a4" {
+		t.Errorf("the last 2 but flow 3: %q %v", bodies(got), err)
+	}
+	if got, err := s.NewestOf(ctx, "s_1", 4); err != nil || strings.Join(bodies(got), " ") != "b2 a4" {
+		t.Errorf("each sender's newest of flow 4: %q %v", bodies(got), err)
+	}
+	if got, err := s.NewestOf(ctx, "s_1", 9); err != nil || len(got) != 0 {
+		t.Errorf("the newest of a flow nobody sent: %q %v", bodies(got), err)
 	}
 }

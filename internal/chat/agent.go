@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -20,9 +21,10 @@ type Agent struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu    sync.Mutex // guards p and names: Say and the run loop
-	p     *conversation.Participant
-	names map[uint32]string
+	mu     sync.Mutex // guards p, names and notesT: Say and the run loop
+	p      *conversation.Participant
+	names  map[uint32]string
+	notesT int64 // the greatest stamp of the notes seen (notes.go)
 }
 
 // AttachAgent joins member to its session's conversation on behalf of an
@@ -49,6 +51,14 @@ func (s *Service) AttachAgent(ctx context.Context, sessionID, memberID, name str
 	a := &Agent{c: c, deliver: deliver, cancel: cancel, done: make(chan struct{}), p: p, names: map[uint32]string{}}
 	for n, m := range h.Members {
 		a.names[n] = m.Name
+	}
+	for _, s := range h.History {
+		var m conversation.Message
+		if b, err := base64.StdEncoding.DecodeString(s); err == nil && conversation.Unmarshal(b, &m) == nil {
+			if t, ok := notesT(m.Flow, m.Payload); ok {
+				a.notesT = max(a.notesT, t)
+			}
+		}
 	}
 	go a.run(actx)
 	return a, nil
@@ -173,6 +183,9 @@ func (a *Agent) frame(f []byte) []conversation.Delivery {
 func (a *Agent) hand(ds []conversation.Delivery) {
 	for _, d := range ds {
 		a.mu.Lock()
+		if t, ok := notesT(d.Message.Flow, d.Message.Payload); ok {
+			a.notesT = max(a.notesT, t)
+		}
 		from := a.names[uint32(d.Message.Sender)]
 		var gaps []string
 		for _, g := range d.Missing {

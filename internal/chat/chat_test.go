@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -263,8 +265,8 @@ func FuzzReceive(f *testing.F) {
 }
 
 // TestAgent: the node's agent for a phone delivers a member's lines in
-// order, says where one never came, and says the phone's lines in its
-// member's name.
+// order, says where one never came, gives the phone nothing of the
+// pointer or the notes, and says the phone's lines in its member's name.
 func TestAgent(t *testing.T) {
 	s, _ := setup(t, nil, nil)
 	ctx := context.Background()
@@ -279,7 +281,10 @@ func TestAgent(t *testing.T) {
 	conv := ID("s_1")
 	a.Receive(msg(conv, 1, 1, FlowChat, "one"))
 	a.Receive(msg(conv, 1, 3, FlowChat, "three")) // 2 never comes
-	want := []string{"Ada: one", ": 1 message(s) from Ada never arrived", "Ada: three"}
+	a.Receive(msg(conv, 1, 4, FlowPointer, `{"x":1,"y":2}`))
+	a.Receive(msg(conv, 1, 5, FlowNotes, `{"t":1,"text":"notes"}`))
+	a.Receive(msg(conv, 1, 6, FlowChat, "six"))
+	want := []string{"Ada: one", ": 1 message(s) from Ada never arrived", "Ada: three", "Ada: six"}
 	for _, w := range want {
 		select {
 		case g := <-got:
@@ -298,8 +303,8 @@ func TestAgent(t *testing.T) {
 	if !bin || conversation.Unmarshal(b, &m) != nil || string(m.Payload) != "hello from the phone" || m.Sender != 2 || m.Seq != 1 {
 		t.Fatalf("Ada got %+v", m)
 	}
-	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 3 {
-		t.Errorf("the phone's line depends on %+v, want Ada's 3", m.Context)
+	if len(m.Context) != 1 || m.Context[0].Member != 1 || m.Context[0].Seq != 6 {
+		t.Errorf("the phone's line depends on %+v, want Ada's 6", m.Context)
 	}
 }
 
@@ -533,4 +538,136 @@ func TestCatchUpMissedRelay(t *testing.T) {
 		}
 	}
 	_ = na
+}
+
+// TestPointerAndNotes: the pointer (3) and notes (4) flows are accepted
+// and forwarded without the data floor, which still gates the board; a
+// flow 5 is refused; the pointer stays off the recordings' time line.
+func TestPointerAndNotes(t *testing.T) {
+	nt := &notes{}
+	s, _ := setup(t, floors{holder: "m_a"}, nt)
+	a, ha := attach(t, s, "m_a", "Ada")
+	b, _ := attach(t, s, "m_b", "Bob")
+	next(t, a) // Bob's member frame
+	names := map[uint32]string{}
+	for _, f := range ha.Flows {
+		names[f.ID] = f.Name
+	}
+	if names[FlowPointer] != "pointer" || names[FlowNotes] != "notes" || len(names) != 4 {
+		t.Fatalf("hello flows %+v", ha.Flows)
+	}
+	conv := ID("s_1")
+	for i, m := range [][]byte{msg(conv, 2, 1, FlowPointer, "0.5,0.5"), msg(conv, 2, 2, FlowNotes, `{"t":1,"text":"agenda"}`)} {
+		b.Receive(m)
+		if f, bin := next(t, a); !bin || string(f) != string(m) {
+			t.Fatalf("message %d: Ada got %q", i, f)
+		}
+	}
+	b.Receive(msg(conv, 2, 3, FlowBoard, "stroke"))
+	if code := errorCode(t, b); code != "floor" {
+		t.Errorf("Bob draws without the floor: %s", code)
+	}
+	b.Receive(msg(conv, 2, 3, 5, "x"))
+	if code := errorCode(t, b); code != "refused" {
+		t.Errorf("flow 5: %s", code)
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if len(nt.got) != 1 || nt.got[0] != 2 {
+		t.Errorf("time line got seqs %v, want only the notes' (2)", nt.got)
+	}
+}
+
+// TestHistoryWithoutPointers: a hello's history leaves the pointer's
+// positions out, so they push neither the chat nor the notes out of it,
+// and carries each sender's newest notes however old; each sender's last
+// still counts the pointer's, so a reloaded page goes on after them.
+func TestHistoryWithoutPointers(t *testing.T) {
+	_, cat := setup(t, nil, nil)
+	// A clock a millisecond further at every reading: the catalog orders
+	// messages by the time they were received, and a real clock gives
+	// many the same millisecond.
+	var mu sync.Mutex
+	clock := time.Unix(1_700_000_000, 0)
+	s := New(Options{Catalog: cat, Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}}, nil)
+	conv := ID("s_1")
+	a, _ := attach(t, s, "m_a", "Ada")
+	b, _ := attach(t, s, "m_b", "Bob")
+	b.Receive(msg(conv, 2, 1, FlowNotes, "v1"))
+	b.Receive(msg(conv, 2, 2, FlowNotes, "v2"))
+	for seq := uint64(1); seq <= MaxHistory; seq++ {
+		a.Receive(msg(conv, 1, seq, FlowChat, "line"))
+	}
+	a.Close()
+	a, ha := attach(t, s, "m_a", "Ada") // a fresh rate bucket
+	if ha.Last[1] != MaxHistory {
+		t.Fatalf("Ada's last %d", ha.Last[1])
+	}
+	for seq := uint64(MaxHistory + 1); seq <= MaxHistory+150; seq++ {
+		a.Receive(msg(conv, 1, seq, FlowPointer, "0.1,0.2"))
+	}
+	for seq := uint64(3); seq <= 102; seq++ {
+		b.Receive(msg(conv, 2, seq, FlowPointer, "0.3,0.4"))
+	}
+	_, hc := attach(t, s, "m_c", "Cy")
+	if hc.Last[1] != MaxHistory+150 || hc.Last[2] != 102 {
+		t.Errorf("Cy's last %v", hc.Last)
+	}
+	if len(hc.History) != MaxHistory+1 {
+		t.Fatalf("Cy's history has %d messages, want %d", len(hc.History), MaxHistory+1)
+	}
+	var flows [5]int
+	for i, h := range hc.History {
+		raw, _ := base64.StdEncoding.DecodeString(h)
+		var m conversation.Message
+		if err := conversation.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		flows[m.Flow]++
+		if i == 0 && (m.Flow != FlowNotes || string(m.Payload) != "v2") {
+			t.Errorf("history starts with flow %d %q, want Bob's newest notes", m.Flow, m.Payload)
+		}
+	}
+	if flows[FlowChat] != MaxHistory || flows[FlowNotes] != 1 || flows[FlowPointer] != 0 {
+		t.Errorf("history by flow %v", flows)
+	}
+}
+
+// TestAgentSaysNotes: an agent (a playback replaying a recording's notes)
+// stamps its notes after every notes update it has seen, in its hello's
+// history or live, so they win as an edit made then would; notes over
+// MaxNotes are refused before they take a sequence number.
+func TestAgentSaysNotes(t *testing.T) {
+	s, _ := setup(t, nil, nil)
+	ctx := context.Background()
+	a, _ := attach(t, s, "m_a", "Ada")
+	conv := ID("s_1")
+	future := time.Now().Add(time.Hour).UnixMilli() // a clock ahead
+	a.Receive(msg(conv, 1, 1, FlowNotes, fmt.Sprintf(`{"t":%d,"text":"Ada's"}`, future)))
+	ag, err := s.AttachAgent(ctx, "s_1", "m_p", "Playback", func(string, string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	next(t, a) // Ada is told of the agent's member
+	if err := ag.SayNotes(strings.Repeat("x", MaxNotes)); !errors.Is(err, ErrNotesTooBig) {
+		t.Errorf("notes over the cap: %v", err)
+	}
+	if err := ag.SayNotes("<replayed> & kept"); err != nil {
+		t.Fatal(err)
+	}
+	b, bin := next(t, a)
+	var m conversation.Message
+	var u NotesUpdate
+	if !bin || conversation.Unmarshal(b, &m) != nil || json.Unmarshal(m.Payload, &u) != nil {
+		t.Fatalf("Ada got %q", b)
+	}
+	if m.Flow != FlowNotes || m.Seq != 1 || u.T != future+1 || u.Text != "<replayed> & kept" {
+		t.Errorf("the agent's notes: flow %d seq %d, %+v (want t %d)", m.Flow, m.Seq, u, future+1)
+	}
 }

@@ -16,13 +16,16 @@
 //     sender's newest (a data channel is unordered), a context naming
 //     members that exist;
 //  3. the floor: a message of the board flow needs the session's "data"
-//     floor (the chalkboard style: only its holder draws);
+//     floor (the chalkboard style: only its holder draws); the pointer
+//     and the notes do not (everyone points at the board and edits the
+//     meeting's notes);
 //  4. the catalog (conversation_messages): once stored, it is accepted —
 //     a node that dies after this loses nothing that was acknowledged;
 //  5. every other socket of the session gets it as one binary frame, in
 //     the order the node accepted them; a socket that cannot take more
 //     (its queue of MaxQueue frames is full) is closed, never waited for;
-//  6. the session's recordings get it on their time line.
+//  6. the session's recordings get it on their time line (not the
+//     pointer's positions).
 //
 // An endpoint that cannot order a conversation itself (a SIP phone) has
 // an Agent: the node's own participant for its member, which delivers the
@@ -33,5 +36,6 @@
 // from 1, the first time it opens a socket; 0 is the node. A socket
 // starts with a hello: the conversation's ID, flows and Δ, the member's
 // own number and last sequence number, every numbered member, and the
-// last MaxHistory messages.
+// last MaxHistory messages but the pointer's, with each sender's newest
+// notes however old (hub.history).
 package chat

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"sync"
 	"time"
 
@@ -17,15 +18,37 @@ import (
 // delay a flow tolerates before quality suffers) and λ (beyond which
 // delivery is useless); Δ = max δ + 2ε.
 const (
-	FlowChat  uint32 = 1
-	FlowBoard uint32 = 2
+	FlowChat    uint32 = 1 // UTF-8 text
+	FlowBoard   uint32 = 2 // whiteboard strokes; needs the data floor
+	FlowPointer uint32 = 3 // a member's pointer on the whiteboard; not in a hello's history
+	FlowNotes   uint32 = 4 // the session's shared notes, the whole document (web/src/notes.ts)
 )
 
-// Flows are every session's.
+// Flows are every session's. A pointer tolerates little delay and its
+// loss least of all (the next position supersedes a lost one); notes are
+// edited at typing pace and each update carries the whole document.
 var Flows = []conversation.Flow{
 	{ID: FlowChat, Name: "chat", Delay: 500 * time.Millisecond, LossDelay: 30 * time.Second},
 	{ID: FlowBoard, Name: "board", Delay: 300 * time.Millisecond, LossDelay: 10 * time.Second},
+	{ID: FlowPointer, Name: "pointer", Delay: 150 * time.Millisecond, LossDelay: 2 * time.Second},
+	{ID: FlowNotes, Name: "notes", Delay: 500 * time.Millisecond, LossDelay: 30 * time.Second},
 }
+
+// flowName names a flow for metrics; "" for a flow that is not a session's.
+func flowName(f uint32) string {
+	for _, fl := range Flows {
+		if fl.ID == f {
+			return fl.Name
+		}
+	}
+	return ""
+}
+
+// gated says whether a flow needs the session's "data" floor: only the
+// board. In the chalkboard style only the holder draws, but everyone may
+// point at the board (to ask about what is drawn) and edit the notes (the
+// meeting's minutes belong to everyone in it).
+func gated(f uint32) bool { return f == FlowBoard }
 
 // Skew is ε, the clock skew allowed between members' clocks.
 const Skew = 100 * time.Millisecond
@@ -144,13 +167,26 @@ type ErrorFrame struct {
 // in the history: in a cluster another node may have accepted (and
 // stored) one whose relay has not arrived here yet. A member that moved
 // here from that node goes on after it, and a client that resumes after
-// Last takes the relayed copy for the duplicate it is. (Not the catalog's
-// last: a message stored after the history was read would be passed over
-// by Last and never shown.)
+// Last takes the relayed copy for the duplicate it is. The catalog's last
+// is read before the history, so what it counts is in the history, or
+// is left out of it on purpose (a pointer's position, or older than the
+// history reaches): a message stored after the history was read is never
+// passed over by Last, and reaches the socket live. A lone node accepted
+// every message itself, so its own last already counts them all.
 func (h *hub) hello(ctx context.Context, self uint32, got map[msgKey]struct{}) (Hello, error) {
-	msgs, err := h.s.o.Catalog.Messages(ctx, h.session, MaxHistory)
+	var stored map[uint32]uint64
+	if h.s.o.Relay != nil {
+		var err error
+		if stored, err = h.s.o.Catalog.LastSeqs(ctx, h.session); err != nil {
+			return Hello{}, err
+		}
+	}
+	msgs, err := h.history(ctx)
 	if err != nil {
 		return Hello{}, err
+	}
+	for n, seq := range stored {
+		h.last[n] = max(h.last[n], seq)
 	}
 	for _, m := range msgs {
 		h.last[m.Sender] = max(h.last[m.Sender], m.Seq)
@@ -176,6 +212,47 @@ func (h *hub) hello(ctx context.Context, self uint32, got map[msgKey]struct{}) (
 	return hl, nil
 }
 
+// history is what a hello carries: the last MaxHistory messages but the
+// pointer's (a position is stale at once, and at ten a second while a
+// pointer moves they would push the chat out), and each sender's newest
+// notes however old (the one a late joiner's notes converge to is among
+// them: web/src/notes.ts), oldest first. Leaving messages out is safe:
+// a client resumes each sender's order after Last, and counts what it
+// never got before that as handled, not missing.
+func (h *hub) history(ctx context.Context) ([]catalog.StoredMessage, error) {
+	msgs, err := h.s.o.Catalog.MessagesExcept(ctx, h.session, MaxHistory, FlowPointer)
+	if err != nil {
+		return nil, err
+	}
+	notes, err := h.s.o.Catalog.NewestOf(ctx, h.session, FlowNotes)
+	if err != nil {
+		return nil, err
+	}
+	in := make(map[msgKey]struct{}, len(msgs))
+	for _, m := range msgs {
+		in[msgKey{m.Sender, m.Seq}] = struct{}{}
+	}
+	added := false
+	for _, m := range notes {
+		if _, ok := in[msgKey{m.Sender, m.Seq}]; !ok {
+			msgs, added = append(msgs, m), true
+		}
+	}
+	if added {
+		sort.SliceStable(msgs, func(i, j int) bool {
+			a, b := msgs[i], msgs[j]
+			if !a.ReceivedAt.Equal(b.ReceivedAt) {
+				return a.ReceivedAt.Before(b.ReceivedAt)
+			}
+			if a.Sender != b.Sender {
+				return a.Sender < b.Sender
+			}
+			return a.Seq < b.Seq
+		})
+	}
+	return msgs, nil
+}
+
 // Errors of a refused message; the socket is told the reason.
 var (
 	ErrTooBig  = errors.New("message too big")
@@ -194,12 +271,12 @@ func (h *hub) accept(c *Conn, b []byte) error {
 	switch {
 	case m.Conversation != h.id:
 		return fmt.Errorf("%w: conversation %d, this session's is %d", ErrHeader, m.Conversation, h.id)
-	case m.Flow != FlowChat && m.Flow != FlowBoard:
-		return fmt.Errorf("%w: flow %d (1 chat, 2 board)", ErrHeader, m.Flow)
+	case flowName(m.Flow) == "":
+		return fmt.Errorf("%w: flow %d (1 chat, 2 board, 3 pointer, 4 notes)", ErrHeader, m.Flow)
 	case uint32(m.Sender) != c.n:
 		return fmt.Errorf("%w: sender %d, this socket's member is %d", ErrHeader, m.Sender, c.n)
 	}
-	if m.Flow == FlowBoard && h.s.o.Floors != nil && !h.s.o.Floors.MayDraw(h.session, c.member) {
+	if gated(m.Flow) && h.s.o.Floors != nil && !h.s.o.Floors.MayDraw(h.session, c.member) {
 		return ErrFloor
 	}
 	h.mu.Lock()
@@ -255,11 +332,4 @@ func (h *hub) publish(b []byte) {
 	if err := h.s.o.Relay.Publish(h.session, b); err != nil {
 		h.s.log.Warn("relay to the cluster", "session", h.session, "err", err)
 	}
-}
-
-func flowName(f uint32) string {
-	if f == FlowBoard {
-		return "board"
-	}
-	return "chat"
 }

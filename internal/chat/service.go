@@ -20,9 +20,21 @@ type Floors interface {
 }
 
 // Notes puts an accepted message on the time line of the session's
-// recordings.
+// recordings. It is given every flow's but the pointer's (see New).
 type Notes interface {
 	NoteMessage(sessionID, memberID string, flow uint32, seq uint64, wire []byte)
+}
+
+// noPointer keeps the pointer's positions off the recordings' time line:
+// up to ten a second per member while a pointer moves, and a playback
+// replays only the chat (strokes and notes stay on the time line, where
+// a viewer of the manifest finds them).
+type noPointer struct{ Notes }
+
+func (n noPointer) NoteMessage(sessionID, memberID string, flow uint32, seq uint64, wire []byte) {
+	if flow != FlowPointer {
+		n.Notes.NoteMessage(sessionID, memberID, flow, seq, wire)
+	}
 }
 
 // Options configure a Service.
@@ -59,6 +71,9 @@ func New(o Options, reg prometheus.Registerer) *Service {
 	}
 	if o.CatchUp == nil {
 		o.CatchUp = catchUpAfter
+	}
+	if o.Notes != nil {
+		o.Notes = noPointer{o.Notes}
 	}
 	s := &Service{o: o, log: o.Logger, m: newMetrics(), hubs: map[string]*hub{}}
 	if reg != nil {

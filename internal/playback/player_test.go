@@ -272,9 +272,9 @@ func playTone(t *testing.T, rec *export.Recording, speed float64, rate int, tick
 	}
 }
 
-// TestTexts: a recording's chat lines are said at their places on the
-// time line, named by the time line's members, the whiteboard's strokes
-// not; a seek skips the lines before it.
+// TestTexts: a recording's chat lines and notes are said at their places
+// on the time line, named by the time line's members, the whiteboard's
+// strokes not; a seek skips the lines before it.
 func TestTexts(t *testing.T) {
 	line := func(flow uint32, seq uint64, text string) string {
 		m := conversation.Message{Conversation: 1, Flow: flow, Sender: 1, Seq: seq, Sent: started, Payload: []byte(text)}
@@ -285,6 +285,8 @@ func TestTexts(t *testing.T) {
 		{Kind: recorder.MemberJoined, Member: "m_a", Detail: "Ada (present)"},
 		{Kind: recorder.Message, Member: "m_a", OffsetMS: 300, Detail: line(1, 1, "hello")},
 		{Kind: recorder.Message, Member: "m_a", OffsetMS: 400, Detail: line(2, 2, "a stroke")},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 500, Detail: line(4, 4, `{"t":1,"text":"the notes"}`)},
+		{Kind: recorder.Message, Member: "m_a", OffsetMS: 600, Detail: line(4, 5, "not notes")},
 		{Kind: recorder.Message, Member: "m_x", OffsetMS: 1500, Detail: line(1, 3, "bye")},
 		{Kind: recorder.Message, Member: "m_a", OffsetMS: 1600, Detail: "not base64!"},
 	}
@@ -297,6 +299,9 @@ func TestTexts(t *testing.T) {
 	var at []time.Duration
 	now := t0
 	p.OnText = func(x Text) {
+		if x.Notes {
+			x.Text = "notes " + x.Text
+		}
 		said = append(said, x.From+": "+x.Text)
 		at = append(at, now.Sub(t0))
 	}
@@ -304,7 +309,8 @@ func TestTexts(t *testing.T) {
 	for ; !p.Ended() && now.Before(t0.Add(time.Minute)); now = now.Add(ms(10)) {
 		p.Step(now, func(*Track, []byte) {})
 	}
-	if len(said) != 2 || said[0] != "Ada: hello" || said[1] != "m_x: bye" || at[0] != ms(300) || at[1] != ms(1500) {
+	if len(said) != 3 || said[0] != "Ada: hello" || said[1] != "Ada: notes the notes" || said[2] != "m_x: bye" ||
+		at[0] != ms(300) || at[1] != ms(500) || at[2] != ms(1500) {
 		t.Fatalf("said %v at %v", said, at)
 	}
 	said = nil

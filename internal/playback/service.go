@@ -51,9 +51,11 @@ type Service struct {
 }
 
 // play is one running playback.
-// Sayer says lines in a session's chat as one member.
+// Sayer says lines in a session's chat as one member, and sets the
+// session's shared notes.
 type Sayer interface {
 	Say(text string) error
+	SayNotes(text string) error
 	Close()
 }
 
@@ -164,7 +166,13 @@ func (s *Service) start(ctx context.Context, pl *play, req Request) (Info, error
 		} else {
 			say := pl.sayer
 			p.OnText = func(t Text) {
-				if err := say.Say("[" + t.From + "] " + t.Text); err != nil {
+				var err error
+				if t.Notes {
+					err = say.SayNotes(t.Text)
+				} else {
+					err = say.Say("[" + t.From + "] " + t.Text)
+				}
+				if err != nil {
 					s.o.Logger.Debug("playback: chat line", "err", err)
 				}
 			}

@@ -4,7 +4,8 @@
 // reloads gets the conversation back. In a meeting the chat and the
 // whiteboard travel over the "conversation" data channel of each page's
 // publisher connection, not the conversation WebSocket: the pages say so
-// (data-transport) and the node's metrics count the channels.
+// (data-transport) and the node's metrics count the channels. The
+// pointer and the shared notes travel the same way.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { joinThroughUI, launch, startNode, waitFor } from './harness.mjs';
@@ -131,4 +132,67 @@ test('the whiteboard: one member draws, the other sees it; with the chalkboard s
   await waitFor(async () => (await inked(bob)) === 0, 10_000, "Ada's clear on Bob's board");
   await stroke(ada, 0.2, 0.5, 0.8, 0.5);
   await waitFor(async () => (await inked(bob)) > 200, 10_000, "Ada's stroke as the floor's holder on Bob's board");
+  await ada.context().close();
+  await bob.context().close();
+});
+
+test("the pointer and the shared notes: Bob sees where Ada points; the notes converge and a reload shows them", { timeout: 90_000 }, async () => {
+  const s = await node.api('POST', '/sessions', { name: 'notes' });
+  const ada = await joinThroughUI(await browser.newContext(), await link(s.id, 'chair'), 'Ada');
+  const bob = await joinThroughUI(await browser.newContext(), await link(s.id, 'participant'), 'Bob');
+  const connected = (p) =>
+    waitFor(async () => (await p.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, 'chat to connect');
+  for (const p of [ada, bob]) {
+    await connected(p);
+    await p.getByRole('button', { name: 'Show the whiteboard' }).click();
+  }
+  await overDataChannel(ada, bob);
+
+  // Ada's pointer crosses the board: Bob sees a dot with her name where it stopped.
+  const box = await ada.getByTestId('whiteboard').boundingBox();
+  for (let i = 0; i <= 10; i++) await ada.mouse.move(box.x + box.width * (0.2 + 0.05 * i), box.y + box.height * 0.5);
+  const pointer = bob.getByTestId('pointer');
+  await waitFor(async () => (await pointer.count()) === 1, 10_000, "Ada's pointer on Bob's board");
+  assert.equal((await pointer.textContent()).trim(), 'Ada');
+  await waitFor(
+    async () => {
+      const [x, y] = await pointer.evaluate((e) => [parseFloat(e.style.left), parseFloat(e.style.top)]);
+      return Math.abs(x - 70) < 2 && Math.abs(y - 50) < 2;
+    },
+    10_000,
+    "Ada's pointer where she stopped (70 %, 50 %)",
+  );
+  assert.equal(await ada.getByTestId('pointer').count(), 0, 'Ada does not see her own pointer');
+  // Her pointer leaves the board: it goes from Bob's.
+  await ada.mouse.move(box.x + box.width / 2, Math.max(0, box.y - 40));
+  await waitFor(async () => (await pointer.count()) === 0, 10_000, "Ada's pointer gone from Bob's board");
+
+  // The notes: Ada writes, Bob sees it; Bob edits, Ada converges.
+  const notes = (p) => p.getByRole('textbox', { name: 'Shared notes' });
+  const status = (p) => p.getByTestId('notes-status').textContent();
+  await notes(ada).fill('Agenda: budget');
+  await waitFor(async () => (await notes(bob).inputValue()) === 'Agenda: budget', 10_000, "Ada's notes on Bob's page");
+  await notes(bob).fill('Agenda: budget, hiring');
+  await waitFor(async () => (await notes(ada).inputValue()) === 'Agenda: budget, hiring', 10_000, "Bob's edit on Ada's page");
+  await waitFor(async () => (await status(ada)).includes('Last edited by Bob'), 5000, "Ada's status naming Bob");
+
+  // Bob reloads: the hello's history gives him the current notes.
+  await bob.reload();
+  await connected(bob);
+  await waitFor(async () => (await notes(bob).inputValue()) === 'Agenda: budget, hiring', 15_000, 'the notes after a reload');
+  // The hello left Ada's pointer positions out, and counted them: nothing
+  // is reported missing, and Ada's chat after the reload reaches Bob.
+  await say(ada, 'After the pointer');
+  await waitFor(async () => (await lines(bob)).includes('Ada: After the pointer'), 10_000, "Ada's line after Bob's reload");
+  for (const p of [ada, bob]) assert.equal(await p.locator('.chat-missing').count(), 0, 'no message reported missing');
+
+  // Notes over the cap are refused in the page, said in the status line;
+  // the others keep the last shared version.
+  await notes(ada).fill('x'.repeat(20_000));
+  await waitFor(async () => (await status(ada)).includes('too long'), 5000, 'the refusal in the status line');
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(await notes(bob).inputValue(), 'Agenda: budget, hiring');
+  assert.equal(await notes(ada).inputValue(), 'x'.repeat(20_000), "Ada's text stays for her to shorten");
+  await ada.context().close();
+  await bob.context().close();
 });

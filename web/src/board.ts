@@ -57,3 +57,23 @@ export function draw(ctx: CanvasRenderingContext2D, ops: BoardOp[], w: number, h
     ctx.stroke();
   }
 }
+
+// A member's pointer on the board (the pointer flow): where it is, in the
+// strokes' 0..1000 units, or gone (it left the board). Compact JSON.
+export type PointerAt = { x: number; y: number } | { gone: true };
+
+export function encodePointer(p: PointerAt): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify('gone' in p ? { g: 1 } : { x: p.x, y: p.y }));
+}
+
+// decodePointer reads a pointer message; undefined for anything malformed.
+export function decodePointer(b: Uint8Array): PointerAt | undefined {
+  try {
+    const o = JSON.parse(new TextDecoder().decode(b));
+    if (o?.g === 1) return { gone: true };
+    const ok = (v: unknown) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 1000;
+    return ok(o?.x) && ok(o?.y) ? { x: o.x, y: o.y } : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -9,6 +9,11 @@ import { dataChannelTransport, webSocketTransport, type Transport, type Transpor
 
 export const FLOW_CHAT = 1;
 export const FLOW_BOARD = 2;
+export const FLOW_POINTER = 3; // a member's pointer on the whiteboard (board.ts)
+export const FLOW_NOTES = 4; // the shared notes, the whole document (notes.ts)
+
+// MAX_MESSAGE is the most bytes of one message the node takes, header included.
+export const MAX_MESSAGE = 16 * 1024;
 
 // ChatLine is one line of the chat panel: a message, or a notice of
 // messages that never came.
@@ -25,6 +30,8 @@ export type ChatLine = {
 export type ChatEvents = {
   line(l: ChatLine): void;
   board?(from: number, payload: Uint8Array): void;
+  pointer?(from: number, payload: Uint8Array): void;
+  notes?(from: number, seq: number, payload: Uint8Array): void;
   state(connected: boolean): void;
   error(message: string): void;
   transport?(kind: TransportKind | undefined): void;
@@ -69,6 +76,7 @@ export class Chat {
   private closed = false;
   private me?: Participant;
   private names = new Map<number, string>();
+  private ids = new Map<number, string>(); // member numbers' member IDs
   private timer?: ReturnType<typeof setTimeout>;
   private retry?: ReturnType<typeof setTimeout>;
   private seen = new Set<string>(); // sender/seq shown, so a reconnect's history repeats nothing
@@ -97,6 +105,11 @@ export class Chat {
   // name is a member's name by its number.
   name(n: number): string {
     return this.names.get(n) ?? `member ${n}`;
+  }
+
+  // memberId is a member's ID (the session's) by its number.
+  memberId(n: number): string | undefined {
+    return this.ids.get(n);
   }
 
   // open opens the WebSocket, unless the data channel carries the chat.
@@ -151,6 +164,7 @@ export class Chat {
     switch (f.type) {
       case 'member':
         this.names.set(f.n, f.name);
+        this.ids.set(f.n, f.id);
         this.me?.grow(f.n + 1);
         break;
       case 'error':
@@ -163,7 +177,10 @@ export class Chat {
     l.hello = true;
     this.attempt = 0;
     const n = Math.max(h.self, ...Object.keys(h.members).map(Number)) + 1;
-    for (const [k, m] of Object.entries(h.members)) this.names.set(Number(k), m.name);
+    for (const [k, m] of Object.entries(h.members)) {
+      this.names.set(Number(k), m.name);
+      this.ids.set(Number(k), m.id);
+    }
     let me = this.me;
     if (!me || me.conv.spec.id !== h.conversation || me.self !== h.self) {
       const members = Array.from({ length: n }, (_, i) => h.members[i]?.id ?? (i === 0 ? 'node' : ''));
@@ -237,6 +254,16 @@ export class Chat {
       this.on.board?.(m.sender, m.payload);
       return;
     }
+    if (m.flow === FLOW_POINTER) {
+      // A position that came after its deadline is stale: the next one
+      // supersedes it.
+      if (d.status !== 'late') this.on.pointer?.(m.sender, m.payload);
+      return;
+    }
+    if (m.flow === FLOW_NOTES) {
+      this.on.notes?.(m.sender, m.seq, m.payload);
+      return;
+    }
     if (m.flow !== FLOW_CHAT) return;
     this.on.line({
       key,
@@ -249,11 +276,20 @@ export class Chat {
     });
   }
 
+  // fits says whether a payload of n bytes is sure to fit in a message
+  // with its header (whose causal context grows with the members).
+  fits(n: number): boolean {
+    return n + 48 + 16 * (this.me?.members ?? 0) <= MAX_MESSAGE;
+  }
+
   // send sends text on the chat flow (or a payload on another flow) and
-  // shows it at once; false if no transport is open.
+  // shows it at once; false if no transport is open or it is too big
+  // (checked before it takes a sequence number: a number never sent
+  // would be reported missing by every other member).
   send(payload: string | Uint8Array, flow = FLOW_CHAT): boolean {
     if (!this.me || !this.active?.t.open) return false;
     const body = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload;
+    if (!this.fits(body.length)) return false;
     const m = this.me.send(flow, body, Date.now());
     this.active.t.send(marshal(m));
     this.show({ message: m, status: 'delivered', missing: [] });

@@ -14,10 +14,12 @@ import {
   type Recording,
 } from '../api';
 import { Chat, type ChatLine } from '../chat';
-import { decodeOp, encodeOp, type BoardOp } from '../board';
-import { FLOW_BOARD } from '../chat';
+import { decodeOp, decodePointer, encodeOp, encodePointer, type BoardOp } from '../board';
+import { FLOW_BOARD, FLOW_NOTES, FLOW_POINTER } from '../chat';
 import { ChatPanel } from '../components/ChatPanel';
-import { Whiteboard } from '../components/Whiteboard';
+import { NotesPanel } from '../components/NotesPanel';
+import { Whiteboard, type OtherPointer } from '../components/Whiteboard';
+import { NOTES_MAX, NotesRegister, decodeNotes, encodeNotes } from '../notes';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
 import { Thumb } from '../components/Thumb';
@@ -29,6 +31,11 @@ import { RTC, type Quality, type Remote } from '../rtc';
 import type { TransportKind } from '../transport';
 import { navigate } from '../route';
 import { moveLink, moveTarget, refusedMessage } from '../move';
+
+// Another member's pointer goes away after this long without moving.
+const POINTER_IDLE_MS = 4000;
+
+type Pointer = OtherPointer & { at: number; member?: string };
 
 declare global {
   interface Window {
@@ -66,6 +73,9 @@ export function Room({ session }: { session: string }) {
   const [ops, setOps] = useState<BoardOp[]>([]);
   const [drawers, setDrawers] = useState<string[]>([]);
   const [board, setBoard] = useState(false);
+  const [pointers, setPointers] = useState<Map<number, Pointer>>(new Map());
+  const [notes, setNotes] = useState<{ text: string; by?: string }>({ text: '' });
+  const notesReg = useRef(new NotesRegister());
   const rtc = useRef<RTC>();
   const events = useRef<EventStream>();
   const chat = useRef<Chat>();
@@ -196,6 +206,21 @@ export function Room({ session }: { session: string }) {
         const who = c.name(from);
         setDrawers((ds) => (ds.includes(who) ? ds : [...ds, who]));
       },
+      pointer: (from, payload) => {
+        const p = decodePointer(payload);
+        if (!p || from === c.self) return;
+        setPointers((ps) => {
+          const n = new Map(ps);
+          if ('gone' in p) n.delete(from);
+          else n.set(from, { key: from, name: c.name(from), x: p.x, y: p.y, at: Date.now(), member: c.memberId(from) });
+          return n;
+        });
+      },
+      notes: (from, seq, payload) => {
+        const d = decodeNotes(payload);
+        if (d && notesReg.current.apply({ t: d.t, sender: from, seq, text: d.text }))
+          setNotes({ text: d.text, by: from === c.self ? undefined : c.name(from) });
+      },
       state: setChatReady,
       transport: setChatTransport,
       error: (m) => setErr('Chat: ' + m),
@@ -203,6 +228,28 @@ export function Room({ session }: { session: string }) {
     chat.current = c;
     return () => c.close();
   }, [session, token]);
+
+  // Pointers that stopped moving go away.
+  useEffect(() => {
+    if (pointers.size === 0) return;
+    const t = setInterval(() => {
+      const old = Date.now() - POINTER_IDLE_MS;
+      setPointers((ps) => ([...ps.values()].some((p) => p.at < old) ? new Map([...ps].filter(([, p]) => p.at >= old)) : ps));
+    }, 1000);
+    return () => clearInterval(t);
+  }, [pointers.size > 0]);
+  // A member who left takes its pointer along.
+  const shownPointers = [...pointers.values()].filter((p) => !p.member || members.length === 0 || members.some((m) => m.id === p.member));
+
+  // saveNotes shares the notes; it says why not if it could not.
+  const saveNotes = (text: string): string => {
+    const c = chat.current;
+    if (!c?.ready) return 'Not shared: not connected. Edit again to retry.';
+    const body = encodeNotes(notesReg.current.stamp(Date.now()), text);
+    if (body.length > NOTES_MAX || !c.fits(body.length))
+      return `Not shared: the notes are too long (${Math.ceil(body.length / 1024)} KiB, at most ${NOTES_MAX / 1024} KiB). Shorten them; the others keep the last shared version.`;
+    return c.send(body, FLOW_NOTES) ? '' : 'Not shared: not connected. Edit again to retry.';
+  };
 
   const rtcRemotes = useRef(remotes);
   rtcRemotes.current = remotes;
@@ -337,7 +384,14 @@ export function Room({ session }: { session: string }) {
           </button>
         </nav>
         {board && (
-          <Whiteboard ops={ops} mayDraw={mayDraw} who={drawers} send={(op) => chat.current?.send(encodeOp(op), FLOW_BOARD) ?? false} />
+          <Whiteboard
+            ops={ops}
+            mayDraw={mayDraw}
+            who={drawers}
+            send={(op) => chat.current?.send(encodeOp(op), FLOW_BOARD) ?? false}
+            pointers={shownPointers}
+            point={(p) => chat.current?.send(encodePointer(p), FLOW_POINTER)}
+          />
         )}
         {!online && <p class="banner" role="status">Reconnecting to the event stream…</p>}
         {busy && <p class="banner" role="status">{busy}</p>}
@@ -393,6 +447,7 @@ export function Room({ session }: { session: string }) {
           )}
         </section>
         <ChatPanel lines={lines} ready={chatReady} transport={chatTransport} send={(t) => chat.current?.send(t) ?? false} />
+        <NotesPanel text={notes.text} by={notes.by} ready={chatReady} save={saveNotes} />
       </aside>
     </div>
   );
