@@ -19,6 +19,10 @@ var catchUpAfter = []time.Duration{500 * time.Millisecond, 2 * time.Second, 5 * 
 // catching up.
 const catchUpSkew = 2 * time.Second
 
+// catchUpMessages is how many of the newest stored messages a catch-up
+// reads.
+const catchUpMessages = 4 * MaxHistory
+
 // msgKey names a message: its sender's number and sequence number.
 type msgKey struct {
 	n   uint32
@@ -39,7 +43,7 @@ func (h *hub) catchUp(opened time.Time) {
 		h.mu.Lock()
 		h.seen = nil
 		for o := range h.conns {
-			o.got = nil
+			o.got, o.helloLast = nil, nil
 		}
 		h.mu.Unlock()
 	}()
@@ -50,7 +54,9 @@ func (h *hub) catchUp(opened time.Time) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		msgs, err := h.s.o.Catalog.Messages(ctx, h.session, MaxHistory)
+		// More than a hello's history: the pointer's positions (ten a
+		// second a member) must not push a missed chat line out.
+		msgs, err := h.s.o.Catalog.Messages(ctx, h.session, catchUpMessages)
 		cancel()
 		if err != nil {
 			h.s.log.Warn("catch up with the catalog", "session", h.session, "err", err)
@@ -72,7 +78,7 @@ func (h *hub) catchUp(opened time.Time) {
 				}
 			}
 			for o := range h.conns {
-				if _, ok := o.got[k]; ok || o.got == nil || o.n == m.Sender {
+				if _, ok := o.got[k]; ok || o.got == nil || o.n == m.Sender || m.Seq <= o.helloLast[m.Sender] {
 					continue
 				}
 				o.got[k] = struct{}{}

@@ -101,6 +101,10 @@ type Conn struct {
 	// got holds, while its hub catches up (catchup.go), the messages the
 	// socket was sent (hello or live); nil after. Guarded by the hub's mu.
 	got map[msgKey]struct{}
+	// helloLast is its hello's Last while its hub catches up: what is at
+	// or below a sender's was the hello's to give (history, or left out
+	// of it on purpose, as the pointer's positions are).
+	helloLast map[uint32]uint64
 }
 
 // Attach numbers the member (the first time) and opens its socket's place
@@ -128,6 +132,9 @@ func (s *Service) Attach(ctx context.Context, sessionID, memberID, name string) 
 	hello, err := h.hello(ctx, n, c.got)
 	if err != nil {
 		return nil, err
+	}
+	if c.got != nil {
+		c.helloLast = hello.Last
 	}
 	if _, known := h.members[n]; created || !known {
 		h.members[n] = catalog.ConversationMember{MemberID: memberID, N: n, Name: name}
