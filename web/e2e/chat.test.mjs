@@ -174,6 +174,20 @@ test("the pointer and the shared notes: Bob sees where Ada points; the notes con
   await waitFor(async () => (await notes(bob).inputValue()) === 'Agenda: budget', 10_000, "Ada's notes on Bob's page");
   await notes(bob).fill('Agenda: budget, hiring');
   await waitFor(async () => (await notes(ada).inputValue()) === 'Agenda: budget, hiring', 10_000, "Bob's edit on Ada's page");
+  if (process.env.SCREENSHOT_CHAT) {
+    // The README's picture: Bob's page with a line of chat, a stroke, the
+    // notes and Ada's pointer.
+    await ada.getByRole('textbox', { name: 'Message', exact: true }).fill('The agenda is in the notes');
+    await ada.getByRole('button', { name: 'Send' }).click();
+    await waitFor(async () => (await bob.getByText('The agenda is in the notes').count()) === 1, 10_000, "Ada's line on Bob's page");
+    await ada.mouse.move(box.x + box.width * 0.15, box.y + box.height * 0.25);
+    await ada.mouse.down();
+    for (let i = 1; i <= 10; i++) await ada.mouse.move(box.x + box.width * (0.15 + 0.03 * i), box.y + box.height * (0.25 + 0.02 * i));
+    await ada.mouse.up();
+    await ada.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.4);
+    await waitFor(async () => (await pointer.count()) === 1, 10_000, "Ada's pointer back on Bob's board");
+    await bob.screenshot({ path: process.env.SCREENSHOT_CHAT });
+  }
   await waitFor(async () => (await status(ada)).includes('Last edited by Bob'), 5000, "Ada's status naming Bob");
 
   // Bob reloads: the hello's history gives him the current notes.
