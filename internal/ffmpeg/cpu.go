@@ -1,4 +1,4 @@
-package composite
+package ffmpeg
 
 import (
 	"bytes"
@@ -11,16 +11,16 @@ import (
 // times: 100 on every Linux Go runs on.
 const clockTicks = 100
 
-// cpuMeter measures a child's CPU in cores from /proc between samples.
-type cpuMeter struct {
+// CPUMeter measures a child's CPU in cores from /proc between samples.
+type CPUMeter struct {
 	pid int
 	cpu time.Duration
 	at  time.Time
 }
 
-// sample returns the cores pid used since the last sample of the same
+// Sample returns the cores pid used since the last sample of the same
 // pid (ok false at a new pid, or where /proc cannot tell).
-func (m *cpuMeter) sample(pid int, now time.Time) (cores float64, ok bool) {
+func (m *CPUMeter) Sample(pid int, now time.Time) (cores float64, ok bool) {
 	cpu, err := CPUTime(pid)
 	if err != nil {
 		m.pid = 0
