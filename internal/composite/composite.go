@@ -158,11 +158,7 @@ func (c *Composite) run() {
 			}
 			c.step(now)
 			if pid := c.pid(); pid != 0 {
-				if cores, ok := cpu.Sample(pid, now); ok {
-					// Smoothed: a keyframe's spike is not the child's load.
-					if old := float64(c.load.Load()) / 1000; old > 0 {
-						cores = 0.8*old + 0.2*cores
-					}
+				if cores, ok := cpu.Smooth(pid, now); ok {
 					c.load.Store(uint64(cores * 1000))
 				}
 			}

@@ -41,6 +41,7 @@ import (
 	"github.com/convene/convene/internal/thumbnail"
 	"github.com/convene/convene/internal/transcode"
 	"github.com/convene/convene/internal/udpmux"
+	"github.com/convene/convene/internal/vtranscode"
 	"github.com/convene/convene/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -66,9 +67,11 @@ type Node struct {
 	super        *supervise.Supervisor
 	// transcode gives browsers phones' G.711 as Opus.
 	transcode *transcode.Hub
-	dtmf      *dtmf
-	events    *events.Hub
-	apiKey    string // the API key, when the node made it (printed at start)
+	// vtranscode gives receivers cameras of a codec they cannot take.
+	vtranscode *vtranscode.Hub
+	dtmf       *dtmf
+	events     *events.Hub
+	apiKey     string // the API key, when the node made it (printed at start)
 	// tokenKey identifies the key the node's tokens are signed with
 	// (auth.Signer.KeyID); set before anything is admitted.
 	tokenKey string
@@ -214,7 +217,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.chat, reg, log); err != nil {
+	n.vtranscode = startVTranscode(cfg, n.gov, n.super, reg, log)
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{
@@ -382,6 +386,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.transcode != nil {
 		n.transcode.Close()
+	}
+	if n.vtranscode != nil {
+		n.vtranscode.Close()
 	}
 	if n.relayNG != nil {
 		errs = append(errs, n.relayNG.Close())

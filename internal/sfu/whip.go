@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pion/sdp/v3"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/vtranscode"
 )
 
 // Resource is a WHIP or WHEP session: its ID is the last part of the URL
@@ -144,10 +146,20 @@ func (p *Peer) answerViewer(offer string) (string, error) {
 				codec = c
 			}
 		}
+		// Its video is a codec the viewer offered: the sources' own when it
+		// takes it, else (when the node transcodes video) its first choice
+		// of VP8 and H.264, in the size and rate its offer allows.
+		var vt vtranscode.Target
+		if kind == media.Video && p.s.cfg.Video != nil {
+			codec, vt = viewerVideo(offer, codec)
+		}
 		d, err := newDown(p, pc, kind.String(), codec,
 			TrackDesc{ID: "whep-" + kind.String(), Stream: "whep", Kind: kind.String(), Source: "switched"}, "whep")
 		if err != nil {
 			return "", err
+		}
+		if d.recode != "" {
+			d.vtarget = vt
 		}
 		p.downs[d.key] = d
 	}
@@ -166,5 +178,83 @@ func (p *Peer) answerViewer(offer string) (string, error) {
 		return "", err
 	}
 	p.syncSub()
+	if d := p.downs[media.Video.String()]; d != nil {
+		if err := d.refusal(); err != nil {
+			// The camera it would watch needs a transcoder the node
+			// cannot run now: say so (503) rather than show nothing.
+			return "", err
+		}
+	}
 	return sdp, nil
+}
+
+// offered is one video codec of a viewer's offer.
+type offered struct {
+	mime, fmtp, imageattr string
+}
+
+// offeredVideo lists the video codecs of an offer's first video section,
+// in its order of preference, with their format parameters and image
+// attributes (RFC 6236; one for all payload types with "*").
+func offeredVideo(offer string) []offered {
+	var sd sdp.SessionDescription
+	if err := sd.UnmarshalString(offer); err != nil {
+		return nil
+	}
+	for _, md := range sd.MediaDescriptions {
+		if md.MediaName.Media != "video" {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, a := range md.Attributes {
+			if a.Key == "imageattr" {
+				pt, v, _ := strings.Cut(a.Value, " ")
+				attrs[pt] = v
+			}
+		}
+		var out []offered
+		for _, f := range md.MediaName.Formats {
+			var pt uint8
+			if _, err := fmt.Sscan(f, &pt); err != nil {
+				continue
+			}
+			c, err := sd.GetCodecForPayloadType(pt)
+			if err != nil {
+				continue
+			}
+			ia, ok := attrs[f]
+			if !ok {
+				ia = attrs["*"]
+			}
+			out = append(out, offered{mime: "video/" + c.Name, fmtp: c.Fmtp, imageattr: ia})
+		}
+		return out
+	}
+	return nil
+}
+
+// viewerVideo is the video codec of a WHEP viewer's track and what it
+// takes, from its offer: src (the sources' codec) when offered, else the
+// first VP8 or H.264 it offers (the node transcodes to it); src as it
+// is when the offer names neither.
+func viewerVideo(offer string, src webrtc.RTPCodecCapability) (webrtc.RTPCodecCapability, vtranscode.Target) {
+	var first *offered
+	var firstCodec webrtc.RTPCodecCapability
+	for _, o := range offeredVideo(offer) {
+		c, ok := codecFor(o.mime, false, 0, false)
+		if !ok {
+			continue
+		}
+		if strings.EqualFold(c.MimeType, src.MimeType) {
+			return src, vtranscode.FromSDP(c.MimeType, o.fmtp, o.imageattr)
+		}
+		if first == nil {
+			o := o
+			first, firstCodec = &o, c
+		}
+	}
+	if first == nil {
+		return src, vtranscode.Target{Codec: src.MimeType}
+	}
+	return firstCodec, vtranscode.FromSDP(firstCodec.MimeType, first.fmtp, first.imageattr)
 }

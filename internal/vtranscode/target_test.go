@@ -1,0 +1,56 @@
+package vtranscode
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFromSDP: what a receiver's fmtp and imageattr say becomes its
+// target; an H.264 level bounds the picture and rate by Table A-1.
+func TestFromSDP(t *testing.T) {
+	for _, c := range []struct {
+		codec, fmtp, attr string
+		want              Target
+	}{
+		{H264, "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f", "", Target{H264, 1280, 720, 30}},
+		{H264, "packetization-mode=1;profile-level-id=42e00d", "", Target{H264, 320, 180, 30}},             // level 1.3: 396 MBs
+		{H264, "packetization-mode=1;profile-level-id=42e00d;max-fs=3600", "", Target{H264, 1280, 720, 3}}, // max-fs raises the size, the rate follows max-mbps
+		{VP8, "max-fs=920;max-fr=15", "", Target{VP8, 640, 360, 15}},
+		{VP8, "", "recv [x=480,y=270] send [x=1920,y=1080]", Target{VP8, 480, 270, 0}},
+		{VP8, "max-fs=3600", "recv [x=[320:640],y=[180:360]]", Target{VP8, 640, 360, 0}},
+		{VP8, "", "*", Target{VP8, 0, 0, 0}},
+	} {
+		if got := FromSDP(c.codec, c.fmtp, c.attr); got != c.want {
+			t.Errorf("FromSDP(%s, %q, %q) = %+v, want %+v", c.codec, c.fmtp, c.attr, got, c.want)
+		}
+	}
+}
+
+// TestClass: a target falls into the largest size and rate class within
+// both its own limits and the hub's caps; receivers of nearby limits share.
+func TestClass(t *testing.T) {
+	for _, c := range []struct {
+		in, want Target
+		ok       bool
+	}{
+		{Target{Codec: "video/h264"}, Target{H264, 1280, 720, 30}, true},
+		{Target{VP8, 700, 400, 20}, Target{VP8, 640, 360, 15}, true},
+		{Target{VP8, 100, 50, 2}, Target{VP8, 160, 90, 5}, true},
+		{Target{Codec: "video/AV1"}, Target{}, false},
+	} {
+		got, ok := c.in.class(1280, 720, 30)
+		if got != c.want || ok != c.ok {
+			t.Errorf("class(%+v) = %+v %v, want %+v %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestFilter: the graph caps the rate and size it is given.
+func TestFilter(t *testing.T) {
+	f := Filter(Target{H264, 640, 360, 15})
+	for _, want := range []string{`gte(t-prev_selected_t\,0.0600)`, `min(iw\,640)`, `min(ih\,360)`, "select=key+"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("filter %q lacks %q", f, want)
+		}
+	}
+}
