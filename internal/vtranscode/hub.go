@@ -179,7 +179,7 @@ func (h *Hub) admitLocked(c Target) error {
 	n := len(h.byKey) + h.pending
 	if n >= h.o.Max {
 		h.o.Metrics.refused.WithLabelValues("limit").Inc()
-		return fmt.Errorf("%w (%d)", ErrLimit, h.o.Max)
+		return fmt.Errorf("%w; %d run", ErrLimit, h.o.Max)
 	}
 	load := 0.0
 	for _, t := range h.byKey {

@@ -182,7 +182,9 @@ func (t *Transcoder) args() []string {
 	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
 	a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
 		"-fpsprobesize", "0", "-analyzeduration", "1000000", "-probesize", "1000000", "-i", t.sdpPath())
-	a = append(a, "-vf", Filter(c), "-fps_mode", "vfr", "-force_key_frames", "source")
+	// -r with -fps_mode vfr tells the encoder the rate (its rate control
+	// and level) without repeating frames of a slower source.
+	a = append(a, "-vf", Filter(c), "-fps_mode", "vfr", "-r", strconv.Itoa(c.FPS), "-force_key_frames", "source")
 	kbps := strconv.Itoa(max(150, c.Width*c.Height*c.FPS/8000)) + "k"
 	gop := strconv.Itoa(2 * c.FPS)
 	switch c.Codec {

@@ -1,0 +1,371 @@
+package node
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pion/interceptor"
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
+	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v4/pkg/media/h264writer"
+	"github.com/pion/webrtc/v4/pkg/media/ivfwriter"
+
+	"github.com/convene/convene/internal/testutil"
+)
+
+// sendCamera makes ffmpeg send its test card (320×240, 15 fps, a keyframe
+// a second) in codec ("VP8/90000" or "H264/90000") into a session through
+// a plain RTP link that names the codec.
+func sendCamera(t *testing.T, n *Node, sid, codec string) linkJSON {
+	t.Helper()
+	bin := testutil.NeedBinary(t, "ffmpeg")
+	tee := newTee(t)
+	l := addLink(t, n, sid, map[string]any{"remote": tee.remote(), "kind": "video", "direction": "sendonly", "codec": codec})
+	tee.run(l)
+	enc := []string{"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "300k", "-g", "15"}
+	if strings.HasPrefix(codec, "H264") {
+		enc = []string{"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-profile:v", "baseline",
+			"-pix_fmt", "yuv420p", "-b:v", "300k", "-g", "15"}
+	}
+	args := append([]string{"-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=120"}, enc...)
+	args = append(args, "-payload_type", "96", "-f", "rtp", "rtp://"+tee.target()+"?pkt_size=1200")
+	startChild(t, exec.Command(bin, args...))
+	return l
+}
+
+// viewer is a WHEP viewer that takes one video codec only, as an
+// H.264-only player or a VP8-only one would, and writes what it receives
+// to a file ffprobe reads (Annex B for H.264, IVF for VP8).
+type viewer struct {
+	pc       *webrtc.PeerConnection
+	resource string
+	token    string
+
+	mu      sync.Mutex
+	codec   string
+	ssrc    uint32
+	packets int
+	frames  int // packets with the marker bit
+	w       interface {
+		WriteRTP(*rtp.Packet) error
+		Close() error
+	}
+	path string
+}
+
+// watch offers a WHEP session that receives video in mime only (fmtp
+// its parameters; imageattr, if set, an a=imageattr line's value); it
+// returns the viewer, or the status of a refused offer.
+func watch(t *testing.T, n *Node, sid, mime, fmtp, imageattr string) (*viewer, int) {
+	t.Helper()
+	m := &webrtc.MediaEngine{}
+	fb := []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}}
+	if err := m.RegisterCodec(webrtc.RTPCodecParameters{PayloadType: 102, RTPCodecCapability: webrtc.RTPCodecCapability{
+		MimeType: mime, ClockRate: 90000, SDPFmtpLine: fmtp, RTCPFeedback: fb}}, webrtc.RTPCodecTypeVideo); err != nil {
+		t.Fatal(err)
+	}
+	reg := &interceptor.Registry{}
+	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
+		t.Fatal(err)
+	}
+	se := webrtc.SettingEngine{}
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	se.SetInterfaceFilter(func(s string) bool { return s == "lo" })
+	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).
+		NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &viewer{pc: pc, token: joinToken(t, n, sid, "listener")}
+	t.Cleanup(v.close)
+	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
+		t.Fatal(err)
+	}
+	pc.OnTrack(func(tr *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		v.mu.Lock()
+		v.codec, v.ssrc = tr.Codec().MimeType, uint32(tr.SSRC())
+		v.mu.Unlock()
+		for {
+			p, _, err := tr.ReadRTP()
+			if err != nil {
+				return
+			}
+			v.mu.Lock()
+			v.packets++
+			if p.Marker {
+				v.frames++
+			}
+			if v.w != nil {
+				_ = v.w.WriteRTP(p)
+			}
+			v.mu.Unlock()
+		}
+	})
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	<-g
+	sdp := pc.LocalDescription().SDP
+	if imageattr != "" {
+		sdp = strings.Replace(sdp, "a=rtpmap:102 ", "a=imageattr:102 "+imageattr+"\r\na=rtpmap:102 ", 1)
+	}
+	req, _ := http.NewRequest("POST", n.URL()+"/api/v1/sessions/"+sid+"/whep", strings.NewReader(sdp))
+	req.Header.Set("Content-Type", "application/sdp")
+	req.Header.Set("Authorization", "Bearer "+v.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ans, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Logf("WHEP %s: %d %s", mime, resp.StatusCode, ans)
+		return nil, resp.StatusCode
+	}
+	v.resource = n.URL() + resp.Header.Get("Location")
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(ans)}); err != nil {
+		t.Fatal(err)
+	}
+	return v, resp.StatusCode
+}
+
+// record starts writing what arrives to a new file.
+func (v *viewer) record(t *testing.T, name string) {
+	t.Helper()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.w != nil {
+		v.w.Close()
+	}
+	v.path = filepath.Join(t.TempDir(), name)
+	var err error
+	if strings.EqualFold(v.codec, webrtc.MimeTypeH264) {
+		v.w, err = h264writer.New(v.path)
+	} else {
+		v.w, err = ivfwriter.New(v.path, ivfwriter.WithCodec(webrtc.MimeTypeVP8))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stop closes the file and returns its path.
+func (v *viewer) stop() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.w != nil {
+		v.w.Close()
+		v.w = nil
+	}
+	return v.path
+}
+
+func (v *viewer) count() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.packets
+}
+
+func (v *viewer) frameCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.frames
+}
+
+func (v *viewer) pli() error {
+	v.mu.Lock()
+	ssrc := v.ssrc
+	v.mu.Unlock()
+	return v.pc.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: ssrc}})
+}
+
+// hangup deletes the WHEP resource (the node's side goes) and closes.
+func (v *viewer) hangup() {
+	if v.resource != "" {
+		req, _ := http.NewRequest("DELETE", v.resource, nil)
+		req.Header.Set("Authorization", "Bearer "+v.token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		v.resource = ""
+	}
+	v.close()
+}
+
+func (v *viewer) close() {
+	v.stop()
+	v.pc.Close()
+}
+
+// probeVideo decodes a file with ffprobe: its codec, the width of its
+// last decoded picture and the frames it decoded.
+func probeVideo(t *testing.T, path string) (codec string, width, frames int) {
+	t.Helper()
+	bin := testutil.NeedBinary(t, "ffprobe")
+	run := func(args ...string) string {
+		out, err := exec.Command(bin, append([]string{"-v", "error", "-select_streams", "v:0"}, append(args, "-of", "csv=p=0", path)...)...).Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Logf("ffprobe: %s", ee.Stderr)
+			}
+			t.Fatalf("ffprobe %s: %v", path, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	codec = run("-show_entries", "stream=codec_name")
+	for _, l := range strings.Split(run("-show_entries", "frame=width"), "\n") {
+		if w, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(l, ","))); err == nil {
+			width = w
+			frames++
+		}
+	}
+	return codec, width, frames
+}
+
+// receive records what v gets until it has n more frames (the source
+// sends a keyframe a second, where a recording mid-stream can start), and
+// decodes the file.
+func (v *viewer) receive(t *testing.T, name string, n int) (codec string, width, frames int) {
+	t.Helper()
+	testutil.WaitFor(t, 20*time.Second, name+": the track", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.codec != ""
+	})
+	v.record(t, name)
+	from := v.frameCount()
+	testutil.WaitFor(t, 30*time.Second, name+": frames", func() bool { return v.frameCount() >= from+n })
+	return probeVideo(t, v.stop())
+}
+
+// TestWHEPViewerGetsItsCodec: issue 18, transcoding chosen per receiver.
+// A VP8 camera (ffmpeg over a plain RTP link) reaches an H.264-only WHEP
+// viewer (pion) as H.264 that ffprobe decodes; a second H.264 viewer of
+// the same class shares the one transcoder; the viewer's PLI reaches the
+// transcoder; a viewer of another class is refused beyond vtranscode.max
+// (503, counted); a killed ffmpeg child is replaced and the viewer's
+// frames resume; the transcoder stops when its last viewer leaves.
+func TestWHEPViewerGetsItsCodec(t *testing.T) {
+	testutil.NeedBinary(t, "ffprobe")
+	cfg := testConfig(t, t.TempDir())
+	cfg.VTranscode.Max = 1
+	n := startNode(t, cfg)
+	s := createSession(t, n, "vtranscode")
+	sendCamera(t, n, s.ID, "VP8/90000")
+	testutil.WaitFor(t, 20*time.Second, "the camera's track", func() bool {
+		for _, tr := range n.sessions.Room(s.ID).Tracks() {
+			if p, _ := tr.Stats(); p > 0 {
+				return true
+			}
+		}
+		return false
+	})
+
+	const h264 = "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"
+	v, code := watch(t, n, s.ID, webrtc.MimeTypeH264, h264, "")
+	if v == nil {
+		t.Fatalf("an H.264-only viewer: %d", code)
+	}
+	codec, width, frames := v.receive(t, "first.h264", 40)
+	t.Logf("the H.264 viewer's file: %s, %d wide, %d frames", codec, width, frames)
+	if codec != "h264" || width != 320 || frames < 10 {
+		t.Fatalf("the H.264 viewer decoded %s %d wide, %d frames; want h264 320 wide, frames", codec, width, frames)
+	}
+	if !strings.EqualFold(v.codec, webrtc.MimeTypeH264) {
+		t.Errorf("the viewer's track is %s", v.codec)
+	}
+
+	v2, code := watch(t, n, s.ID, webrtc.MimeTypeH264, h264, "")
+	if v2 == nil {
+		t.Fatalf("a second H.264 viewer of the same class: %d", code)
+	}
+	testutil.WaitFor(t, 20*time.Second, "the second viewer's packets", func() bool { return v2.count() > 20 })
+	if l := n.vtranscode.List(); len(l) != 1 || l[0].Receivers != 2 || l[0].Codec != "video/H264" {
+		t.Fatalf("transcoders %+v, want one H.264 for two receivers", l)
+	}
+
+	// A PLI reaches the transcoder.
+	before := metricValue(t, n, "convene_vtranscode_keyframe_requests_total")
+	if err := v.pli(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the PLI at the transcoder", func() bool {
+		return metricValue(t, n, "convene_vtranscode_keyframe_requests_total") > before
+	})
+
+	// Another class (a 160×90 picture) needs another transcoder: refused.
+	if _, code := watch(t, n, s.ID, webrtc.MimeTypeH264, h264, "recv [x=160,y=90]"); code != http.StatusServiceUnavailable {
+		t.Errorf("a viewer beyond vtranscode.max: %d, want 503", code)
+	}
+	if got := metricValue(t, n, `convene_vtranscode_refused_total{reason="limit"}`); got != 1 {
+		t.Errorf("refusals counted: %v, want 1", got)
+	}
+
+	// The child is killed: a new one takes over and the frames resume.
+	pid := n.vtranscode.List()[0].PID
+	if pid == 0 {
+		t.Fatal("no child runs")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	testutil.WaitFor(t, 20*time.Second, "a new child", func() bool {
+		l := n.vtranscode.List()
+		return len(l) == 1 && l[0].PID != 0 && l[0].PID != pid
+	})
+	t.Logf("the killed child (pid %d) was replaced after %v", pid, time.Since(t0).Round(time.Millisecond))
+	codec, _, frames = v.receive(t, "after.h264", 40)
+	if codec != "h264" || frames < 10 {
+		t.Fatalf("after the restart the viewer decoded %s, %d frames", codec, frames)
+	}
+	if got := metricValue(t, n, "convene_vtranscode_child_starts_total"); got < 2 {
+		t.Errorf("child starts %v, want 2 or more", got)
+	}
+
+	v.hangup()
+	v2.hangup()
+	testutil.WaitFor(t, 10*time.Second, "the transcoder to stop with its last viewer", func() bool { return n.vtranscode.Count() == 0 })
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "vtranscode")); err != nil && !os.IsNotExist(err) {
+		t.Error(err)
+	}
+}
+
+// TestWHEPVP8ViewerOfH264Camera: the reverse, an H.264 camera (a plain RTP
+// link that says so) reaches a VP8-only viewer as VP8 that decodes, at
+// the size its fmtp allows (max-fs=99: 160×90).
+func TestWHEPVP8ViewerOfH264Camera(t *testing.T) {
+	testutil.NeedBinary(t, "ffprobe")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "vtranscode-vp8")
+	sendCamera(t, n, s.ID, "H264/90000")
+	v, code := watch(t, n, s.ID, webrtc.MimeTypeVP8, "max-fs=99", "")
+	if v == nil {
+		t.Fatalf("a VP8-only viewer: %d", code)
+	}
+	testutil.WaitFor(t, 20*time.Second, "the viewer's track", func() bool { return v.count() > 0 })
+	codec, width, frames := v.receive(t, "vp8.ivf", 40)
+	t.Logf("the VP8 viewer's file: %s, %d wide, %d frames", codec, width, frames)
+	if codec != "vp8" || frames < 10 || width != 120 {
+		t.Fatalf("the VP8 viewer decoded %s %d wide, %d frames; want vp8 120 wide (320×240 fit into 160×90), frames", codec, width, frames)
+	}
+}
