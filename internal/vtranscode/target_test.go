@@ -54,3 +54,20 @@ func TestFilter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFromSDP: a receiver's fmtp and imageattr are outside input; no
+// value makes FromSDP panic or ask for more than the largest class, and
+// every target falls into a class within the caps.
+func FuzzFromSDP(f *testing.F) {
+	f.Add("packetization-mode=1;profile-level-id=42e01f;max-fs=8160;max-mbps=244800", "recv [x=[320:1920],y=[180:1080]]")
+	f.Add("max-fs=99;max-fr=5", "recv [x=640,y=360,sar=1.0] send [x=1280,y=720]")
+	f.Add("profile-level-id=zz", "recv [x=[320,640],y=[")
+	f.Fuzz(func(t *testing.T, fmtp, attr string) {
+		for _, codec := range []string{VP8, H264} {
+			c, ok := FromSDP(codec, fmtp, attr).class(1280, 720, 30)
+			if !ok || c.Width > 1280 || c.Height > 720 || c.FPS > 30 || c.Width <= 0 || c.FPS <= 0 {
+				t.Fatalf("FromSDP(%q, %q) falls into %+v %v", fmtp, attr, c, ok)
+			}
+		}
+	})
+}
