@@ -177,7 +177,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		OnSpeakers: func(sessionID, group string, members []string) {
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
+	vtMetrics := vtranscode.NewMetrics()
+	n.vtranscode = startVTranscode(cfg, n.gov, n.super, vtMetrics, log)
+	var video session.VideoTranscoder
+	if n.vtranscode != nil {
+		video = linkTranscoder{n.vtranscode}
+	}
+	n.sessions = session.New(session.Options{Video: video, Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
 		Node:    leaseHolder(cfg),
 		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
@@ -186,6 +192,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			LatchWindow: cfg.Relay.LatchWindow.Std()}})
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
+	vtMetrics.Register(reg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
@@ -217,7 +224,6 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	n.vtranscode = startVTranscode(cfg, n.gov, n.super, reg, log)
 	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, reg, log); err != nil {
 		return nil, err
 	}

@@ -369,3 +369,48 @@ func TestWHEPVP8ViewerOfH264Camera(t *testing.T) {
 		t.Fatalf("the VP8 viewer decoded %s %d wide, %d frames; want vp8 120 wide (320×240 fit into 160×90), frames", codec, width, frames)
 	}
 }
+
+// TestRTPLinkTakesItsCodec: a receiving plain RTP video link that names
+// H.264 gets a VP8 camera transcoded (ffprobe decodes what reaches its
+// socket as H.264), and its transcoder stops when the link goes.
+func TestRTPLinkTakesItsCodec(t *testing.T) {
+	testutil.NeedBinary(t, "ffprobe")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "vtranscode-rtp")
+	rx := udpConn(t)
+	l := addLink(t, n, s.ID, map[string]any{"remote": rx.LocalAddr().String(), "kind": "video", "direction": "recvonly",
+		"codec": "H264/90000", "rtcp_mux": true})
+	sendCamera(t, n, s.ID, "VP8/90000")
+	path := filepath.Join(t.TempDir(), "link.h264")
+	w, err := h264writer.New(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	frames := 0
+	for frames < 40 {
+		rx.SetReadDeadline(time.Now().Add(20 * time.Second))
+		k, err := rx.Read(buf)
+		if err != nil {
+			t.Fatalf("the link got %d frames: %v", frames, err)
+		}
+		var p rtp.Packet
+		if p.Unmarshal(buf[:k]) != nil {
+			continue
+		}
+		if p.Marker {
+			frames++
+		}
+		_ = w.WriteRTP(&p)
+	}
+	w.Close()
+	codec, width, decoded := probeVideo(t, path)
+	t.Logf("the H.264 link's stream: %s, %d wide, %d frames", codec, width, decoded)
+	if codec != "h264" || width != 320 || decoded < 10 {
+		t.Fatalf("the H.264 link decoded %s %d wide, %d frames", codec, width, decoded)
+	}
+	if code := call(t, "DELETE", n.URL()+"/api/v1/sessions/"+s.ID+"/rtp-links/"+l.ID, nil, nil); code != 204 {
+		t.Fatalf("delete the link: %d", code)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the transcoder to stop with its link", func() bool { return n.vtranscode.Count() == 0 })
+}

@@ -40,6 +40,10 @@ type Options struct {
 	OnDigit func(session, member string, digit byte)
 	// Mixers mix audio for the links that ask for a mix; nil refuses them.
 	Mixers *mixer.Service
+	// Video, if set, transcodes the cameras a receiving video link that
+	// names its codec cannot take; without it such a link gets them as
+	// they are.
+	Video VideoTranscoder
 	// Links is the policy for links members create, and the caps.
 	Links LinkPolicy
 	// Admission, if set, refuses new links and joins past the node's
