@@ -108,7 +108,7 @@ func (t *Transcoder) join(out broker.Sink) (string, error) {
 	t.receivers++
 	t.mu.Unlock()
 	// A new receiver decodes from a keyframe.
-	t.keyframe()
+	t.src.RequestKeyframe()
 	return id, nil
 }
 
@@ -185,14 +185,17 @@ func (t *Transcoder) args() []string {
 	// -r with -fps_mode vfr tells the encoder the rate (its rate control
 	// and level) without repeating frames of a slower source.
 	a = append(a, "-vf", Filter(c), "-fps_mode", "vfr", "-r", strconv.Itoa(c.FPS), "-force_key_frames", "source")
+	// Constant quality under a ceiling of the class's bit rate: a source
+	// smaller than its class (never scaled up) takes the bits its own
+	// picture needs, not the class's.
 	kbps := strconv.Itoa(max(150, c.Width*c.Height*c.FPS/8000)) + "k"
 	gop := strconv.Itoa(2 * c.FPS)
 	switch c.Codec {
 	case H264:
 		a = append(a, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-profile:v", "baseline",
-			"-pix_fmt", "yuv420p", "-b:v", kbps, "-maxrate", kbps, "-bufsize", kbps, "-g", gop)
+			"-pix_fmt", "yuv420p", "-crf", "26", "-maxrate", kbps, "-bufsize", kbps, "-g", gop)
 	default:
-		a = append(a, "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", kbps,
+		a = append(a, "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-crf", "12", "-b:v", kbps,
 			"-g", gop, "-error-resilient", "1", "-lag-in-frames", "0", "-auto-alt-ref", "0")
 	}
 	return append(a, "-an", "-f", "rtp", "-payload_type", "96",
