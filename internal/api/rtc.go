@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,6 +141,13 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, viewer bool) {
 		writeError(w, http.StatusBadRequest, "invalid_sdp", "the body is not an SDP offer (it must start with v=0)")
 		return
 	}
+	var opt sfu.ViewerOptions
+	if viewer {
+		if opt, err = viewerOptions(r.URL.Query()); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return
+		}
+	}
 	member, owned := p.member, false
 	if member == "" {
 		role := p.role
@@ -169,7 +179,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, viewer bool) {
 	kind := "whip"
 	if viewer {
 		kind = "whep"
-		res, err = s.o.RTC.WHEP(r.Context(), sid, member, offer, r.URL.Query().Get("member"), onClose)
+		res, err = s.o.RTC.WHEP(r.Context(), sid, member, offer, opt, onClose)
 	} else {
 		res, err = s.o.RTC.WHIP(r.Context(), sid, member, offer, onClose)
 	}
@@ -217,4 +227,26 @@ func (s *Server) endIngest(w http.ResponseWriter, r *http.Request) {
 func (s *Server) trickle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", "DELETE")
 	writeError(w, http.StatusMethodNotAllowed, "not_supported", "the node is ICE-lite and takes no trickled candidates")
+}
+
+// viewerOptions reads a WHEP viewer's query: member (whose media),
+// max_height (90–1080 lines) and max_fps (1–60) for a transcoded camera.
+func viewerOptions(q url.Values) (sfu.ViewerOptions, error) {
+	opt := sfu.ViewerOptions{Pin: q.Get("member")}
+	for _, f := range []struct {
+		name     string
+		min, max int
+		v        *int
+	}{{"max_height", 90, 1080, &opt.MaxHeight}, {"max_fps", 1, 60, &opt.MaxFPS}} {
+		s := q.Get(f.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < f.min || n > f.max {
+			return opt, fmt.Errorf("%s: want %d to %d", f.name, f.min, f.max)
+		}
+		*f.v = n
+	}
+	return opt, nil
 }

@@ -70,6 +70,12 @@ type viewer struct {
 // returns the viewer, or the status of a refused offer.
 func watch(t *testing.T, n *Node, sid, mime, fmtp, imageattr string) (*viewer, int) {
 	t.Helper()
+	return watchQuery(t, n, sid, mime, fmtp, imageattr, "")
+}
+
+// watchQuery is watch with a query on the WHEP URL.
+func watchQuery(t *testing.T, n *Node, sid, mime, fmtp, imageattr, query string) (*viewer, int) {
+	t.Helper()
 	m := &webrtc.MediaEngine{}
 	fb := []webrtc.RTCPFeedback{{Type: "nack"}, {Type: "nack", Parameter: "pli"}}
 	if err := m.RegisterCodec(webrtc.RTPCodecParameters{PayloadType: 102, RTPCodecCapability: webrtc.RTPCodecCapability{
@@ -127,7 +133,11 @@ func watch(t *testing.T, n *Node, sid, mime, fmtp, imageattr string) (*viewer, i
 	if imageattr != "" {
 		sdp = strings.Replace(sdp, "a=rtpmap:102 ", "a=imageattr:102 "+imageattr+"\r\na=rtpmap:102 ", 1)
 	}
-	req, _ := http.NewRequest("POST", n.URL()+"/api/v1/sessions/"+sid+"/whep", strings.NewReader(sdp))
+	u := n.URL() + "/api/v1/sessions/" + sid + "/whep"
+	if query != "" {
+		u += "?" + query
+	}
+	req, _ := http.NewRequest("POST", u, strings.NewReader(sdp))
 	req.Header.Set("Content-Type", "application/sdp")
 	req.Header.Set("Authorization", "Bearer "+v.token)
 	resp, err := http.DefaultClient.Do(req)
@@ -352,7 +362,9 @@ func TestWHEPViewerGetsItsCodec(t *testing.T) {
 
 // TestWHEPVP8ViewerOfH264Camera: the reverse, an H.264 camera (a plain RTP
 // link that says so) reaches a VP8-only viewer as VP8 that decodes, at
-// the size its fmtp allows (max-fs=99: 160×90).
+// the size its fmtp allows (max-fs=99: 160×90); another viewer that asks
+// for ?max_height=180 gets its own transcoder at 240 wide (320×240 fitted
+// into 320×180); a bad max_height is refused before anything starts.
 func TestWHEPVP8ViewerOfH264Camera(t *testing.T) {
 	testutil.NeedBinary(t, "ffprobe")
 	n := startNode(t, testConfig(t, t.TempDir()))
@@ -367,6 +379,25 @@ func TestWHEPVP8ViewerOfH264Camera(t *testing.T) {
 	t.Logf("the VP8 viewer's file: %s, %d wide, %d frames", codec, width, frames)
 	if codec != "vp8" || frames < 10 || width != 120 {
 		t.Fatalf("the VP8 viewer decoded %s %d wide, %d frames; want vp8 120 wide (320×240 fit into 160×90), frames", codec, width, frames)
+	}
+	if _, code := watchQuery(t, n, s.ID, webrtc.MimeTypeVP8, "", "", "max_height=5000"); code != http.StatusBadRequest {
+		t.Errorf("max_height=5000: %d, want 400", code)
+	}
+	v2, code := watchQuery(t, n, s.ID, webrtc.MimeTypeVP8, "", "", "max_height=180&max_fps=10")
+	if v2 == nil {
+		t.Fatalf("a VP8 viewer with max_height: %d", code)
+	}
+	codec, width, frames = v2.receive(t, "vp8-180.ivf", 20)
+	if codec != "vp8" || frames < 5 || width != 240 {
+		t.Fatalf("the max_height=180 viewer decoded %s %d wide, %d frames; want vp8 240 wide", codec, width, frames)
+	}
+	if l := n.vtranscode.List(); len(l) != 2 {
+		t.Errorf("transcoders %+v, want two classes", l)
+	}
+	for _, i := range n.vtranscode.List() {
+		if i.Height == 180 && i.FPS != 10 {
+			t.Errorf("the max_fps=10 class runs at %d fps", i.FPS)
+		}
 	}
 }
 

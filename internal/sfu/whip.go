@@ -84,18 +84,28 @@ func (s *SFU) WHIP(ctx context.Context, sessionID, memberID, offer string, onClo
 	return s.track(p, ans), nil
 }
 
+// ViewerOptions are what a WHEP viewer asks for besides its offer.
+type ViewerOptions struct {
+	// Pin is the member whose media to watch; "" for the loudest speaker.
+	Pin string
+	// MaxHeight and MaxFPS, when not zero, bound the picture and frame
+	// rate of a camera transcoded for the viewer (16:9 classes), below
+	// what its SDP allows.
+	MaxHeight, MaxFPS int
+}
+
 // WHEP answers a WHEP viewer's offer: one audio and one video track that
-// carry the pinned member's media (pin), or else the loudest speaker's.
-func (s *SFU) WHEP(ctx context.Context, sessionID, memberID, offer, pin string, onClose func()) (*Resource, error) {
+// carry the pinned member's media (opt.Pin), or else the loudest speaker's.
+func (s *SFU) WHEP(ctx context.Context, sessionID, memberID, offer string, opt ViewerOptions, onClose func()) (*Resource, error) {
 	p, err := s.newPeer(sessionID, memberID, modeWHEP)
 	if err != nil {
 		return nil, err
 	}
 	p.onClose = onClose
-	p.pin = pin
+	p.pin = opt.Pin
 	var ans string
 	err = p.do(func() (err error) {
-		ans, err = p.answerViewer(offer)
+		ans, err = p.answerViewer(offer, opt)
 		return err
 	})
 	if err != nil {
@@ -108,7 +118,7 @@ func (s *SFU) WHEP(ctx context.Context, sessionID, memberID, offer, pin string, 
 // answerViewer sets up a WHEP viewer's subscriber connection: a sending
 // track for each kind the offer receives, in the codec of the room's
 // tracks of that kind (Opus and VP8 when there are none yet).
-func (p *Peer) answerViewer(offer string) (string, error) {
+func (p *Peer) answerViewer(offer string, opt ViewerOptions) (string, error) {
 	pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) })
 	if err != nil {
 		return "", err
@@ -152,6 +162,7 @@ func (p *Peer) answerViewer(offer string) (string, error) {
 		var vt vtranscode.Target
 		if kind == media.Video && p.s.cfg.Video != nil {
 			codec, vt = viewerVideo(offer, codec)
+			vt = vt.Within(opt.MaxHeight*16/9, opt.MaxHeight, opt.MaxFPS)
 		}
 		d, err := newDown(p, pc, kind.String(), codec,
 			TrackDesc{ID: "whep-" + kind.String(), Stream: "whep", Kind: kind.String(), Source: "switched"}, "whep")

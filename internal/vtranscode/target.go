@@ -23,6 +23,19 @@ type Target struct {
 	FPS           int
 }
 
+// Within is t bounded by a width, height and frame rate too (0: no bound).
+func (t Target) Within(w, h, fps int) Target {
+	lower := func(v *int, bound int) {
+		if bound > 0 && (*v == 0 || bound < *v) {
+			*v = bound
+		}
+	}
+	lower(&t.Width, w)
+	lower(&t.Height, h)
+	lower(&t.FPS, fps)
+	return t
+}
+
 // sizes are the picture classes a transcoder encodes at (16:9, the
 // largest that fits a receiver's limit): receivers of nearby limits share
 // one child.
