@@ -239,7 +239,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			}
 			return n.cat.Ping(context.Background())
 		},
-		Capacity:   n.gov.Status,
+		Capacity: n.gov.Status,
+		VTranscoders: func() []vtranscode.Info {
+			if n.vtranscode == nil {
+				return nil
+			}
+			return n.vtranscode.List()
+		},
 		Registry:   reg,
 		Logger:     log,
 		Pprof:      cfg.HTTP.Pprof,

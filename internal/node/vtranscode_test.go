@@ -22,6 +22,7 @@ import (
 	"github.com/pion/webrtc/v4/pkg/media/ivfwriter"
 
 	"github.com/convene/convene/internal/testutil"
+	"github.com/convene/convene/internal/vtranscode"
 )
 
 // sendCamera makes ffmpeg send its test card (320×240, 15 fps, a keyframe
@@ -309,8 +310,12 @@ func TestWHEPViewerGetsItsCodec(t *testing.T) {
 		t.Fatalf("a second H.264 viewer of the same class: %d", code)
 	}
 	testutil.WaitFor(t, 20*time.Second, "the second viewer's packets", func() bool { return v2.count() > 20 })
-	if l := n.vtranscode.List(); len(l) != 1 || l[0].Receivers != 2 || l[0].Codec != "video/H264" {
-		t.Fatalf("transcoders %+v, want one H.264 for two receivers", l)
+	var node struct{ VTranscoders []vtranscode.Info }
+	if code := call(t, "GET", n.URL()+"/api/v1/node", nil, &node); code != 200 {
+		t.Fatalf("GET /api/v1/node: %d", code)
+	}
+	if l := node.VTranscoders; len(l) != 1 || l[0].Receivers != 2 || l[0].Codec != "video/H264" || l[0].Width != 1280 || l[0].PID == 0 {
+		t.Fatalf("transcoders %+v, want one H.264 (720p class) for two receivers", l)
 	}
 
 	// A PLI reaches the transcoder.

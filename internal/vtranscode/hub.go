@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"sync"
 
 	"github.com/convene/convene/internal/broker"
@@ -238,7 +239,7 @@ type Info struct {
 	LoadCores float64 `json:"load_cores"`
 }
 
-// List describes the running transcoders.
+// List describes the running transcoders, by ID.
 func (h *Hub) List() []Info {
 	h.mu.Lock()
 	ts := make([]*Transcoder, 0, len(h.byKey))
@@ -250,6 +251,7 @@ func (h *Hub) List() []Info {
 	for _, t := range ts {
 		out = append(out, t.info())
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
