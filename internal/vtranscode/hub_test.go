@@ -8,6 +8,7 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/capacity"
+	"github.com/convene/convene/internal/ffmpeg"
 	"github.com/convene/convene/internal/media"
 )
 
@@ -95,5 +96,31 @@ func TestNeeds(t *testing.T) {
 	plain.Publish(pk)
 	if needs, known := Needs(plain, H264); !needs || !known {
 		t.Errorf("a plain camera that sent, to H.264: needs %v known %v", needs, known)
+	}
+}
+
+// TestIdleBeats: while the source sends nothing the transcoder's beats
+// move by themselves (its child has nothing to report); once the source
+// sends, only the child's own beats count.
+func TestIdleBeats(t *testing.T) {
+	room := broker.New().Open("r")
+	src, _ := room.Join(broker.Member{ID: "cam", Kind: media.Video, Sends: true, Info: broker.TrackInfo{Codec: VP8}})
+	tr := &Transcoder{src: src, proc: &ffmpeg.Proc{}}
+	b0 := tr.status().Beats
+	if b1 := tr.status().Beats; b1 <= b0 {
+		t.Errorf("a silent source: beats %d then %d, want them to move", b0, b1)
+	}
+	send := func() {
+		pk := media.NewPacket()
+		b := pk.Buffer()
+		b[0], b[1] = 0x80, 96
+		pk.SetLen(12)
+		src.Publish(pk)
+	}
+	send()
+	b2 := tr.status().Beats
+	send()
+	if b3 := tr.status().Beats; b3 != b2 {
+		t.Errorf("a sending source and a silent child: beats %d then %d, want them to stand", b2, b3)
 	}
 }

@@ -44,9 +44,13 @@ type Transcoder struct {
 	stop    chan struct{}
 	done    chan struct{}
 
-	mu        sync.Mutex // guards n, receivers
+	mu        sync.Mutex // guards n, receivers, srcPackets, idle
 	n         int        // receivers' IDs
 	receivers int
+	// srcPackets is the source's packet count at the last status, idle
+	// the statuses at which it had not moved: a child with nothing to
+	// decode reports no progress, and is not hung.
+	srcPackets, idle uint64
 }
 
 func newTranscoder(h *Hub, id string, room *broker.Room, src *broker.Track, c Target) (*Transcoder, error) {
@@ -137,11 +141,20 @@ func (t *Transcoder) onStart() {
 
 func (t *Transcoder) cores() float64 { return float64(t.load.Load()) / 1000 }
 
+// status is the transcoder's report to the supervisor. While its source
+// sends nothing (a camera muted, gated or gone quiet) ffmpeg waits on its
+// input and writes no progress; every report then counts as a beat, so
+// the supervisor does not kill an idle child over and over.
 func (t *Transcoder) status() supervise.Status {
+	p, _ := t.src.Stats()
 	t.mu.Lock()
-	n := t.receivers
+	if p == t.srcPackets {
+		t.idle++
+	}
+	t.srcPackets = p
+	n, idle := t.receivers, t.idle
 	t.mu.Unlock()
-	return supervise.Status{Kind: "vtranscoder", ID: "vtranscode:" + t.id, Beats: t.proc.Beats(), Load: t.cores(),
+	return supervise.Status{Kind: "vtranscoder", ID: "vtranscode:" + t.id, Beats: t.proc.Beats() + idle, Load: t.cores(),
 		Inputs: 1, Outputs: n}
 }
 
