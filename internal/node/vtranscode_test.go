@@ -357,9 +357,11 @@ func TestWHEPViewerGetsItsCodec(t *testing.T) {
 		t.Errorf("child starts %v, want 2 or more", got)
 	}
 
+	child := n.vtranscode.List()[0].PID
 	v.hangup()
 	v2.hangup()
 	testutil.WaitFor(t, 10*time.Second, "the transcoder to stop with its last viewer", func() bool { return n.vtranscode.Count() == 0 })
+	testutil.WaitFor(t, 10*time.Second, "its child to end", func() bool { return syscall.Kill(child, 0) != nil })
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "vtranscode")); err != nil && !os.IsNotExist(err) {
 		t.Error(err)
 	}

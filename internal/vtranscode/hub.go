@@ -65,6 +65,9 @@ type Hub struct {
 	byKey   map[key]*Transcoder
 	pending int // being started
 	closed  bool
+	// stopping are the transcoders being stopped: their child may take
+	// up to 2 s to end, which no receiver's goroutine waits for.
+	stopping sync.WaitGroup
 }
 
 // NewHub returns a hub with no transcoders.
@@ -219,8 +222,12 @@ func (h *Hub) leave(t *Transcoder, id string) {
 	h.mu.Unlock()
 	h.o.Metrics.receivers.Dec()
 	if last {
-		t.close()
-		h.o.Logger.Info("video transcoder stopped: its last receiver left", "transcoder", t.id, "source", t.src.ID())
+		h.o.Logger.Info("video transcoder stops: its last receiver left", "transcoder", t.id, "source", t.src.ID())
+		h.stopping.Add(1)
+		go func() {
+			defer h.stopping.Done()
+			t.close()
+		}()
 	}
 }
 
@@ -273,4 +280,5 @@ func (h *Hub) Close() {
 		t.close()
 		h.o.Metrics.running.Dec()
 	}
+	h.stopping.Wait()
 }
