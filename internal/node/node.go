@@ -58,7 +58,7 @@ type Node struct {
 	// bridge spans the sessions' rooms across the cluster's nodes;
 	// bridgeConns are its audio and video connections.
 	bridge       *bridge.Bridge
-	bridgeConns  []*nats.Conn
+	bridgeConns  []*bridgeConn
 	sessionWatch *nats.Subscription // other nodes' session events (watchSessions)
 	socks        rtplink.Sockets
 	sessions     *session.Service
@@ -405,7 +405,7 @@ func (n *Node) closeAll() error {
 		n.bridge.Shutdown()
 	}
 	for _, c := range n.bridgeConns {
-		c.Close()
+		c.close()
 	}
 	if n.bus != nil {
 		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {
