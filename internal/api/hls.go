@@ -126,6 +126,10 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 				err = errors.New("the token's member has left the session")
 			}
 		}
+		if err == nil && c.Member == "" && c.ID != "" {
+			// A revoked viewer link lets no new viewer in.
+			err = s.o.Sessions.CheckJoinToken(r.Context(), sid, c.ID)
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="convene"`)
 			writeError(w, http.StatusUnauthorized, "unauthorized", "an HLS viewer needs ?token= (a join or member token of the session): "+err.Error())
