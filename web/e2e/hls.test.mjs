@@ -1,7 +1,8 @@
 // HLS for passive viewers (issue 18), in Chromium against a real node:
 // ffmpeg sends a tone (PCMU) and a test card (VP8) into a session over
 // plain RTP, the operator starts the session's HLS, and a viewer page
-// opened with a listener's join token plays it with hls.js: its time
+// opened with the viewer link of the operator's session list (a
+// listener's join token) plays it with hls.js: its time
 // advances and it decodes frames. A page with a bad token says so.
 //
 // The chair broadcasts the meeting: with the same feed beside two browser
@@ -33,10 +34,18 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
   feeds.push(await feedTestCard(node, s.id));
   const started = await node.api('POST', `/sessions/${s.id}/hls`, {});
   assert.equal(started.playlist, `/hls/${s.id}/index.m3u8`);
-  const { token } = await node.api('POST', `/sessions/${s.id}/tokens`, { role: 'listener' });
+
+  // The operator's session list gives the viewer link.
+  const ops = await (await browser.newContext()).newPage();
+  await ops.goto(node.url + '/');
+  await ops.getByLabel('API key').fill(node.key);
+  await ops.getByRole('button', { name: 'Continue' }).click();
+  await ops.getByTestId('session-hls').getByRole('button', { name: 'Share viewer link for hls' }).click();
+  const link = await ops.getByTestId('viewer-link').inputValue();
+  assert.match(link, new RegExp(`^${node.url}/watch/${s.id}#t=cv1\\.`));
 
   const page = await (await browser.newContext()).newPage();
-  await page.goto(`${node.url}/watch/${s.id}#t=${encodeURIComponent(token)}`);
+  await page.goto(link);
   const { st, later } = await watchPlays(page, node, s.id);
   assert.equal(st.w, 320, 'the video is the test card, 320 wide');
   assert.ok(later.frames > st.frames, 'frames go on being decoded');
