@@ -21,7 +21,8 @@ import (
 //	read   GET    /api/v1/sessions/{id}/hls         a token of the session or the operator
 //	stop   DELETE /api/v1/sessions/{id}/hls         a chair or the operator: 204
 //	view   GET    /hls/{id}/index.m3u8?token=…      a join or member token of the session (a listener's
-//	                                                is enough): 302 to /hls/{id}/{stamp}/index.m3u8
+//	                                                is enough, such as a chair's viewer link; not a
+//	                                                revoked one): 302 to /hls/{id}/{stamp}/index.m3u8
 //	       GET    /hls/{id}/{stamp}/{file}          the playlist and segments under the signed prefix
 //	thumb  GET    /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg   a token of the session or the operator
 //
