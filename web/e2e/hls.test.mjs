@@ -86,8 +86,12 @@ test('the chair broadcasts, a viewer watches, a participant sees Live', { timeou
 
   // The chair starts the broadcast; everyone sees Live.
   const panel = chair.getByRole('region', { name: 'Broadcast' });
+  // By keyboard: the video to show, then Tab to Start broadcast, Enter.
   await panel.getByLabel('Show').selectOption('speaker');
-  await panel.getByRole('button', { name: 'Start broadcast' }).click();
+  await panel.getByLabel('Show').focus();
+  await chair.keyboard.press('Tab');
+  assert.equal(await chair.evaluate(() => document.activeElement?.textContent?.trim()), 'Start broadcast');
+  await chair.keyboard.press('Enter');
   await panel.getByRole('button', { name: 'Stop broadcast' }).waitFor({ timeout: 15_000 });
   assert.match(await panel.getByTestId('broadcast-state').textContent(), /Live/);
   await part.getByTestId('live-badge').waitFor({ timeout: 15_000 });

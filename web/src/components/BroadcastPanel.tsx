@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Broadcast, BroadcastVideo } from '../api';
 import { broadcastError } from '../broadcast';
 
@@ -18,6 +18,12 @@ export function BroadcastPanel(props: {
   const [err, setErr] = useState('');
   const [link, setLink] = useState('');
   const [copied, setCopied] = useState(false);
+  const linkField = useRef<HTMLInputElement>(null);
+  // Where the clipboard refused, the link is selected for the keyboard's
+  // copy.
+  useEffect(() => {
+    if (link && !copied) linkField.current?.focus();
+  }, [link, copied]);
   const run = async (f: () => Promise<unknown>) => {
     setBusy(true);
     setErr('');
@@ -75,7 +81,7 @@ export function BroadcastPanel(props: {
         <p class="link">
           <label>
             Viewer link{copied ? ' (copied)' : ''}, valid 12 hours
-            <input readOnly value={link} data-testid="viewer-link" onFocus={(e) => (e.target as HTMLInputElement).select()} />
+            <input ref={linkField} readOnly value={link} data-testid="viewer-link" onFocus={(e) => (e.target as HTMLInputElement).select()} />
           </label>
         </p>
       )}
