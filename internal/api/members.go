@@ -70,7 +70,8 @@ const (
 )
 
 // issueToken signs a join token for a session and a role: the operator
-// any role, a chair of the session listener tokens only (tokenBounds).
+// any role, a chair of the session listener tokens only (within the
+// chairMax bounds above).
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.chair(w, r)
 	if !ok {
