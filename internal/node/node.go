@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	n.composites = startComposites(cfg, n.sessions, n.gov, n.super, reg, log)
-	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, reg, log)
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, n.events, reg, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
