@@ -24,7 +24,9 @@ const cameras = [
   { colour: 'yellow', rgb: [255, 255, 0], name: 'Dorothea Wilhelmina' },
 ];
 
-// A small picture at a low rate: CI has two cores for four browsers.
+// A small picture at a low rate: CI has two cores for four browsers. The
+// cameras are 640×360, from which Chromium sends the lower two of the web
+// app's three simulcast layers (the composite shows the 320×180 one).
 const W = 320, H = 180, FPS = 5;
 
 let node, dir;
