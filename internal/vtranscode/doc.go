@@ -9,7 +9,7 @@
 // (package ffmpeg), fed and drained over local RTP:
 //
 //	room ─▶ Tap(source) ─▶ ffmpeg.Feed (own SSRC, seq, ts; waits for a keyframe)
-//	  ─UDP 127.0.0.1:P─▶ ffmpeg -i in.sdp ─▶ select (frame-rate cap) ─▶ scale (size cap)
+//	  ─UDP 127.0.0.1:P─▶ ffmpeg -i in.sdp ─▶ scale (size cap) ─▶ -r, -fps_mode vfr (rate cap)
 //	     ─▶ libx264 (ultrafast, zerolatency, constrained baseline) | libvpx (realtime)
 //	        -force_key_frames source: a keyframe out for every keyframe in
 //	  ─UDP 127.0.0.1:O─▶ ffmpeg.Output (one SSRC, numbering continuous across children)

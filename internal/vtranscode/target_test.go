@@ -45,10 +45,10 @@ func TestClass(t *testing.T) {
 	}
 }
 
-// TestFilter: the graph caps the rate and size it is given.
+// TestFilter: the graph caps the size it is given.
 func TestFilter(t *testing.T) {
 	f := Filter(Target{H264, 640, 360, 15})
-	for _, want := range []string{`gte(t-prev_selected_t\,0.0600)`, `min(iw\,640)`, `min(ih\,360)`, "select=key+"} {
+	for _, want := range []string{`min(iw\,640)`, `min(ih\,360)`, "force_original_aspect_ratio=decrease"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("filter %q lacks %q", f, want)
 		}

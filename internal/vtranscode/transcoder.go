@@ -15,9 +15,17 @@ import (
 	"github.com/convene/convene/internal/supervise"
 )
 
-// tick is how often a transcoder sends its feed's sender report and
-// measures its child's CPU.
-const tick = 500 * time.Millisecond
+// Timing of a transcoder's goroutine.
+const (
+	// tick is how often it sends its feed's sender report and measures
+	// its child's CPU.
+	tick = 500 * time.Millisecond
+	// keyAgain: a child that made no frame this long after the feed asked
+	// for a keyframe has it ask again. The keyframe may have reached the
+	// child's port before ffmpeg bound it (it probes its input for a
+	// second first), and a browser sends the next only when asked.
+	keyAgain = 2 * time.Second
+)
 
 // h264Fmtp is what a transcoder's H.264 says of itself: constrained
 // baseline, the packetization browsers take (level 3.1; libx264 picks
@@ -51,6 +59,8 @@ type Transcoder struct {
 	// the statuses at which it had not moved: a child with nothing to
 	// decode reports no progress, and is not hung.
 	srcPackets, idle uint64
+	asked            time.Time // when the feed last asked for a keyframe for a new child
+	framesAt         uint64    // the output's frames then
 }
 
 func newTranscoder(h *Hub, id string, room *broker.Room, src *broker.Track, c Target) (*Transcoder, error) {
@@ -136,7 +146,24 @@ func (t *Transcoder) keyframe() {
 // onStart runs when a child starts: it decodes from a keyframe.
 func (t *Transcoder) onStart() {
 	t.h.o.Metrics.starts.Inc()
+	t.mu.Lock()
+	t.asked, t.framesAt = time.Now(), t.out.Frames()
+	t.mu.Unlock()
 	t.feed.Restarted()
+}
+
+// askAgain has the feed ask for a keyframe again when the child made no
+// frame within keyAgain of the last ask.
+func (t *Transcoder) askAgain(now time.Time) {
+	t.mu.Lock()
+	again := !t.asked.IsZero() && now.Sub(t.asked) >= keyAgain && t.out.Frames() == t.framesAt
+	if again {
+		t.asked = now
+	}
+	t.mu.Unlock()
+	if again {
+		t.feed.Restarted()
+	}
 }
 
 func (t *Transcoder) cores() float64 { return float64(t.load.Load()) / 1000 }
@@ -177,6 +204,7 @@ func (t *Transcoder) run() {
 		case <-t.stop:
 			return
 		case now := <-tk.C:
+			t.askAgain(now)
 			t.feed.Report(now)
 			if pid := t.proc.PID(); pid != 0 {
 				if cores, ok := cpu.Smooth(pid, now); ok {
@@ -191,13 +219,21 @@ func (t *Transcoder) run() {
 // size, encode the target codec with a keyframe for every keyframe in
 // (-force_key_frames source) and at least every 2 s (the GOP).
 func (t *Transcoder) args() []string {
-	c := t.tgt
 	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
 	a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
 		"-fpsprobesize", "0", "-analyzeduration", "1000000", "-probesize", "1000000", "-i", t.sdpPath())
-	// -r with -fps_mode vfr tells the encoder the rate (its rate control
-	// and level) without repeating frames of a slower source.
-	a = append(a, "-vf", Filter(c), "-fps_mode", "vfr", "-r", strconv.Itoa(c.FPS), "-force_key_frames", "source")
+	a = append(a, EncodeArgs(t.tgt)...)
+	return append(a, "-an", "-f", "rtp", "-payload_type", "96",
+		"rtp://127.0.0.1:"+strconv.Itoa(t.out.Port())+"?pkt_size=1200")
+}
+
+// EncodeArgs are ffmpeg's output options for c: the filter graph, the
+// rate, a keyframe out for every keyframe in, the encoder.
+func EncodeArgs(c Target) []string {
+	// -r with -fps_mode vfr caps the rate (a frame that rounds onto its
+	// predecessor's time is dropped; a slower source loses none and none
+	// is repeated) and tells the encoder the rate for its rate control.
+	a := []string{"-vf", Filter(c), "-fps_mode", "vfr", "-r", strconv.Itoa(c.FPS), "-force_key_frames", "source"}
 	// Constant quality under a ceiling of the class's bit rate: a source
 	// smaller than its class (never scaled up) takes the bits its own
 	// picture needs, not the class's.
@@ -211,20 +247,16 @@ func (t *Transcoder) args() []string {
 		a = append(a, "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-crf", "12", "-b:v", kbps,
 			"-g", gop, "-error-resilient", "1", "-lag-in-frames", "0", "-auto-alt-ref", "0")
 	}
-	return append(a, "-an", "-f", "rtp", "-payload_type", "96",
-		"rtp://127.0.0.1:"+strconv.Itoa(t.out.Port())+"?pkt_size=1200")
+	return a
 }
 
-// Filter is a transcoder's filter graph for c: at most c.FPS frames a
-// second (a frame is kept when it comes at least 0.9 of a frame time
-// after the last kept one, so a slower source loses none and none is
-// repeated; a keyframe is always kept, so -force_key_frames source sees
-// it), scaled down to fit c.Width×c.Height keeping its aspect (a
-// smaller picture is not scaled up), even sizes for 4:2:0.
+// Filter is a transcoder's filter graph for c: scaled down to fit
+// c.Width×c.Height keeping its aspect (a smaller picture is not scaled
+// up), even sizes for 4:2:0. The rate cap is EncodeArgs' -r with
+// -fps_mode vfr: a frame whose time rounds to its predecessor's on the
+// 1/FPS grid is dropped, none is repeated.
 func Filter(c Target) string {
-	gap := strconv.FormatFloat(0.9/float64(c.FPS), 'f', 4, 64)
-	return "select=key+isnan(prev_selected_t)+gte(t-prev_selected_t\\," + gap + ")," +
-		"scale=w=min(iw\\," + strconv.Itoa(c.Width) + "):h=min(ih\\," + strconv.Itoa(c.Height) + ")" +
+	return "scale=w=min(iw\\," + strconv.Itoa(c.Width) + "):h=min(ih\\," + strconv.Itoa(c.Height) + ")" +
 		":force_original_aspect_ratio=decrease:force_divisible_by=2,format=yuv420p"
 }
 
