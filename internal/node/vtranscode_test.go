@@ -452,3 +452,32 @@ func TestRTPLinkTakesItsCodec(t *testing.T) {
 	}
 	testutil.WaitFor(t, 10*time.Second, "the transcoder to stop with its link", func() bool { return n.vtranscode.Count() == 0 })
 }
+
+// TestWHEPViewerOfABrowserCamera: a browser's VP8 camera (a pion
+// publisher connection sending ffmpeg's VP8) reaches an H.264-only WHEP
+// viewer as H.264 that ffprobe decodes, and the viewer's PLI reaches the
+// browser as a PLI through the transcoder (which the transcoder's child
+// turns into a keyframe out: TestKeyframesFollowTheSource).
+func TestWHEPViewerOfABrowserCamera(t *testing.T) {
+	testutil.NeedBinary(t, "ffprobe")
+	testutil.NeedBinary(t, "ffmpeg")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "vtranscode-browser")
+	plis := publishVP8(t, n, s.ID, "Ada", 30)
+	v, code := watch(t, n, s.ID, webrtc.MimeTypeH264, "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f", "")
+	if v == nil {
+		t.Fatalf("an H.264-only viewer: %d", code)
+	}
+	codec, width, frames := v.receive(t, "browser.h264", 40)
+	t.Logf("the viewer's file: %s, %d wide, %d frames", codec, width, frames)
+	if codec != "h264" || width != 320 || frames < 10 {
+		t.Fatalf("the viewer decoded %s %d wide, %d frames", codec, width, frames)
+	}
+	before, requests := plis.Load(), metricValue(t, n, "convene_vtranscode_keyframe_requests_total")
+	if err := v.pli(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the viewer's PLI at the browser", func() bool {
+		return plis.Load() > before && metricValue(t, n, "convene_vtranscode_keyframe_requests_total") > requests
+	})
+}
