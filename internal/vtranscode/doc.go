@@ -19,7 +19,7 @@
 // for one; the child's decoder marks it and the encoder is forced to make
 // its next frame a keyframe too (-force_key_frames source). A publisher
 // that cannot be asked (a plain RTP sender) still gives a keyframe every
-// 2 s through the encoder's GOP.
+// 2×FPS frames through the encoder's GOP (2 s at the class's rate).
 //
 // The child beats on its -progress pipe; package supervise kills one whose
 // beats stand still for a second, and the Proc starts the next at once.

@@ -217,7 +217,7 @@ func (t *Transcoder) run() {
 
 // args are the child's arguments: decode the source, cap its rate and
 // size, encode the target codec with a keyframe for every keyframe in
-// (-force_key_frames source) and at least every 2 s (the GOP).
+// (-force_key_frames source) and at least every 2×FPS frames (the GOP).
 func (t *Transcoder) args() []string {
 	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
 	a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
