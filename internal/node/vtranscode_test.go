@@ -21,6 +21,7 @@ import (
 	"github.com/pion/webrtc/v4/pkg/media/h264writer"
 	"github.com/pion/webrtc/v4/pkg/media/ivfwriter"
 
+	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 	"github.com/convene/convene/internal/vtranscode"
 )
@@ -475,4 +476,56 @@ func TestWHEPViewerOfABrowserCamera(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the viewer's PLI at the browser", func() bool {
 		return plis.Load() > before && metricValue(t, n, "convene_vtranscode_keyframe_requests_total") > requests
 	})
+}
+
+// TestBrowserWithoutH264GetsVP8: a browser that takes only VP8 (a pion
+// client of the signalling socket) subscribed to an H.264 camera: the
+// node offered the camera's H.264, the browser's answer took VP8 alone,
+// so the track is bound as VP8 and fed by a video transcoder; ffprobe
+// decodes what the browser received as VP8.
+func TestBrowserWithoutH264GetsVP8(t *testing.T) {
+	testutil.NeedBinary(t, "ffprobe")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "vtranscode-browser-vp8")
+	sendCamera(t, n, s.ID, "H264/90000")
+	path := filepath.Join(t.TempDir(), "browser.ivf")
+	w, err := ivfwriter.New(path, ivfwriter.WithCodec(webrtc.MimeTypeVP8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	frames, codec := 0, ""
+	_, tok := joinMember(t, n, s.ID, "Vic")
+	dialRTC(t, n, s.ID, tok, rtctest.Options{VideoCodecs: []string{webrtc.MimeTypeVP8}, OnVideo: func(c string, p *rtp.Packet) {
+		mu.Lock()
+		defer mu.Unlock()
+		codec = c
+		if w != nil {
+			_ = w.WriteRTP(p)
+			if p.Marker {
+				frames++
+			}
+		}
+	}})
+	testutil.WaitFor(t, 30*time.Second, "the browser's frames", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return frames >= 40
+	})
+	mu.Lock()
+	w.Close()
+	w = nil
+	got := codec
+	mu.Unlock()
+	if !strings.EqualFold(got, webrtc.MimeTypeVP8) {
+		t.Errorf("the browser's track is %s", got)
+	}
+	c, width, decoded := probeVideo(t, path)
+	t.Logf("the browser's stream: %s, %d wide, %d frames", c, width, decoded)
+	if c != "vp8" || width != 320 || decoded < 5 {
+		t.Fatalf("the browser decoded %s %d wide, %d frames", c, width, decoded)
+	}
+	if l := n.vtranscode.List(); len(l) != 1 || l[0].Codec != "video/VP8" {
+		t.Errorf("transcoders %+v, want one to VP8", l)
+	}
 }

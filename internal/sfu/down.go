@@ -32,8 +32,10 @@ type downTrack struct {
 	hist   *history // video: what was sent, to answer NACKs
 	// recode is the codec of a video track when the node transcodes
 	// video ("" otherwise): an input of another codec reaches it through
-	// a video transcoder of vtarget (vtranscode), never as it is.
-	recode  string
+	// a video transcoder of vtarget (vtranscode), never as it is. It
+	// changes once, when the receiver took another codec (rebind);
+	// vtarget is the control goroutine's.
+	recode  atomic.Pointer[string]
 	vtarget vtranscode.Target
 	// transcoded are the inputs that reach this (Opus) track through a
 	// transcoder (a phone's G.711), and those whose codec is not known
@@ -95,8 +97,8 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 		}
 		return
 	}
-	if d.recode != "" {
-		if needs, known := vtranscode.Needs(from, d.recode); needs || !known {
+	if rc := *d.recode.Load(); rc != "" {
+		if needs, known := vtranscode.Needs(from, rc); needs || !known {
 			pk.Release() // never another codec's bytes: a transcoder is due
 			p.resync()
 			return
@@ -171,14 +173,15 @@ func (p *Peer) transcode(d *downTrack, inputs []*broker.Track) {
 // by the control goroutine.
 func (p *Peer) transcodeVideo(d *downTrack) {
 	hub := p.s.cfg.Video
-	if hub == nil || d.recode == "" {
+	recode := *d.recode.Load()
+	if hub == nil || recode == "" {
 		return
 	}
 	old := *d.transcoded.Load()
 	target, cur := d.target.Load(), d.cur.Load()
 	next := make(map[*broker.Track]transcoding, len(old))
 	for _, t := range *d.inputs.Load() {
-		needs, known := vtranscode.Needs(t, d.recode)
+		needs, known := vtranscode.Needs(t, recode)
 		if !known {
 			next[t] = transcoding{} // not forwarded until we know
 			continue
@@ -201,7 +204,7 @@ func (p *Peer) transcodeVideo(d *downTrack) {
 		}))
 		if err != nil {
 			p.s.log.Warn("webrtc video transcode refused", "session", p.session, "member", p.member, "track", t.ID(),
-				"codec", d.recode, "err", err)
+				"codec", recode, "err", err)
 			next[t] = transcoding{refused: time.Now(), err: err}
 			continue
 		}
@@ -403,15 +406,19 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 	kind, _ := media.ParseKind(desc.Kind)
 	d := &downTrack{p: p, key: key, kind: kind, clock: codec.ClockRate, desc: desc}
 	d.transcoded.Store(&map[*broker.Track]transcoding{})
-	if kind == media.Video && p.s.cfg.Video != nil {
-		if _, ok := vtranscode.Canonical(codec.MimeType); ok {
-			d.recode = codec.MimeType
-			d.vtarget = vtranscode.Target{Codec: codec.MimeType}
-		}
-	}
+	none := ""
+	d.recode.Store(&none)
 	local, err := newLocalTrack(codec, desc.ID, stream)
 	if err != nil {
 		return nil, err
+	}
+	if kind == media.Video && p.s.cfg.Video != nil {
+		if _, ok := vtranscode.Canonical(codec.MimeType); ok {
+			mime := codec.MimeType
+			d.recode.Store(&mime)
+			d.vtarget = vtranscode.Target{Codec: codec.MimeType}
+			local.instead = d.rebind
+		}
 	}
 	sender, err := pc.AddTrack(local)
 	if err != nil {
@@ -423,6 +430,30 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 	}
 	go d.readRTCP()
 	return d, nil
+}
+
+// rebind chooses the codec a video track carries when its receiver took
+// none of its own (a browser without H.264 subscribed to an H.264 camera):
+// the first VP8 or H.264 it took, in the size and rate its format
+// parameters allow; the cameras then reach it through video transcoders.
+// Called by pion as it binds the track (localTrack.Bind), on the control
+// goroutine that applies the receiver's answer.
+func (d *downTrack) rebind(negotiated []webrtc.RTPCodecParameters) (webrtc.RTPCodecCapability, bool) {
+	for _, c := range negotiated {
+		mime, ok := vtranscode.Canonical(c.MimeType)
+		if !ok {
+			continue
+		}
+		d.vtarget = vtranscode.FromSDP(mime, c.SDPFmtpLine, "")
+		d.vtarget.Codec = c.MimeType
+		m := c.MimeType
+		d.recode.Store(&m)
+		d.p.s.log.Info("webrtc video track rebound: the receiver takes another codec", "session", d.p.session,
+			"member", d.p.member, "track", d.desc.ID, "codec", m)
+		d.p.resync()
+		return c.RTPCodecCapability, true
+	}
+	return webrtc.RTPCodecCapability{}, false
 }
 
 // close releases what the track holds once it is off the connection.
@@ -560,7 +591,7 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
 		if t != d.target.Load() {
 			return
 		}
-		if d.kind == media.Video && cur != nil && !keyframe(d.local.Codec().MimeType, d.pkt.Payload) {
+		if d.kind == media.Video && cur != nil && !keyframe(d.local.mime(), d.pkt.Payload) {
 			d.waitedKeyframe.Add(1)
 			return
 		}

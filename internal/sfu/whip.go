@@ -169,7 +169,7 @@ func (p *Peer) answerViewer(offer string, opt ViewerOptions) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if d.recode != "" {
+		if *d.recode.Load() != "" {
 			d.vtarget = vt
 		}
 		p.downs[d.key] = d
