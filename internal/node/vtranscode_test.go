@@ -21,6 +21,7 @@ import (
 	"github.com/pion/webrtc/v4/pkg/media/h264writer"
 	"github.com/pion/webrtc/v4/pkg/media/ivfwriter"
 
+	"github.com/convene/convene/internal/ffmpeg"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 	"github.com/convene/convene/internal/vtranscode"
@@ -364,6 +365,17 @@ func TestWHEPViewerGetsItsCodec(t *testing.T) {
 		t.Errorf("child starts %v, want 2 or more", got)
 	}
 
+	// The child's CPU, from /proc over 3 s (a log line, not a bound).
+	if i := n.vtranscode.List()[0]; i.PID != 0 {
+		cpu0, err0 := ffmpeg.CPUTime(i.PID)
+		t0 := time.Now()
+		time.Sleep(3 * time.Second)
+		cpu1, err1 := ffmpeg.CPUTime(i.PID)
+		if err0 == nil && err1 == nil {
+			t.Logf("the child (320×240 15 fps VP8 → H.264) used %.3f cores over %v, making %d frames",
+				(cpu1-cpu0).Seconds()/time.Since(t0).Seconds(), time.Since(t0).Round(time.Millisecond), n.vtranscode.List()[0].Frames-i.Frames)
+		}
+	}
 	child := n.vtranscode.List()[0].PID
 	v.hangup()
 	v2.hangup()
