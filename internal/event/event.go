@@ -35,6 +35,7 @@ const (
 	RecordingStarted // a recording of the session started
 	RecordingStopped // a recording of the session ended (finished or failed)
 	LoadShed         // the node sheds (or restores) video because it is over capacity
+	RecordingMoved   // a recording of the session continues on another node (its node died)
 	numTypes
 )
 
@@ -59,6 +60,7 @@ var names = [numTypes]string{
 	RecordingStarted: "recording.started",
 	RecordingStopped: "recording.stopped",
 	LoadShed:         "load.shed",
+	RecordingMoved:   "recording.moved",
 }
 
 // Valid reports whether t is one of the events above.

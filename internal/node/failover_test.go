@@ -1,0 +1,382 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/config"
+	"github.com/convene/convene/internal/recorder"
+	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// apiNode is a node a test reaches over HTTP: an in-process *Node or a
+// child process (childNode).
+type apiNode interface{ URL() string }
+
+// childNodeEnv names the JSON config file of a node run as a child
+// process of the test binary (TestChildNode).
+const childNodeEnv = "CONVENE_TEST_CHILD_NODE"
+
+// TestChildNode is not a test of its own: it is a node that a failover
+// test started as a child process of the test binary (startChildNode), so
+// that the test can kill it with SIGKILL — no drain, no goodbye on NATS,
+// leases left to expire, files cut wherever the writers were. It reads its
+// config from the file childNodeEnv names, logs to node.log in its data
+// dir, prints "ready <url> <rtp address>" and serves until killed.
+func TestChildNode(t *testing.T) {
+	path := os.Getenv(childNodeEnv)
+	if path == "" {
+		t.Skip("the child node of the failover tests")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg config.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(cfg.DataDir, "node.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	n, err := Start(context.Background(), cfg, log, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("ready %s %s\n", n.URL(), n.RTPAddr())
+	time.Sleep(10 * time.Minute)
+	os.Exit(3) // never drain: the parent kills us first
+}
+
+// childNode is a node running as a child process (TestChildNode).
+type childNode struct {
+	cfg      config.Config
+	url, rtp string
+	cmd      *exec.Cmd
+	once     sync.Once
+}
+
+func (c *childNode) URL() string { return c.url }
+
+// kill9 kills the node with SIGKILL and waits for it to be gone.
+func (c *childNode) kill9() {
+	c.once.Do(func() {
+		c.cmd.Process.Signal(syscall.SIGKILL)
+		c.cmd.Wait()
+	})
+}
+
+// logTail is the end of what the node logged.
+func (c *childNode) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.cfg.DataDir, "node.log"))
+	if len(b) > 8000 {
+		b = b[len(b)-8000:]
+	}
+	return string(b)
+}
+
+// startChildNode runs a node with cfg as a child process of the test
+// binary; it dies with the test (SIGKILL at the end, and if the test
+// process dies first, Pdeathsig).
+func startChildNode(t *testing.T, cfg config.Config) *childNode {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "node.json") // holds the catalog's DSN: 0600
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildNode$", "-test.timeout=15m")
+	cmd.Env = append(os.Environ(), childNodeEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &childNode{cfg: cfg, cmd: cmd}
+	t.Cleanup(func() {
+		c.kill9()
+		if t.Failed() {
+			t.Logf("child node %s logged, at the end:\n%s", cfg.NodeID, c.logTail())
+		}
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if _, err := fmt.Sscanf(sc.Text(), "ready %s %s", &c.url, &c.rtp); err == nil {
+				ready <- true
+				break
+			}
+		}
+		close(ready)
+		for sc.Scan() { // the rest (go test's PASS/FAIL), so the child never blocks on a full pipe
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("child node %s exited before it was ready:\n%s", cfg.NodeID, c.logTail())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("child node %s not ready:\n%s", cfg.NodeID, c.logTail())
+	}
+	return c
+}
+
+// failoverRecordingJSON is a recording as GET /api/v1/recordings/{id}
+// shows its place in the cluster.
+type failoverRecordingJSON struct {
+	recordingJSON
+	Files []struct {
+		FileBytes int64 `json:"file_bytes"`
+	} `json:"files"`
+	Node     string `json:"node"`
+	Segment  int    `json:"segment"`
+	Segments []struct {
+		Seq       int    `json:"seq"`
+		Node      string `json:"node"`
+		State     string `json:"state"`
+		SizeBytes int64  `json:"size_bytes"`
+		Streams   int    `json:"streams"`
+	} `json:"segments"`
+}
+
+// seqsIn reads every rtpdump file in dir and returns the RTP sequence
+// numbers it holds, checking each packet is byte for byte what
+// rtpPacket made.
+func seqsIn(t *testing.T, dir string) map[uint16]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.rtpdump"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rtpdump files in %s (%v)", dir, err)
+	}
+	seqs := map[uint16]bool{}
+	for _, f := range files {
+		rtp, _ := readDump(t, f)
+		for _, p := range rtp {
+			q := binary.BigEndian.Uint16(p[2:])
+			if !bytes.Equal(p, rtpPacket(q)) {
+				t.Fatalf("%s: packet %d is not what was sent", f, q)
+			}
+			seqs[q] = true
+		}
+	}
+	return seqs
+}
+
+// TestRecordingContinuesAfterKill9: three nodes, three nats-servers and
+// PostgreSQL. Node A — a child process — owns a session and records it;
+// the media come from a plain RTP sender on node B, across the bridge.
+// A is killed with SIGKILL. The survivor that takes the session over (B
+// or C) continues the same recording in segment 2 on its disk, announces
+// recording.moved, and records the sender's later packets; A's segment
+// keeps every packet sent more than a second before the kill (after the
+// repair A would do itself). Stopped through the survivor, the recording
+// is finished, with A's segment interrupted; A started again on its data
+// dir stores its segment's size and takes nothing over.
+func TestRecordingContinuesAfterKill9(t *testing.T) {
+	if os.Getenv(childNodeEnv) != "" {
+		t.Skip("in the child")
+	}
+	c := startCluster(t, "node-b", "node-c")
+	b, cn := c.nodes[0], c.nodes[1]
+	acfg := c.config(t, "node-a")
+	a := startChildNode(t, acfg)
+
+	s := createSession(t, a, "failover")
+	t.Cleanup(func() {
+		if t.Failed() { // what the in-process nodes said of the session
+			for _, l := range strings.Split(c.logs.String(), "\n") {
+				if strings.Contains(l, s.ID) || strings.Contains(l, "component=failover") {
+					t.Log(l)
+				}
+			}
+		}
+	})
+	m1, _ := joinMember(t, b, s.ID, "Ada")
+	sender := udpConn(t)
+	addLink(t, b, s.ID, map[string]any{"remote": sender.LocalAddr().String(), "kind": "audio", "direction": "sendonly",
+		"rtcp_mux": true, "member": m1})
+	var rec failoverRecordingJSON
+	if code := call(t, "POST", a.URL()+"/api/v1/sessions/"+s.ID+"/recordings", map[string]string{"title": "failover"}, &rec); code != 201 {
+		t.Fatalf("start the recording on node A: %d", code)
+	}
+	if rec.Node != "node-a" || rec.Segment != 1 {
+		t.Fatalf("the recording started on %q, segment %d", rec.Node, rec.Segment)
+	}
+	moved, err := b.Bus().Conn().SubscribeSync("convene.session." + s.ID + ".recording.moved")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The sender sends 20 ms of PCMU every 10 ms until the end.
+	dst, err := net.ResolveUDPAddr("udp", b.RTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	sentAt := map[uint16]time.Time{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for seq := uint16(1); ; seq++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			sentAt[seq] = time.Now()
+			mu.Unlock()
+			sender.WriteToUDP(rtpPacket(seq), dst)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-done
+	}()
+
+	// packets is about how many packets a node wrote of its segment so
+	// far (the sidecars count them only at the end): 8 bytes of rtpdump
+	// record header and 172 of packet each.
+	packets := func(n apiNode) (failoverRecordingJSON, int64) {
+		var got failoverRecordingJSON
+		call(t, "GET", n.URL()+"/api/v1/recordings/"+rec.ID, nil, &got)
+		var sum int64
+		for _, f := range got.Files {
+			sum += f.FileBytes / (8 + 172)
+		}
+		return got, sum
+	}
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		if _, n := packets(a); n < 100 {
+			return fmt.Sprintf("node A recorded %d of B's packets", n)
+		}
+		return ""
+	})
+
+	a.kill9()
+	killed := time.Now()
+	var survivor *Node
+	var got failoverRecordingJSON
+	testutil.WaitUntil(t, 90*time.Second, func() string {
+		call(t, "GET", b.URL()+"/api/v1/recordings/"+rec.ID, nil, &got)
+		if got.State != "recording" || got.Segment != 2 || (got.Node != "node-b" && got.Node != "node-c") {
+			return fmt.Sprintf("recording %s on %q, segment %d, %s", rec.ID, got.Node, got.Segment, got.State)
+		}
+		return ""
+	})
+	continued := time.Since(killed)
+	survivor = b
+	if got.Node == "node-c" {
+		survivor = cn
+	}
+	if m, err := moved.NextMsg(30 * time.Second); err != nil {
+		t.Errorf("no recording.moved event reached node B: %v", err)
+	} else if !strings.Contains(string(m.Data), `"from":"node-a"`) {
+		t.Errorf("recording.moved = %s", m.Data)
+	}
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		if _, n := packets(survivor); n < 100 {
+			return fmt.Sprintf("%s recorded %d packets in segment 2", survivor.cfg.NodeID, n)
+		}
+		return ""
+	})
+	t.Logf("the recording continued on %s %v after the kill (lease TTL %v, renewed every %v)", got.Node,
+		continued.Round(100*time.Millisecond), session.DefaultLeaseTTL, session.DefaultLeaseRenew)
+	close(stop)
+	<-done
+
+	// Through the other survivor, the stop is refused with the node's name.
+	other := cn
+	if survivor == cn {
+		other = b
+	}
+	var refusal struct{ Error struct{ Message string } }
+	if code := call(t, "POST", other.URL()+"/api/v1/recordings/"+rec.ID+"/stop", nil, &refusal); code != 409 ||
+		!strings.Contains(refusal.Error.Message, survivor.cfg.NodeID) {
+		t.Errorf("stop through %s: %d %q", other.cfg.NodeID, code, refusal.Error.Message)
+	}
+	var stopped failoverRecordingJSON
+	if code := call(t, "POST", survivor.URL()+"/api/v1/recordings/"+rec.ID+"/stop", nil, &stopped); code != 200 ||
+		stopped.State != "finished" {
+		t.Fatalf("stop through %s: %d %+v", survivor.cfg.NodeID, code, stopped)
+	}
+	call(t, "GET", b.URL()+"/api/v1/recordings/"+rec.ID, nil, &got)
+	if len(got.Segments) != 2 || got.Segments[0].Node != "node-a" || got.Segments[0].State != "interrupted" ||
+		got.Segments[1].Node != survivor.cfg.NodeID || got.Segments[1].State != "finished" || got.Segments[1].SizeBytes == 0 {
+		t.Fatalf("segments: %+v", got.Segments)
+	}
+
+	// A's segment, repaired as A repairs it at its start: nothing sent
+	// more than a second before the kill is missing.
+	if _, err := recorder.Repair(acfg.RecordingDir()); err != nil {
+		t.Fatal(err)
+	}
+	first := seqsIn(t, filepath.Join(acfg.RecordingDir(), rec.ID))
+	second := seqsIn(t, filepath.Join(survivor.cfg.RecordingDir(), rec.ID+"-2"))
+	lo, hi1, lo2 := uint16(0xffff), uint16(0), uint16(0xffff)
+	for q := range first {
+		lo, hi1 = min(lo, q), max(hi1, q)
+	}
+	for q := range second {
+		lo2 = min(lo2, q)
+	}
+	missing := 0
+	mu.Lock()
+	for q, at := range sentAt {
+		if q >= lo && at.Before(killed.Add(-time.Second)) && !first[q] {
+			missing++
+		}
+	}
+	mu.Unlock()
+	if missing > 0 {
+		t.Errorf("A's segment lacks %d packets sent more than 1 s before the kill", missing)
+	}
+	if lo2 <= hi1 {
+		t.Errorf("segment 2 starts at packet %d, not after segment 1's last (%d): two writers at once", lo2, hi1)
+	}
+	t.Logf("segment 1 on node A: packets %d–%d (%d); segment 2 on %s: from %d (%d); %d packets sent while no node recorded",
+		lo, hi1, len(first), survivor.cfg.NodeID, lo2, len(second), int(lo2)-int(hi1)-1)
+
+	// A starts again on its data dir: it stores its segment as it finds
+	// it, and the recording stays finished.
+	again := c.start(t, "node-a", func(cfg *config.Config) { cfg.DataDir = acfg.DataDir })
+	call(t, "GET", again.URL()+"/api/v1/recordings/"+rec.ID, nil, &got)
+	if got.State != "finished" || len(got.Segments) != 2 || got.Segments[0].State != "interrupted" ||
+		got.Segments[0].SizeBytes == 0 || got.Segments[0].Streams != 1 {
+		t.Errorf("after node A's restart: %+v", got)
+	}
+	if again.recordings.Running() != 0 {
+		t.Error("node A restarted a finished recording")
+	}
+}
