@@ -180,3 +180,8 @@ func (s *Store) LinkNodes(ctx context.Context, sessionID string) ([]string, erro
 	return s.column(ctx, "link nodes", `SELECT DISTINCT n.node_id FROM link_nodes n
 JOIN links l ON l.id = n.link_id WHERE l.session_id = ? ORDER BY n.node_id`, sessionID)
 }
+
+// NodeLinks returns the IDs of the links stored as running on node.
+func (s *Store) NodeLinks(ctx context.Context, node string) ([]string, error) {
+	return s.column(ctx, "node links", "SELECT link_id FROM link_nodes WHERE node_id = ? ORDER BY link_id", node)
+}

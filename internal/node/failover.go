@@ -23,9 +23,10 @@ import (
 //	             ─▶ OnTakeOver(s, A): A's links re-homed (takeOwnership), A's recordings continue on B
 //	kill -9 C (not an owner) ─▶ stale in B's registry (5 s) ─▶ B's next round (≤ 2 s): the same for C
 //
-// Every round the node also stops the recording segments it writes that
-// the catalog says moved on (recording.Service.Fence): a node that was
-// only cut off, and taken for dead, stops writing.
+// Every round the node also stops the recording segments it writes and
+// closes the links it serves that the catalog says moved on
+// (recording.Service.Fence, session.Service.DropMovedLinks): a node that
+// was only cut off, and taken for dead, stops serving them.
 type failover struct {
 	self       string
 	cat        *catalog.Store
@@ -36,10 +37,11 @@ type failover struct {
 }
 
 // round restarts what dead nodes ran of every session this node owns, and
-// stops the recording segments that moved on; after every lease round
+// stops what moved on from here; after every lease round
 // (session.Options.OnRound).
 func (f *failover) round(ctx context.Context) {
 	f.recordings.Fence(ctx)
+	f.sessions.DropMovedLinks(ctx)
 	for _, l := range f.sessions.Leases() {
 		f.session(ctx, l.SessionID, "")
 	}

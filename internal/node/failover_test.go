@@ -380,3 +380,91 @@ func TestRecordingContinuesAfterKill9(t *testing.T) {
 		t.Error("node A restarted a finished recording")
 	}
 }
+
+// TestLinksRehomedAfterKill9: node A — a child process — serves two plain
+// RTP links of a session node B owns: a sender's and a receiver's. A is
+// killed with SIGKILL. Once B's registry has not heard A for its stale
+// time, B, the owner, opens both links on its own socket: GET shows their
+// new local address, link.added tells the operator, the sender's packets
+// sent there reach a receiver on B and the re-homed receiver.
+func TestLinksRehomedAfterKill9(t *testing.T) {
+	if os.Getenv(childNodeEnv) != "" {
+		t.Skip("in the child")
+	}
+	c := startCluster(t, "node-b")
+	b := c.nodes[0]
+	a := startChildNode(t, c.config(t, "node-a"))
+	s := createSession(t, b, "links")
+	m1, _ := joinMember(t, a, s.ID, "Ada")
+	m2, _ := joinMember(t, b, s.ID, "Bob")
+	m3, _ := joinMember(t, a, s.ID, "Cy")
+	sender, rB, rA := udpConn(t), udpConn(t), udpConn(t)
+	sl := addLink(t, a, s.ID, map[string]any{"remote": sender.LocalAddr().String(), "kind": "audio", "rtcp_mux": true, "member": m1})
+	addLink(t, b, s.ID, map[string]any{"remote": rB.LocalAddr().String(), "kind": "audio", "direction": "recvonly", "rtcp_mux": true, "member": m2})
+	rl := addLink(t, a, s.ID, map[string]any{"remote": rA.LocalAddr().String(), "kind": "audio", "direction": "recvonly", "rtcp_mux": true, "member": m3})
+	atB, atA := arrivalsOn(rB), arrivalsOn(rA)
+	added, err := b.Bus().Conn().SubscribeSync("convene.session." + s.ID + ".link.added")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	to := &net.UDPAddr{IP: net.ParseIP(sl.Local.Addr), Port: sl.Local.RTPPort}
+	seq := uint16(0)
+	heard := func(at *arrivals, from uint16) bool {
+		at.mu.Lock()
+		defer at.mu.Unlock()
+		for q := range at.pkts {
+			if q > from {
+				return true
+			}
+		}
+		return false
+	}
+	testutil.WaitFor(t, 30*time.Second, "m1's packets through node A on B's and A's receivers", func() bool {
+		seq++
+		sender.WriteToUDP(rtpPacket(seq), to)
+		time.Sleep(5 * time.Millisecond)
+		return heard(atB, 0) && heard(atA, 0)
+	})
+
+	a.kill9()
+	var view sessionJSON
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		call(t, "GET", b.URL()+"/api/v1/sessions/"+s.ID, nil, &view)
+		moved := 0
+		for _, l := range view.Links {
+			if (l.ID == sl.ID || l.ID == rl.ID) && l.Local.RTPPort != sl.Local.RTPPort && l.Local.RTPPort != 0 {
+				moved++
+				if l.ID == sl.ID {
+					to = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+				}
+			}
+		}
+		if moved != 2 {
+			return fmt.Sprintf("%d of node A's 2 links re-homed on node B: %+v", moved, view.Links)
+		}
+		return ""
+	})
+	if want := b.RTPAddr(); to.String() != want {
+		t.Errorf("m1's link re-homed at %s, want node B's socket %s", to, want)
+	}
+	rehomed := map[string]bool{}
+	for len(rehomed) < 2 {
+		m, err := added.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("link.added for the re-homed links: %v (got %v)", err, rehomed)
+		}
+		for _, id := range []string{sl.ID, rl.ID} {
+			if strings.Contains(string(m.Data), id) && strings.Contains(string(m.Data), b.RTPAddr()[strings.LastIndex(b.RTPAddr(), ":")+1:]) {
+				rehomed[id] = true
+			}
+		}
+	}
+	after := seq
+	testutil.WaitFor(t, 30*time.Second, "m1's packets through node B on both receivers", func() bool {
+		seq++
+		sender.WriteToUDP(rtpPacket(seq), to)
+		time.Sleep(5 * time.Millisecond)
+		return heard(atB, after) && heard(atA, after)
+	})
+}

@@ -365,3 +365,41 @@ func (s *Service) releaseAll() {
 // could not renew their lease or another node had taken them
 // (convene_session_leases_lost_total).
 func (s *Service) LostLeases() uint64 { return s.lostLeases.Load() }
+
+// DropMovedLinks closes here the stored links the catalog says run on
+// another node now: a session's owner took this node for dead (it was
+// only cut off from the others) and re-homed them, so the endpoint is not
+// served twice. The catalog keeps them; only this node's media of them
+// stop. The node calls it every lease round.
+func (s *Service) DropMovedLinks(ctx context.Context) {
+	if s.o.Node == "" {
+		return
+	}
+	ids, err := s.o.Catalog.NodeLinks(ctx, s.o.Node)
+	if err != nil {
+		return // the catalog cannot tell; the leases decide for owned sessions
+	}
+	mine := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		mine[id] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sid, ls := range s.live {
+		for lid, l := range ls.links {
+			if l.live || mine[lid] {
+				continue
+			}
+			node, err := s.o.Catalog.LinkNode(ctx, lid) // stored after the list was read?
+			if err != nil || node == "" || node == s.o.Node {
+				continue
+			}
+			s.closeLink(l)
+			delete(ls.links, lid)
+			if c := s.ctl[sid]; c != nil {
+				c.gates.remove(lid)
+			}
+			s.log.Warn("link moved to another node: closed here", "session", sid, "link", lid, "now_on", node)
+		}
+	}
+}
