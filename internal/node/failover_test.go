@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/recorder"
+	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/testutil"
 )
@@ -147,6 +149,17 @@ func startChildNode(t *testing.T, cfg config.Config) *childNode {
 	return c
 }
 
+// startClusterWithChild starts a cluster of the nodes others in process
+// and node child as a child process, which the test can kill with SIGKILL.
+func startClusterWithChild(t *testing.T, child string, others ...string) (*cluster, *childNode) {
+	t.Helper()
+	if os.Getenv(childNodeEnv) != "" {
+		t.Skip("in the child")
+	}
+	c := startCluster(t, others...)
+	return c, startChildNode(t, c.config(t, child))
+}
+
 // failoverRecordingJSON is a recording as GET /api/v1/recordings/{id}
 // shows its place in the cluster.
 type failoverRecordingJSON struct {
@@ -199,13 +212,9 @@ func seqsIn(t *testing.T, dir string) map[uint16]bool {
 // is finished, with A's segment interrupted; A started again on its data
 // dir stores its segment's size and takes nothing over.
 func TestRecordingContinuesAfterKill9(t *testing.T) {
-	if os.Getenv(childNodeEnv) != "" {
-		t.Skip("in the child")
-	}
-	c := startCluster(t, "node-b", "node-c")
+	c, a := startClusterWithChild(t, "node-a", "node-b", "node-c")
 	b, cn := c.nodes[0], c.nodes[1]
-	acfg := c.config(t, "node-a")
-	a := startChildNode(t, acfg)
+	acfg := a.cfg
 
 	s := createSession(t, a, "failover")
 	t.Cleanup(func() {
@@ -388,12 +397,8 @@ func TestRecordingContinuesAfterKill9(t *testing.T) {
 // new local address, link.added tells the operator, the sender's packets
 // sent there reach a receiver on B and the re-homed receiver.
 func TestLinksRehomedAfterKill9(t *testing.T) {
-	if os.Getenv(childNodeEnv) != "" {
-		t.Skip("in the child")
-	}
-	c := startCluster(t, "node-b")
+	c, a := startClusterWithChild(t, "node-a", "node-b")
 	b := c.nodes[0]
-	a := startChildNode(t, c.config(t, "node-a"))
 	s := createSession(t, b, "links")
 	m1, _ := joinMember(t, a, s.ID, "Ada")
 	m2, _ := joinMember(t, b, s.ID, "Bob")
@@ -468,3 +473,94 @@ func TestLinksRehomedAfterKill9(t *testing.T) {
 		return heard(atB, after) && heard(atA, after)
 	})
 }
+
+// rejoinNode is where a member whose node went rejoins, as the web app
+// chooses (web/src/move.ts moveTarget): the first of the nodes its
+// socket was last told of whose URL it has and that takes its token.
+func rejoinNode(alts []capacity.Alternative) string {
+	for _, a := range alts {
+		if a.TokenValid && strings.HasPrefix(a.URL, "http") {
+			return a.URL
+		}
+	}
+	return ""
+}
+
+// heardFrom sums the packets c received on the tracks of member.
+func heardFrom(c *rtctest.Client, member string) uint64 {
+	var n uint64
+	for _, r := range c.Received() {
+		if strings.HasPrefix(r.Stream, member) {
+			n += r.Packets.Load()
+		}
+	}
+	return n
+}
+
+// TestWebRTCMemberRejoinsAfterKill9: Ada's browser (a pion client) is
+// on node A — a child process — and Bob's on node B, which owns the
+// session; they hear each other. Ada's welcome frame names node B as
+// where to rejoin. A is killed with SIGKILL: Ada's signalling socket
+// drops, and she does what the web app does — dials the node her socket
+// named, with the same member token — and Bob and she hear each other
+// again through B.
+func TestWebRTCMemberRejoinsAfterKill9(t *testing.T) {
+	c, a := startClusterWithChild(t, "node-a", "node-b")
+	b := c.nodes[0]
+	s := createSession(t, b, "rejoin")
+	ada, atok := joinMember(t, a, s.ID, "Ada")
+	bob, btok := joinMember(t, b, s.ID, "Bob")
+	cb := dialRTC(t, b, s.ID, btok, rtctest.Options{Audio: true})
+	var ca *rtctest.Client
+	testutil.WaitUntil(t, 30*time.Second, func() string { // until A has heard B's heartbeats
+		if ca != nil {
+			ca.Close()
+		}
+		ca = dialRTC(t, a, s.ID, atok, rtctest.Options{Audio: true})
+		if rejoinNode(ca.Welcome().Alternatives) != b.URL() {
+			return fmt.Sprintf("Ada's welcome names %+v, not node B (%s)", ca.Welcome().Alternatives, b.URL())
+		}
+		return ""
+	})
+	alts := ca.Welcome().Alternatives
+	dropped := make(chan struct{})
+	go func() {
+		defer close(dropped)
+		for f := range ca.Frames() {
+			if f.Type == "nodes" {
+				alts = f.Alternatives
+			}
+		}
+	}()
+	waitMedia(t, ca, bob, "audio")
+	waitMedia(t, cb, ada, "audio")
+
+	a.kill9()
+	select {
+	case <-dropped:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Ada's signalling socket to the killed node did not drop")
+	}
+	to := rejoinNode(alts)
+	if to != b.URL() {
+		t.Fatalf("after the kill Ada would rejoin on %q (told %+v), want node B %s", to, alts, b.URL())
+	}
+	ca.Close()
+	ca2 := dialRTC(t, apiURL(to), s.ID, atok, rtctest.Options{Audio: true})
+	if ca2.Welcome().Member != ada {
+		t.Fatalf("rejoined as %q, want Ada (%s)", ca2.Welcome().Member, ada)
+	}
+	waitMedia(t, ca2, bob, "audio")
+	before := heardFrom(cb, ada)
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		if n := heardFrom(cb, ada); n < before+50 {
+			return fmt.Sprintf("Bob heard %d more of Ada's packets after her rejoin", n-before)
+		}
+		return ""
+	})
+}
+
+// apiURL is a node known by its URL alone.
+type apiURL string
+
+func (u apiURL) URL() string { return string(u) }

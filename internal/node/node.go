@@ -231,7 +231,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.chat, reg, log); err != nil {
+	// A member rejoins on another node with room if this one goes.
+	rejoin := func() []capacity.Alternative { return n.alternatives(0) }
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.chat, rejoin, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{

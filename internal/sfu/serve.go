@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/convene/convene/internal/capacity"
 )
 
 // Conn is a browser's signalling socket.
@@ -26,7 +28,8 @@ func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) err
 		return err
 	}
 	defer p.Close()
-	p.send(Frame{Type: "welcome", Member: memberID, ICEServers: s.cfg.ICEServers})
+	nodes := s.failover()
+	p.send(Frame{Type: "welcome", Member: memberID, ICEServers: s.cfg.ICEServers, Alternatives: nodes})
 	if err := p.do(p.attachReceivers); err != nil {
 		writeFrame(ctx, c, Frame{Type: "error", Code: "fatal", Message: err.Error()})
 		return err
@@ -35,8 +38,15 @@ func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) err
 	defer cancel()
 	go func() {
 		defer cancel()
+		refresh := time.NewTicker(FailoverRefresh)
+		defer refresh.Stop()
 		for {
 			select {
+			case <-refresh.C:
+				if now := s.failover(); !sameNodes(now, nodes) {
+					nodes = now
+					p.send(Frame{Type: "nodes", Alternatives: nodes})
+				}
 			case f := <-p.out:
 				if err := writeFrame(ctx, c, f); err != nil {
 					p.Close()
@@ -96,4 +106,28 @@ func writeFrame(ctx context.Context, c Conn, f Frame) error {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return c.Write(wctx, b)
+}
+
+// failover is the cluster's other nodes a member may rejoin on
+// (Config.Failover); none on a lone node.
+func (s *SFU) failover() []capacity.Alternative {
+	if s.cfg.Failover == nil {
+		return nil
+	}
+	return s.cfg.Failover()
+}
+
+// sameNodes reports whether two lists name the same nodes at the same
+// addresses, in the same order (their room changes at every heartbeat
+// and is not news).
+func sameNodes(a, b []capacity.Alternative) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Node != b[i].Node || a[i].URL != b[i].URL || a[i].TokenValid != b[i].TokenValid {
+			return false
+		}
+	}
+	return true
 }
