@@ -55,8 +55,8 @@ type Detail struct {
 	Endpoint *Endpoint `json:"endpoint,omitempty"`
 	// Segments are the parts of the recording written by one node each
 	// (more than one when a node died and another continued it); Files
-	// and Timeline are those of the segment on this node's disk: the
-	// running one if it runs here, else the first.
+	// and Timeline are those of the last segment this node wrote (on a
+	// lone node, the only one).
 	Segments []Segment `json:"segments"`
 }
 
@@ -71,12 +71,8 @@ type Segment struct {
 	Streams   int        `json:"streams"`
 }
 
-// segments lists r's segments as the API shows them.
-func (s *Service) segments(ctx context.Context, r catalog.Recording) ([]Segment, error) {
-	gs, err := s.o.Catalog.Segments(ctx, r.ID)
-	if err != nil {
-		return nil, err
-	}
+// segmentViews are a recording's segments as the API shows them.
+func segmentViews(gs []catalog.Segment) []Segment {
 	out := make([]Segment, 0, len(gs))
 	for _, g := range gs {
 		v := Segment{Seq: g.Seq, Node: g.Node, State: g.State, StartedAt: g.StartedAt, SizeBytes: g.SizeBytes, Streams: g.Streams}
@@ -86,7 +82,7 @@ func (s *Service) segments(ctx context.Context, r catalog.Recording) ([]Segment,
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out
 }
 
 // File is one stream's rtpdump file as its sidecar describes it.
@@ -116,7 +112,17 @@ func (s *Service) Get(ctx context.Context, id string) (Detail, error) {
 	}
 	r = s.current(r)
 	d := Detail{Recording: view(r), Files: []File{}, Timeline: []recorder.Event{}}
+	gs, err := s.o.Catalog.Segments(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	d.Segments = segmentViews(gs)
 	dir := r.Dir
+	for _, g := range gs { // the last segment this node wrote
+		if g.Node == s.o.Node && s.inRoot(g.Dir) {
+			dir = g.Dir
+		}
+	}
 	s.mu.Lock()
 	if l := s.live[id]; l != nil {
 		dir = l.dir
@@ -126,9 +132,6 @@ func (s *Service) Get(ctx context.Context, id string) (Detail, error) {
 		}
 	}
 	s.mu.Unlock()
-	if d.Segments, err = s.segments(ctx, r); err != nil {
-		return Detail{}, err
-	}
 	m, err := recorder.ReadManifest(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
