@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/audio"
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/recorder"
@@ -564,3 +565,79 @@ func TestWebRTCMemberRejoinsAfterKill9(t *testing.T) {
 type apiURL string
 
 func (u apiURL) URL() string { return string(u) }
+
+// TestMixerComesBackAfterKill9: node A — a child process — owns a session
+// whose two phones-like endpoints hear each other through A's mixer (mixed
+// plain RTP links: Ada speaks 440 Hz, Cy listens). A is killed with
+// SIGKILL; node B takes the session over, opens both mixed links on its
+// socket with a mixer of its own, and Cy hears Ada's tone again, now from
+// node B, once Ada sends to her link's new address.
+func TestMixerComesBackAfterKill9(t *testing.T) {
+	c, a := startClusterWithChild(t, "node-a", "node-b")
+	b := c.nodes[0]
+	s := createSession(t, a, "mixer failover")
+	ada, _ := joinMember(t, a, s.ID, "Ada")
+	cy, _ := joinMember(t, a, s.ID, "Cy")
+	ear, mouth := udpConn(t), udpConn(t)
+	addLink(t, a, s.ID, map[string]any{"remote": ear.LocalAddr().String(), "remote_rtcp": udpConn(t).LocalAddr().String(),
+		"kind": "audio", "direction": "recvonly", "member": cy, "mix": "PCMU"})
+	spoken := addLink(t, a, s.ID, map[string]any{"remote": mouth.LocalAddr().String(), "kind": "audio",
+		"direction": "sendrecv", "member": ada, "mix": "PCMU"})
+
+	// tone sends Ada's 440 Hz to to until the returned stop is called.
+	tone := func(to *net.UDPAddr) func() {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); pcmuTone(mouth, to, 440, stop, nil) }()
+		return func() { close(stop); <-done }
+	}
+	// heardTone waits until Cy's ear has heard 25 packets of Ada's tone
+	// (not the mixer's silence) from the address from.
+	heardTone := func(from string) {
+		t.Helper()
+		n := 0
+		buf := make([]byte, 2048)
+		pcm := make([]int16, 2048)
+		testutil.WaitUntil(t, 60*time.Second, func() string {
+			ear.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			k, src, err := ear.ReadFromUDP(buf)
+			if err == nil && k > 12 && src.String() == from {
+				audio.DecodeMulaw(pcm[:k-12], buf[12:k])
+				var e float64
+				for _, v := range pcm[:k-12] {
+					e += float64(v) * float64(v)
+				}
+				if e/float64(k-12) > 1000*1000 { // RMS above 1000: the tone, not silence
+					n++
+				}
+			}
+			if n < 25 {
+				return fmt.Sprintf("Cy heard %d packets of Ada's tone from %s", n, from)
+			}
+			return ""
+		})
+	}
+	stop := tone(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: spoken.Local.RTPPort})
+	heardTone(fmt.Sprintf("127.0.0.1:%d", spoken.Local.RTPPort))
+	stop()
+
+	a.kill9()
+	var view sessionJSON
+	var to *net.UDPAddr
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		call(t, "GET", b.URL()+"/api/v1/sessions/"+s.ID, nil, &view)
+		if view.Owner != "node-b" {
+			return "the session is owned by " + view.Owner
+		}
+		for _, l := range view.Links {
+			if l.ID == spoken.ID && l.Local.RTPPort != spoken.Local.RTPPort {
+				to = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+				return ""
+			}
+		}
+		return fmt.Sprintf("Ada's link is not re-homed on node B: %+v", view.Links)
+	})
+	stop = tone(to)
+	defer stop()
+	heardTone(b.RTPAddr())
+}
