@@ -142,3 +142,14 @@ WHERE id = ? AND node_id = ? AND segment = ? AND state = 'recording'`), r.ID, r.
 	}
 	return nil
 }
+
+// ServiceNodes returns the nodes that run something of an activated
+// session — a stored link, or a running recording ("" for one nobody
+// writes) — so that a round of failover can tell in one query whether any
+// of them is gone.
+func (s *Store) ServiceNodes(ctx context.Context) ([]string, error) {
+	return s.column(ctx, "service nodes", `SELECT n.node_id FROM link_nodes n
+JOIN links l ON l.id = n.link_id JOIN sessions s ON s.id = l.session_id WHERE s.state = 'activated'
+UNION SELECT r.node_id FROM recordings r JOIN sessions s ON s.id = r.session_id
+WHERE r.state = 'recording' AND s.state = 'activated'`)
+}

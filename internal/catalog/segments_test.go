@@ -94,8 +94,20 @@ func testRecordingMoves(t *testing.T, drv backend) {
 	if segs, _ := s.NodeSegments(ctx, "a"); len(segs) != 1 || segs[0].RecordingID != "r_2" {
 		t.Errorf("a's open segments: %+v", segs)
 	}
+	if ns, err := s.ServiceNodes(ctx); err != nil || len(ns) != 1 || ns[0] != "" {
+		t.Errorf("service nodes with an orphaned recording: %q %v", ns, err)
+	}
 	o.Node = ""
 	if err := s.MoveRecording(ctx, bl, late, o, Segment{Node: "b", Dir: "/b/r_2-2", State: "recording", StartedAt: late}); err != nil {
 		t.Fatal(err)
+	}
+	if ns, err := s.ServiceNodes(ctx); err != nil || len(ns) != 1 || ns[0] != "b" {
+		t.Errorf("service nodes after the move: %q %v", ns, err)
+	}
+	if err := s.SetSessionState(ctx, "s_1", "finished", ms(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := s.ServiceNodes(ctx); err != nil || len(ns) != 0 {
+		t.Errorf("service nodes of a finished session: %q %v", ns, err)
 	}
 }

@@ -42,9 +42,28 @@ type failover struct {
 func (f *failover) round(ctx context.Context) {
 	f.recordings.Fence(ctx)
 	f.sessions.DropMovedLinks(ctx)
+	if !f.anyGone(ctx) {
+		return // the usual round: one query, not two a session
+	}
 	for _, l := range f.sessions.Leases() {
 		f.session(ctx, l.SessionID, "")
 	}
+}
+
+// anyGone reports whether a node that runs links or recordings of a
+// session is gone, or a recording has no node (true when the catalog
+// cannot tell: the sessions' own queries then fail or find nothing).
+func (f *failover) anyGone(ctx context.Context) bool {
+	nodes, err := f.cat.ServiceNodes(ctx)
+	if err != nil {
+		return true
+	}
+	for _, n := range nodes {
+		if n == "" || (n != f.self && f.registry.Gone(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // session restarts what dead nodes ran of a session this node owns; from,

@@ -166,9 +166,10 @@ func (s *Service) Fence(ctx context.Context) {
 
 // reconcileSegments stores, at start-up in a cluster, what this node's
 // segments a crash interrupted hold (after recorder.Repair): a recording
-// of a session it was still writing is let go (OrphanRecording), so the
-// session's owner continues it at once; an ad-hoc one ends interrupted;
-// a segment another node already continued gets its size and streams.
+// of an active session it was still writing is let go (OrphanRecording),
+// so the session's owner continues it at once; an ad-hoc one, or one of a
+// session over or deactivated, ends interrupted; a segment another node
+// already continued gets its size and streams.
 func (s *Service) reconcileSegments(ctx context.Context) error {
 	if s.o.Node == "" {
 		return nil
@@ -195,8 +196,12 @@ func (s *Service) reconcileSegments(ctx context.Context) error {
 		seg := g
 		seg.State, seg.EndedAt, seg.SizeBytes, seg.Streams = end.State, end.EndedAt, end.SizeBytes, end.Streams
 		current := r.State == string(recorder.StateRecording) && r.Node == s.o.Node && max(r.Segment, 1) == g.Seq
+		goesOn := false // a recording of a session still active: its owner continues it
+		if sess, err := s.o.Catalog.GetSession(ctx, r.SessionID); err == nil && sess.State == "activated" {
+			goesOn = true
+		}
 		switch {
-		case current && r.SessionID == "":
+		case current && !goesOn:
 			end.Segment = g.Seq
 			err = s.o.Catalog.EndRecording(ctx, end)
 		case current:
@@ -210,7 +215,7 @@ func (s *Service) reconcileSegments(ctx context.Context) error {
 			return err
 		}
 		s.log.Info("recording segment marked "+seg.State, "recording", r.ID, "segment", g.Seq, "session", r.SessionID,
-			"let_go", current && r.SessionID != "")
+			"let_go", current && goesOn)
 	}
 	return nil
 }
