@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/testutil"
+	"github.com/convene/convene/internal/webui"
 )
 
 // apiNode is a node a test reaches over HTTP: an in-process *Node or a
@@ -640,4 +642,101 @@ func TestMixerComesBackAfterKill9(t *testing.T) {
 	stop = tone(to)
 	defer stop()
 	heardTone(b.RTPAddr())
+}
+
+// TestBrowserRejoinsAfterKill9: Ada joins in Chromium (web/e2e/rejoin.mjs,
+// playwright-core; fake microphone and camera) through node A — a child
+// process — and Bob (pion) through node B. A is killed with SIGKILL: the
+// web app's signalling socket drops, it moves by itself to node B, the
+// node its socket named, as the same member, and Bob hears Ada again.
+func TestBrowserRejoinsAfterKill9(t *testing.T) {
+	testutil.NeedBinary(t, "chromium")
+	nodeJS := testutil.NeedBinary(t, "node")
+	web, err := filepath.Abs(filepath.Join("..", "..", "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(web, "node_modules", "playwright-core")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("web/node_modules has no playwright-core (make test-deps)")
+		}
+		t.Skip("web/node_modules has no playwright-core (make test-deps installs it)")
+	}
+	if !webui.Built() {
+		t.Skip("the web app is not built into this binary (make web)")
+	}
+	c, a := startClusterWithChild(t, "node-a", "node-b")
+	b := c.nodes[0]
+	s := createSession(t, b, "browser rejoin")
+	_, btok := joinMember(t, b, s.ID, "Bob")
+	cb := dialRTC(t, b, s.ID, btok, rtctest.Options{Audio: true})
+	var jt struct{ Token string }
+	if code := call(t, "POST", a.URL()+"/api/v1/sessions/"+s.ID+"/tokens", map[string]string{"role": "participant"}, &jt); code != 201 {
+		t.Fatalf("join token: %d", code)
+	}
+	// A must have heard B's heartbeats before Ada's welcome names B.
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		if e, ok := listNodes(t, a)["node-b"]; !ok || e.Stale {
+			return "node A does not list node B"
+		}
+		return ""
+	})
+
+	cmd := exec.Command(nodeJS, "e2e/rejoin.mjs", a.URL()+"/join/"+s.ID+"#t="+url.QueryEscape(jt.Token), "Ada", b.URL())
+	cmd.Dir, cmd.Stderr = web, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(want string) []string {
+		t.Helper()
+		select {
+		case l := <-lines:
+			f := strings.Fields(l)
+			if len(f) < 2 || f[0] != want {
+				t.Fatalf("the browser said %q, want %s", l, want)
+			}
+			return f[1:]
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("the browser did not say %s", want)
+		}
+		return nil
+	}
+	ada := next("joined")[0]
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		if n := heardFrom(cb, ada); n < 50 {
+			return fmt.Sprintf("Bob heard %d packets of Ada's through node A", n)
+		}
+		return ""
+	})
+
+	a.kill9()
+	again := next("rejoined")
+	if again[0] != ada || !strings.HasPrefix(again[1], b.URL()+"/s/"+s.ID) {
+		t.Fatalf("the browser rejoined as %v, want Ada (%s) on %s", again, ada, b.URL())
+	}
+	before := heardFrom(cb, ada)
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		if n := heardFrom(cb, ada); n < before+50 {
+			return fmt.Sprintf("Bob heard %d more packets of Ada's after she rejoined through node B", n-before)
+		}
+		return ""
+	})
 }
