@@ -21,7 +21,8 @@ import (
 //	read   GET    /api/v1/sessions/{id}/hls         a token of the session or the operator
 //	stop   DELETE /api/v1/sessions/{id}/hls         a chair or the operator: 204
 //	view   GET    /hls/{id}/index.m3u8?token=…      a join or member token of the session (a listener's
-//	                                                is enough): 302 to /hls/{id}/{stamp}/index.m3u8
+//	                                                is enough, such as a chair's viewer link; not a
+//	                                                revoked one): 302 to /hls/{id}/{stamp}/index.m3u8
 //	       GET    /hls/{id}/{stamp}/{file}          the playlist and segments under the signed prefix
 //	thumb  GET    /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg   a token of the session or the operator
 //
@@ -125,6 +126,10 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 			if _, ok := s.o.Sessions.MemberRole(r.Context(), sid, c.Member); !ok {
 				err = errors.New("the token's member has left the session")
 			}
+		}
+		if err == nil && c.Member == "" && c.ID != "" {
+			// A revoked viewer link lets no new viewer in.
+			err = s.o.Sessions.CheckJoinToken(r.Context(), sid, c.ID)
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="convene"`)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/convene/convene/internal/auth"
@@ -58,9 +59,22 @@ type tokenResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// issueToken signs a join token for a session and a role (operator).
+// A chair hands out listener tokens only (the viewer link of an HLS
+// broadcast, or a link to listen in), within tighter bounds than the
+// operator's: a day at most, fewer uses, and not past chairMaxLiveTokens
+// live join tokens in the session, so a chair cannot fill the catalog.
+const (
+	chairMaxTokenTTL   = 24 * time.Hour
+	chairMaxTokenUses  = 1000
+	chairMaxLiveTokens = 50
+)
+
+// issueToken signs a join token for a session and a role: the operator
+// any role, a chair of the session listener tokens only (within the
+// chairMax bounds above).
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
-	if !s.operator(w, r) {
+	p, ok := s.chair(w, r)
+	if !ok {
 		return
 	}
 	var req tokenRequest
@@ -71,23 +85,34 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "role must be chair, participant or listener")
 		return
 	}
+	if !p.operator && req.Role != floor.RoleListener {
+		writeError(w, http.StatusForbidden, "forbidden", "a chair issues listener tokens only; chair and participant tokens need the node's API key")
+		return
+	}
+	maxTTL, maxUses := maxTokenTTL, maxTokenUses
+	if !p.operator {
+		maxTTL, maxUses = chairMaxTokenTTL, chairMaxTokenUses
+	}
 	ttl := time.Duration(req.TTLSeconds) * time.Second
 	if req.TTLSeconds == 0 {
 		ttl = defaultTokenTTL
 	}
-	if ttl <= 0 || ttl > maxTokenTTL {
-		writeError(w, http.StatusBadRequest, "invalid_request", "ttl_seconds must be 1..604800")
+	if ttl <= 0 || ttl > maxTTL {
+		writeError(w, http.StatusBadRequest, "invalid_request", "ttl_seconds must be 1.."+strconv.Itoa(int(maxTTL/time.Second)))
 		return
 	}
 	uses := req.MaxUses
 	if uses == 0 {
 		uses = defaultTokenUses
 	}
-	if uses < 1 || uses > maxTokenUses {
-		writeError(w, http.StatusBadRequest, "invalid_request", "max_uses must be 1..10000")
+	if uses < 1 || uses > maxUses {
+		writeError(w, http.StatusBadRequest, "invalid_request", "max_uses must be 1.."+strconv.Itoa(maxUses))
 		return
 	}
 	sid := r.PathValue("id")
+	if !p.operator && !s.roomForToken(w, r, sid) {
+		return
+	}
 	exp := time.Now().Add(ttl)
 	rec, err := s.o.Sessions.IssueJoinToken(r.Context(), sid, req.Role, uses, exp)
 	if err != nil {
@@ -97,6 +122,28 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	c := auth.Claims{Session: sid, Role: req.Role, Expires: exp.Unix(), ID: rec.ID}
 	writeJSON(w, http.StatusCreated, tokenResponse{Token: s.signer().Sign(c), ID: rec.ID, MaxUses: uses, SessionID: sid,
 		Role: req.Role, ExpiresAt: c.ExpiresAt()})
+}
+
+// roomForToken answers 429 when the session already has
+// chairMaxLiveTokens join tokens that are neither expired nor revoked.
+func (s *Server) roomForToken(w http.ResponseWriter, r *http.Request, sid string) bool {
+	ts, err := s.o.Sessions.JoinTokens(r.Context(), sid)
+	if err != nil {
+		s.writeServiceError(w, r, err)
+		return false
+	}
+	live, now := 0, time.Now()
+	for _, t := range ts {
+		if !t.Revoked && t.ExpiresAt.After(now) {
+			live++
+		}
+	}
+	if live >= chairMaxLiveTokens {
+		writeError(w, http.StatusTooManyRequests, "limit_reached",
+			"the session has "+strconv.Itoa(live)+" live join tokens, as many as a chair may add; revoke some (DELETE …/tokens/{token}) or wait for them to expire")
+		return false
+	}
+	return true
 }
 
 // listTokens shows a session's join tokens: uses and revocation (chair or

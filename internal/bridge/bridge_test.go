@@ -42,10 +42,22 @@ func conn(t testing.TB, srv *server.Server) Conn {
 	return NATS(nc)
 }
 
+// mediaConn is a media connection as nodes have them (NATSMedia).
+func mediaConn(t testing.TB, srv *server.Server) Conn {
+	t.Helper()
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := NATSMedia(nc)
+	t.Cleanup(func() { nc.Close(); mc.Close() })
+	return mc
+}
+
 // newNode is one node's bridge on srv, with fast announcements.
 func newNode(t testing.TB, srv *server.Server, id string) *Bridge {
 	t.Helper()
-	b, err := New(Options{Node: id, Control: conn(t, srv), Audio: conn(t, srv), Video: conn(t, srv),
+	b, err := New(Options{Node: id, Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv),
 		Announce: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

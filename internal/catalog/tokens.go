@@ -53,7 +53,7 @@ WHERE id = ? AND session_id = ? AND revoked = 0 AND uses < max_uses`), id, sid)
 	if n, err := res.RowsAffected(); err == nil && n == 1 {
 		return nil
 	}
-	t, err := s.joinToken(ctx, sid, id)
+	t, err := s.JoinToken(ctx, sid, id)
 	switch {
 	case err != nil:
 		return err
@@ -63,7 +63,9 @@ WHERE id = ? AND session_id = ? AND revoked = 0 AND uses < max_uses`), id, sid)
 	return fmt.Errorf("catalog: join token %q: %w (%d of %d)", id, ErrUsedUp, t.Uses, t.MaxUses)
 }
 
-func (s *Store) joinToken(ctx context.Context, sid, id string) (JoinToken, error) {
+// JoinToken returns the record of token id of session sid; ErrNotFound if
+// there is none.
+func (s *Store) JoinToken(ctx context.Context, sid, id string) (JoinToken, error) {
 	ts, err := s.listJoinTokens(ctx, "id = ? AND session_id = ?", id, sid)
 	if err != nil {
 		return JoinToken{}, err

@@ -25,6 +25,10 @@ const (
 	// settle is the least time between two changes of the cameras shown
 	// (each starts a new child).
 	settle = 2 * time.Second
+	// keyAgain is how long a child may go without making a frame before
+	// the feeds ask their cameras for keyframes again (it probes its
+	// inputs for a second first).
+	keyAgain = 2 * time.Second
 )
 
 // Composite is one running composite of a session.
@@ -52,8 +56,12 @@ type Composite struct {
 	speakers []string
 	heard    map[*broker.Track]heard
 	changed  time.Time // when the cameras shown last changed
-	graph    string    // the child's filter graph for the slots
-	inputs   int       // m-lines in its SDP
+	// asked is when the feeds last asked for keyframes (a child started,
+	// or it had made no frame yet), framesAt the output's frames then.
+	asked    time.Time
+	framesAt uint64
+	graph    string // the child's filter graph for the slots
+	inputs   int    // m-lines in its SDP
 }
 
 // slot is what one cell shows.
@@ -187,16 +195,32 @@ func (c *Composite) step(now time.Time) {
 	if first {
 		c.startLocked()
 	}
+	feeds := c.feedsLocked()
+	// A keyframe that reaches the child's port before ffmpeg binds it is
+	// lost, and its frame sync waits for every input: a child that made
+	// no frame since the feeds last asked has them ask again.
+	again := !c.asked.IsZero() && now.Sub(c.asked) >= keyAgain && c.out.frames.Load() == c.framesAt
+	if again {
+		c.asked, c.framesAt = now, c.out.frames.Load()
+	}
+	c.mu.Unlock()
+	for _, f := range feeds {
+		if again {
+			f.Restarted()
+		}
+		f.Report(now)
+	}
+}
+
+// feedsLocked are the feeds of the cells that show a camera (under mu).
+func (c *Composite) feedsLocked() []*ffmpeg.Feed {
 	feeds := make([]*ffmpeg.Feed, 0, len(c.slots))
 	for _, sl := range c.slots {
 		if sl.track != nil {
 			feeds = append(feeds, sl.feed)
 		}
 	}
-	c.mu.Unlock()
-	for _, f := range feeds {
-		f.Report(now)
-	}
+	return feeds
 }
 
 // startLocked starts the child and puts it under the supervisor (under mu).
@@ -209,16 +233,14 @@ func (c *Composite) startLocked() {
 	}
 }
 
-// onStart runs when a child starts: it decodes every camera from a keyframe.
+// onStart runs when a child starts: it decodes every camera from a
+// keyframe, which the feeds ask the cameras' publishers for (a PLI to a
+// browser).
 func (c *Composite) onStart() {
 	c.s.o.Metrics.starts.Inc()
 	c.mu.Lock()
-	var feeds []*ffmpeg.Feed
-	for _, sl := range c.slots {
-		if sl.track != nil {
-			feeds = append(feeds, sl.feed)
-		}
-	}
+	feeds := c.feedsLocked()
+	c.asked, c.framesAt = time.Now(), c.out.frames.Load()
 	c.mu.Unlock()
 	for _, f := range feeds {
 		f.Restarted()
@@ -229,7 +251,8 @@ func (c *Composite) onStart() {
 // else the room's cameras in their members' join order (the first
 // speaker's first in the speaker layout, and the speakers' first when
 // there are more cameras than cells). Only the main session's cameras
-// (not a subgroup's) heard within silent.
+// (not a subgroup's) heard within silent; of a simulcast camera, its
+// highest layer heard.
 func (c *Composite) choose(now time.Time) []choice {
 	members := c.s.o.Members(c.session)
 	rank := make(map[string]int, len(members))
@@ -238,16 +261,17 @@ func (c *Composite) choose(now time.Time) []choice {
 		rank[m.ID], names[m.ID] = i, m.Name
 	}
 	own := c.s.owners()
-	var cams []*broker.Track
+	var all, live []*broker.Track
 	c.mu.Lock()
 	seen := make(map[*broker.Track]heard, len(c.heard))
 	for _, snd := range c.room.Senders() {
 		// The main session's cameras only: a tap ignores subgroups, and
 		// the picture goes to the main session.
 		t := snd.Track
-		if t.Kind() != media.Video || snd.Group != "" || (t.Info().Layer != 0 && !t.Info().Primary) || own[t.Owner()] {
+		if t.Kind() != media.Video || snd.Group != "" || own[t.Owner()] {
 			continue
 		}
+		all = append(all, t)
 		p, _ := t.Stats()
 		h, ok := c.heard[t]
 		if !ok || p != h.packets {
@@ -258,10 +282,17 @@ func (c *Composite) choose(now time.Time) []choice {
 		}
 		seen[t] = h
 		if !h.at.IsZero() && now.Sub(h.at) < silent {
-			cams = append(cams, t)
+			live = append(live, t)
 		}
 	}
 	c.heard = seen
+	best := bestLayers(live)
+	var cams []*broker.Track
+	for _, t := range live {
+		if best[source(t)] == t {
+			cams = append(cams, t)
+		}
+	}
 	speakers := c.speakers
 	var big *broker.Track
 	if len(c.slots) > 0 {
@@ -271,10 +302,12 @@ func (c *Composite) choose(now time.Time) []choice {
 
 	out := make([]choice, len(c.cells))
 	if len(c.req.Tracks) > 0 {
+		// An asked-for track stands for its source: any of its layers
+		// names the one shown.
 		for i, id := range c.req.Tracks {
-			for _, t := range cams {
-				if t.ID() == id || t.Publisher() == id {
-					out[i].track = t
+			for _, t := range all {
+				if b := best[source(t)]; b != nil && (t.ID() == id || t.Publisher() == id) {
+					out[i].track = b
 				}
 			}
 		}
@@ -306,6 +339,36 @@ func (c *Composite) choose(now time.Time) []choice {
 		}
 	}
 	return out
+}
+
+// sourceKey names a camera: a track of its own, or the simulcast source
+// whose layer it is.
+type sourceKey struct {
+	track         *broker.Track // without simulcast
+	owner, stream string        // a layer's
+}
+
+func source(t *broker.Track) sourceKey {
+	if t.Info().Layer == 0 {
+		return sourceKey{track: t}
+	}
+	return sourceKey{owner: t.Owner(), stream: t.Info().Stream}
+}
+
+// bestLayers picks each camera's track to show: of a simulcast source's
+// layers that were heard, the highest. Not the primary layer as such: a
+// browser sends its top layer only from a camera large enough and with
+// bandwidth to spare (Chromium sends two of the web app's three layers
+// from a 640×360 camera, and none of the top one).
+func bestLayers(live []*broker.Track) map[sourceKey]*broker.Track {
+	best := make(map[sourceKey]*broker.Track, len(live))
+	for _, t := range live {
+		k := source(t)
+		if b := best[k]; b == nil || t.Info().Layer > b.Info().Layer {
+			best[k] = t
+		}
+	}
+	return best
 }
 
 // speakersFirst moves the speakers' cameras to the front, in speaker

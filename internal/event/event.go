@@ -35,6 +35,8 @@ const (
 	RecordingStarted // a recording of the session started
 	RecordingStopped // a recording of the session ended (finished or failed)
 	LoadShed         // the node sheds (or restores) video because it is over capacity
+	HLSStarted       // a chair or the operator started the session's HLS broadcast
+	HLSStopped       // the session's HLS broadcast stopped (asked to, or its session ended)
 	RecordingMoved   // a recording of the session continues on another node (its node died)
 	numTypes
 )
@@ -60,6 +62,8 @@ var names = [numTypes]string{
 	RecordingStarted: "recording.started",
 	RecordingStopped: "recording.stopped",
 	LoadShed:         "load.shed",
+	HLSStarted:       "hls.started",
+	HLSStopped:       "hls.stopped",
 	RecordingMoved:   "recording.moved",
 }
 

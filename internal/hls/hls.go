@@ -14,6 +14,7 @@ import (
 
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/codec"
+	"github.com/convene/convene/internal/event"
 	"github.com/convene/convene/internal/ffmpeg"
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/mixer"
@@ -52,8 +53,16 @@ type Options struct {
 	// track's ID and how to stop it.
 	Composite  func(session string) (track string, stop func(), err error)
 	Supervisor *supervise.Supervisor
-	Metrics    *Metrics
-	Logger     *slog.Logger
+	// Events, if set, hears hls.started and hls.stopped, so every member
+	// of the session sees it is broadcast.
+	Events  Publisher
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// Publisher announces a session's events; the node's events.Hub is one.
+type Publisher interface {
+	SessionEvent(sessionID string, typ event.Type, data any) error
 }
 
 // Info describes a running stream.
@@ -135,6 +144,15 @@ func (s *Service) Start(session string, so StartOptions) (info Info, started boo
 	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
 		return Info{}, false, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
 	}
+	info, started, err = s.add(session, room, so)
+	if started {
+		s.publish(session, event.HLSStarted, info)
+	}
+	return info, started, err
+}
+
+// add starts a session's stream under mu; Start announces it after.
+func (s *Service) add(session string, room *broker.Room, so StartOptions) (Info, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.streams[session]; st != nil {
@@ -153,6 +171,15 @@ func (s *Service) Start(session string, so StartOptions) (info Info, started boo
 	return st.info(), true, nil
 }
 
+func (s *Service) publish(session string, typ event.Type, data any) {
+	if s.o.Events == nil {
+		return
+	}
+	if err := s.o.Events.SessionEvent(session, typ, data); err != nil {
+		s.o.Logger.Warn("hls: publish event", "session", session, "event", typ, "err", err)
+	}
+}
+
 // Stop ends a session's stream and removes its files.
 func (s *Service) Stop(session string) error {
 	s.mu.Lock()
@@ -164,6 +191,7 @@ func (s *Service) Stop(session string) error {
 	}
 	st.close()
 	s.o.Metrics.streams.Dec()
+	s.publish(session, event.HLSStopped, map[string]any{"session": session})
 	return nil
 }
 

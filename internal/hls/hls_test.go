@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/event"
+	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/testutil"
@@ -36,19 +38,27 @@ func camera(t *testing.T, room *broker.Room, id, owner string) {
 // active speaker's; when the last camera goes, its child is started
 // again with an SDP without video; a second stream beyond Max is
 // refused; the session's room going away stops the stream and removes
-// its directory.
+// its directory. The session's events say hls.started, then hls.stopped.
 func TestStreamFollowsSpeaker(t *testing.T) {
 	b := broker.New()
 	room := b.Open("s_1")
 	camera(t, room, "link-a", "m_a")
 	camera(t, room, "link-b", "m_b")
 	dir := t.TempDir()
-	svc := NewService(Options{Dir: dir, FFmpeg: stubFFmpeg(t), Max: 1, Rooms: b.Room, Mixers: mixer.NewService(mixer.Options{})})
+	hub := events.New(events.Options{})
+	_, sub, _ := hub.Subscribe("s_1", -1)
+	svc := NewService(Options{Dir: dir, FFmpeg: stubFFmpeg(t), Max: 1, Rooms: b.Room, Mixers: mixer.NewService(mixer.Options{}), Events: hub})
 	defer svc.Close()
 
 	info, started, err := svc.Start("s_1", StartOptions{})
 	if err != nil || !started {
 		t.Fatalf("start: %v %v", started, err)
+	}
+	if ev := <-sub.C(); ev.Type != event.HLSStarted.String() || !strings.Contains(string(ev.Data), `"playlist":"/hls/s_1/index.m3u8"`) {
+		t.Errorf("first event %+v, want hls.started with the playlist", ev)
+	}
+	if _, again, _ := svc.Start("s_1", StartOptions{}); again {
+		t.Error("a second start of the same session started another stream")
 	}
 	if !strings.HasPrefix(info.Video, "link-a") {
 		t.Errorf("shows %q first, want link-a's camera", info.Video)
@@ -90,6 +100,9 @@ func TestStreamFollowsSpeaker(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "s_1"))
 		return !ok && os.IsNotExist(err)
 	})
+	if ev := <-sub.C(); ev.Type != event.HLSStopped.String() {
+		t.Errorf("next event %+v, want hls.stopped (a second start announces nothing)", ev)
+	}
 	if _, _, err := svc.Start("s_gone", StartOptions{}); !errors.Is(err, ErrNoSession) {
 		t.Errorf("a session not active: %v, want ErrNoSession", err)
 	}

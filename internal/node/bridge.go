@@ -19,7 +19,7 @@ import (
 // startBridge spans every room of the node across the cluster (package
 // bridge): state on the bus's own connection, audio and video on a
 // connection each, so audio never queues behind video.
-func startBridge(b *bus.Bus, log *slog.Logger) (*bridge.Bridge, []*nats.Conn, error) {
+func startBridge(b *bus.Bus, log *slog.Logger) (*bridge.Bridge, []*bridgeConn, error) {
 	var conns []*nats.Conn
 	closeAll := func() {
 		for _, c := range conns {
@@ -34,13 +34,28 @@ func startBridge(b *bus.Bus, log *slog.Logger) (*bridge.Bridge, []*nats.Conn, er
 		}
 		conns = append(conns, c)
 	}
+	audio, video := bridge.NATSMedia(conns[0]), bridge.NATSMedia(conns[1])
 	br, err := bridge.New(bridge.Options{Node: b.NodeID(), Control: bridge.NATS(b.Conn()),
-		Audio: bridge.NATS(conns[0]), Video: bridge.NATS(conns[1]), Logger: log})
+		Audio: audio, Video: video, Logger: log})
 	if err != nil {
 		closeAll()
+		audio.Close()
+		video.Close()
 		return nil, nil, err
 	}
-	return br, conns, nil
+	return br, []*bridgeConn{{conns[0], audio}, {conns[1], video}}, nil
+}
+
+// bridgeConn is a media connection of the bridge and its queues.
+type bridgeConn struct {
+	nc *nats.Conn
+	mc *bridge.MediaConn
+}
+
+// close closes the connection, then stops its queues.
+func (c *bridgeConn) close() {
+	c.nc.Close()
+	c.mc.Close()
 }
 
 // clusterCollector reads the bridge's and the leases' counters when

@@ -132,7 +132,8 @@ func restartedAfter(p playlist, k int) int {
 
 // TestHLSFFmpeg: a session fed by ffmpeg (PCMU tone, VP8 test card) is
 // streamed as HLS once its chair asks: a viewer with a listener's join
-// token is sent under a signed prefix, ffprobe reads the playlist (H.264
+// token the chair issued is sent under a signed prefix (one the chair
+// revoked is not), ffprobe reads the playlist (H.264
 // and AAC) and its segments (about 2 s each, each starting where the one
 // before ended); a request without a valid token gets 401, a segment
 // outside a signed prefix 403; a second stream beyond streaming.hls_max
@@ -171,10 +172,23 @@ func TestHLSFFmpeg(t *testing.T) {
 	}
 	t.Logf("playlist %s, video track %s (link %s)", info.Playlist, info.Video, vl.ID)
 
-	// Viewers.
-	viewer := joinToken(t, n, s.ID, "listener")
+	// Viewers: the chair hands out viewer links (listener tokens) and
+	// revokes one.
+	chairToken := func() (tok, id string) {
+		var jt struct{ Token, ID string }
+		if code := callAs(t, ctok, "POST", n.URL()+"/api/v1/sessions/"+s.ID+"/tokens", map[string]any{"role": "listener", "ttl_seconds": 43200}, &jt); code != 201 {
+			t.Fatalf("the chair issues a viewer token: %d", code)
+		}
+		return jt.Token, jt.ID
+	}
+	viewer, _ := chairToken()
+	revoked, rid := chairToken()
+	if code := callAs(t, ctok, "DELETE", n.URL()+"/api/v1/sessions/"+s.ID+"/tokens/"+rid, nil, nil); code != 204 {
+		t.Fatalf("the chair revokes a viewer token: %d", code)
+	}
 	view := n.URL() + info.Playlist
 	for name, url := range map[string]string{
+		"revoked":             view + "?token=" + revoked,
 		"no token":            view,
 		"garbage":             view + "?token=cv1.garbage.x",
 		"other session":       view + "?token=" + joinToken(t, n, other.ID, "listener"),

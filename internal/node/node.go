@@ -58,7 +58,7 @@ type Node struct {
 	// bridge spans the sessions' rooms across the cluster's nodes;
 	// bridgeConns are its audio and video connections.
 	bridge       *bridge.Bridge
-	bridgeConns  []*nats.Conn
+	bridgeConns  []*bridgeConn
 	sessionWatch *nats.Subscription // other nodes' session events (watchSessions)
 	socks        rtplink.Sockets
 	sessions     *session.Service
@@ -215,7 +215,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	n.composites = startComposites(cfg, n.sessions, n.gov, n.super, reg, log)
-	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, reg, log)
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, n.events, reg, log)
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -424,7 +424,7 @@ func (n *Node) closeAll() error {
 		n.bridge.Shutdown()
 	}
 	for _, c := range n.bridgeConns {
-		c.Close()
+		c.close()
 	}
 	if n.bus != nil {
 		if err := n.bus.NodeEvent(bus.EventStopped, nil); err != nil {

@@ -17,14 +17,15 @@ import (
 
 // startStreaming makes the media services that run ffmpeg children: HLS
 // of sessions (under <data_dir>/hls; its video a composite's if asked)
-// and thumbnails of video tracks.
+// and thumbnails of video tracks. HLS announces hls.started and
+// hls.stopped on the session's events.
 func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.Service, composites *composite.Service,
-	super *supervise.Supervisor, reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
+	super *supervise.Supervisor, ev hls.Publisher, reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
 	hm, tm := hls.NewMetrics(), thumbnail.NewMetrics()
 	hm.Register(reg)
 	tm.Register(reg)
 	h := hls.NewService(hls.Options{Dir: filepath.Join(cfg.DataDir, "hls"), FFmpeg: cfg.Streaming.FFmpeg,
-		Max: cfg.Streaming.HLSMax, Rooms: sessions.Room, Mixers: mixers, Supervisor: super, Metrics: hm,
+		Max: cfg.Streaming.HLSMax, Rooms: sessions.Room, Mixers: mixers, Supervisor: super, Events: ev, Metrics: hm,
 		Composite: func(sid string) (string, func(), error) {
 			info, err := composites.Start(sid, composite.Request{Layout: composite.Grid2})
 			if err != nil {

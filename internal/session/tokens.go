@@ -57,6 +57,22 @@ func (s *Service) UseJoinToken(ctx context.Context, sessionID, id string) error 
 	return err
 }
 
+// CheckJoinToken reports ErrForbidden when token id was revoked or is not
+// known to the session; unlike UseJoinToken it counts no use (an HLS
+// viewer watches, it does not join).
+func (s *Service) CheckJoinToken(ctx context.Context, sessionID, id string) error {
+	t, err := s.o.Catalog.JoinToken(ctx, sessionID, id)
+	switch {
+	case errors.Is(err, catalog.ErrNotFound):
+		return fmt.Errorf("%w: the join token is not known to this session; ask for a new one", ErrForbidden)
+	case err != nil:
+		return wrapCatalog(err)
+	case t.Revoked:
+		return fmt.Errorf("%w: the join token was revoked", ErrForbidden)
+	}
+	return nil
+}
+
 // JoinTokens lists a session's issued join tokens.
 func (s *Service) JoinTokens(ctx context.Context, sessionID string) ([]JoinToken, error) {
 	ts, err := s.o.Catalog.JoinTokens(ctx, sessionID)

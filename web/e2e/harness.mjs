@@ -109,3 +109,50 @@ export async function joinThroughUI(context, link, name) {
 
 // remoteStats returns what the page decoded of each remote member.
 export const remoteStats = (page) => page.evaluate(() => window.convene.stats());
+
+// sendPort is an even port for ffmpeg to send from (RTCP from the next).
+const sendPort = () => 20000 + 2 * Math.floor(Math.random() * 4000);
+
+// feedTestCard has ffmpeg send a tone (PCMU) and a test card (VP8,
+// 320×240, 15 fps) into session sid of node over plain RTP, for secs
+// seconds; it returns the child, for the caller to kill.
+export async function feedTestCard(node, sid, secs = 90) {
+  const [ap, vp] = [sendPort(), sendPort()];
+  const a = await node.api('POST', `/sessions/${sid}/rtp-links`, { remote: `127.0.0.1:${ap}`, kind: 'audio', direction: 'sendonly' });
+  const v = await node.api('POST', `/sessions/${sid}/rtp-links`, { remote: `127.0.0.1:${vp}`, kind: 'video', direction: 'sendonly' });
+  const to = (l, p) => `rtp://${l.local.addr}:${l.local.rtp_port}?localrtpport=${p}&localrtcpport=${p + 1}`;
+  return spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
+    '-f', 'lavfi', '-i', `sine=frequency=440:duration=${secs}`, '-f', 'lavfi', '-i', `testsrc=size=320x240:rate=15:duration=${secs}`,
+    '-map', '0:a', '-ar', '8000', '-ac', '1', '-c:a', 'pcm_mulaw', '-f', 'rtp', to(a, ap),
+    '-map', '1:v', '-c:v', 'libvpx', '-deadline', 'realtime', '-b:v', '300k', '-g', '15', '-f', 'rtp', to(v, vp)], { stdio: 'ignore' });
+}
+
+// watchPlays waits for a viewer page (/watch/…) to play 3 s of a session's
+// HLS stream, then for its time to go on 2 s more; it returns the video's
+// state at both points ({t, frames, w}). The error it throws on a time-out
+// says what the page and the node said (node.dir's HLS files included).
+export async function watchPlays(page, node, sid, ms = 60_000) {
+  const said = [];
+  page.on('console', (m) => said.push(m.text()));
+  const video = page.getByTestId('hls-video');
+  const state = () =>
+    video.evaluate((el) => ({ t: el.currentTime, frames: el.getVideoPlaybackQuality().totalVideoFrames, w: el.videoWidth, err: el.error?.message ?? '' }));
+  const st = await waitFor(async () => {
+    const x = await state();
+    return x.t > 3 && x.frames > 30 ? x : null;
+  }, ms, 'the viewer to play 3 s of the stream').catch(async (e) => {
+    const { readdirSync } = await import('node:fs');
+    let files = '';
+    try {
+      files = readdirSync(node.dir + '/hls/' + sid).join(' ');
+    } catch {}
+    const shown = await page.locator('[role=alert], [role=status]').allTextContents();
+    throw new Error(`${e.message}; state ${JSON.stringify(await state())}; page says ${shown}; console ${said.slice(-10).join(' | ')}; files ${files}; log ${node.log().slice(-2000)}`);
+  });
+  const later = await waitFor(async () => {
+    const x = await state();
+    return x.t > st.t + 2 ? x : null;
+  }, 30_000, 'the time to go on');
+  console.log(`viewer: ${st.t.toFixed(1)} s played, ${st.frames} frames; then ${later.t.toFixed(1)} s, ${later.frames} frames`);
+  return { st, later };
+}

@@ -1,65 +1,133 @@
 // HLS for passive viewers (issue 18), in Chromium against a real node:
 // ffmpeg sends a tone (PCMU) and a test card (VP8) into a session over
 // plain RTP, the operator starts the session's HLS, and a viewer page
-// opened with a listener's join token plays it with hls.js: its time
+// opened with the viewer link of the operator's session list (a
+// listener's join token) plays it with hls.js: its time
 // advances and it decodes frames. A page with a bad token says so.
+//
+// The chair broadcasts the meeting: with the same feed beside two browser
+// members, the chair's page starts the broadcast and copies a viewer link
+// (a listener token the chair issues); a viewer in another browser
+// context plays it; the participant's page shows Live but no broadcast
+// control, and the API refuses its start and its tokens; when the chair
+// stops, the participant's Live goes and the viewer page says the
+// broadcast has ended. A node without ffmpeg: the chair reads why it
+// cannot broadcast.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { launch, startNode, waitFor } from './harness.mjs';
+import { feedTestCard, joinThroughUI, launch, startNode, waitFor, watchPlays } from './harness.mjs';
 
-let node, browser, ffmpeg;
+let node, browser;
+const feeds = []; // ffmpeg children
 before(async () => {
   node = await startNode();
   browser = await launch();
 });
 after(async () => {
-  ffmpeg?.kill('SIGKILL');
+  feeds.forEach((f) => f.kill('SIGKILL'));
   await browser?.close();
   node?.stop();
 });
 
-// sendPort is an even port for ffmpeg to send from (RTCP from the next).
-const sendPort = () => 20000 + 2 * Math.floor(Math.random() * 4000);
-
 test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () => {
   const s = await node.api('POST', '/sessions', { name: 'hls' });
-  const [ap, vp] = [sendPort(), sendPort()];
-  const a = await node.api('POST', `/sessions/${s.id}/rtp-links`, { remote: `127.0.0.1:${ap}`, kind: 'audio', direction: 'sendonly' });
-  const v = await node.api('POST', `/sessions/${s.id}/rtp-links`, { remote: `127.0.0.1:${vp}`, kind: 'video', direction: 'sendonly' });
-  const to = (l, p) => `rtp://${l.local.addr}:${l.local.rtp_port}?localrtpport=${p}&localrtcpport=${p + 1}`;
-  ffmpeg = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
-    '-f', 'lavfi', '-i', 'sine=frequency=440:duration=90', '-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=15:duration=90',
-    '-map', '0:a', '-ar', '8000', '-ac', '1', '-c:a', 'pcm_mulaw', '-f', 'rtp', to(a, ap),
-    '-map', '1:v', '-c:v', 'libvpx', '-deadline', 'realtime', '-b:v', '300k', '-g', '15', '-f', 'rtp', to(v, vp)], { stdio: 'ignore' });
+  feeds.push(await feedTestCard(node, s.id));
   const started = await node.api('POST', `/sessions/${s.id}/hls`, {});
   assert.equal(started.playlist, `/hls/${s.id}/index.m3u8`);
-  const { token } = await node.api('POST', `/sessions/${s.id}/tokens`, { role: 'listener' });
+
+  // The operator's session list gives the viewer link.
+  const ops = await (await browser.newContext()).newPage();
+  await ops.goto(node.url + '/');
+  await ops.getByLabel('API key').fill(node.key);
+  await ops.getByRole('button', { name: 'Continue' }).click();
+  await ops.getByTestId('session-hls').getByRole('button', { name: 'Share viewer link for hls' }).click();
+  const link = await ops.getByTestId('viewer-link').inputValue();
+  assert.match(link, new RegExp(`^${node.url}/watch/${s.id}#t=cv1\\.`));
 
   const page = await (await browser.newContext()).newPage();
-  const said = [];
-  page.on('console', (m) => said.push(m.text()));
-  await page.goto(`${node.url}/watch/${s.id}#t=${encodeURIComponent(token)}`);
-  const video = page.getByTestId('hls-video');
-  const state = () =>
-    video.evaluate((el) => ({ t: el.currentTime, frames: el.getVideoPlaybackQuality().totalVideoFrames, w: el.videoWidth, err: el.error?.message ?? '' }));
-  const st = await waitFor(async () => {
-    const x = await state();
-    return x.t > 3 && x.frames > 30 ? x : null;
-  }, 60_000, 'the viewer to play 3 s of the stream').catch(async (e) => {
-    const { readdirSync } = await import('node:fs');
-    throw new Error(`${e.message}; state ${JSON.stringify(await state())}; alert ${await page.locator('[role=alert]').allTextContents()}; console ${said.slice(-10).join(' | ')}; files ${readdirSync(node.dir + '/hls/' + s.id)}; log ${node.log().slice(-2000)}`);
-  });
+  await page.goto(link);
+  const { st, later } = await watchPlays(page, node, s.id);
   assert.equal(st.w, 320, 'the video is the test card, 320 wide');
-  const later = await waitFor(async () => {
-    const x = await state();
-    return x.t > st.t + 2 ? x : null;
-  }, 20_000, 'the time to go on');
   assert.ok(later.frames > st.frames, 'frames go on being decoded');
-  console.log(`viewer: ${st.t.toFixed(1)} s played, ${st.frames} frames; then ${later.t.toFixed(1)} s, ${later.frames} frames`);
 
   const bad = await (await browser.newContext()).newPage();
   await bad.goto(`${node.url}/watch/${s.id}#t=cv1.forged`);
   await bad.getByRole('alert').waitFor({ timeout: 30_000 });
   assert.match(await bad.getByRole('alert').textContent(), /not valid/);
+});
+
+const joinLink = async (n, s, role) => {
+  const { token } = await n.api('POST', `/sessions/${s}/tokens`, { role });
+  return `${n.url}/join/${s}#t=${encodeURIComponent(token)}`;
+};
+
+// refused calls the API with a member token and returns the status.
+const refused = async (n, method, path, body, token) => {
+  const r = await fetch(`${n.url}/api/v1${path}`, {
+    method, headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token }, body: JSON.stringify(body),
+  });
+  return r.status;
+};
+
+test('the chair broadcasts, a viewer watches, a participant sees Live', { timeout: 180_000 }, async () => {
+  const s = await node.api('POST', '/sessions', { name: 'broadcast' });
+  feeds.push(await feedTestCard(node, s.id, 150));
+  const chair = await joinThroughUI(await browser.newContext(), await joinLink(node, s.id, 'chair'), 'Ada');
+  const part = await joinThroughUI(await browser.newContext(), await joinLink(node, s.id, 'participant'), 'Bob');
+
+  // The participant has no broadcast control, and the API refuses it.
+  assert.equal(await part.getByRole('button', { name: 'Start broadcast' }).count(), 0);
+  assert.equal(await part.getByRole('button', { name: 'Copy viewer link' }).count(), 0);
+  const bobToken = await part.evaluate((sid) => sessionStorage.getItem('convene.token.' + sid), s.id);
+  assert.equal(await refused(node, 'POST', `/sessions/${s.id}/hls`, {}, bobToken), 403, "a participant's start");
+  assert.equal(await refused(node, 'POST', `/sessions/${s.id}/tokens`, { role: 'listener' }, bobToken), 403, "a participant's viewer token");
+  const adaToken = await chair.evaluate((sid) => sessionStorage.getItem('convene.token.' + sid), s.id);
+  assert.equal(await refused(node, 'POST', `/sessions/${s.id}/tokens`, { role: 'participant' }, adaToken), 403, "a chair's participant token");
+
+  // The chair starts the broadcast; everyone sees Live.
+  const panel = chair.getByRole('region', { name: 'Broadcast' });
+  // By keyboard: the video to show, then Tab to Start broadcast, Enter.
+  await panel.getByLabel('Show').selectOption('speaker');
+  await panel.getByLabel('Show').focus();
+  await chair.keyboard.press('Tab');
+  assert.equal(await chair.evaluate(() => document.activeElement?.textContent?.trim()), 'Start broadcast');
+  await chair.keyboard.press('Enter');
+  await panel.getByRole('button', { name: 'Stop broadcast' }).waitFor({ timeout: 15_000 });
+  assert.match(await panel.getByTestId('broadcast-state').textContent(), /Live/);
+  await part.getByTestId('live-badge').waitFor({ timeout: 15_000 });
+  assert.match(await part.getByTestId('live-badge').textContent(), /Live/);
+
+  // The chair copies the viewer link; a viewer plays it.
+  await panel.getByRole('button', { name: 'Copy viewer link' }).click();
+  const link = await panel.getByTestId('viewer-link').inputValue();
+  assert.match(link, new RegExp(`^${node.url}/watch/${s.id}#t=cv1\\.`));
+  const viewer = await (await browser.newContext()).newPage();
+  await viewer.goto(link);
+  const { st, later } = await watchPlays(viewer, node, s.id, 90_000);
+  assert.ok(later.frames > st.frames, 'frames go on being decoded');
+  await viewer.getByTestId('watch-live').waitFor({ timeout: 5_000 });
+
+  // The chair stops: Live goes, the viewer is told the broadcast ended.
+  await panel.getByRole('button', { name: 'Stop broadcast' }).click();
+  await panel.getByRole('button', { name: 'Start broadcast' }).waitFor({ timeout: 15_000 });
+  await part.getByTestId('live-badge').waitFor({ state: 'detached', timeout: 15_000 });
+  await waitFor(async () => /broadcast has ended/.test((await viewer.getByTestId('watch-state').allTextContents()).join(' ')), 60_000,
+    'the viewer page to say the broadcast ended');
+  assert.equal(await viewer.getByTestId('watch-live').count(), 0);
+});
+
+test('a node without ffmpeg: the chair reads why it cannot broadcast', { timeout: 60_000 }, async () => {
+  const bare = await startNode(['-streaming-ffmpeg', '/nonexistent/ffmpeg']);
+  try {
+    const s = await bare.api('POST', '/sessions', { name: 'no ffmpeg' });
+    const chair = await joinThroughUI(await browser.newContext(), await joinLink(bare, s.id, 'chair'), 'Ada');
+    const panel = chair.getByRole('region', { name: 'Broadcast' });
+    await panel.getByRole('button', { name: 'Start broadcast' }).click();
+    const alert = panel.getByRole('alert');
+    await alert.waitFor({ timeout: 15_000 });
+    assert.match(await alert.textContent(), /cannot broadcast: ffmpeg is not installed/);
+    assert.equal(await panel.getByRole('button', { name: 'Stop broadcast' }).count(), 0);
+  } finally {
+    bare.stop();
+  }
 });

@@ -62,8 +62,8 @@ export const sessionAction = (c: Creds, id: string, action: string) =>
   api<Session>('POST', `/sessions/${id}/state`, c, { action });
 export const callPhone = (c: Creds, id: string, user: string) =>
   api<{ call_id: string; state: string }>('POST', `/sessions/${id}/calls`, c, { user });
-export const issueToken = (c: Creds, id: string, role: string) =>
-  api<{ token: string; id: string }>('POST', `/sessions/${id}/tokens`, c, { role });
+export const issueToken = (c: Creds, id: string, role: string, opts: { ttl_seconds?: number; max_uses?: number } = {}) =>
+  api<{ token: string; id: string; expires_at: string }>('POST', `/sessions/${id}/tokens`, c, { role, ...opts });
 export const joinSession = (joinToken: string, id: string, name: string) =>
   api<{ member: Member; token: { token: string } }>('POST', `/sessions/${id}/members`, { token: joinToken }, { name });
 export const leaveSession = (c: Creds, id: string, member: string) =>
@@ -122,3 +122,18 @@ async function fetchBlob(c: Creds, path: string): Promise<Blob> {
   }
   return resp.blob();
 }
+
+// HLS broadcast (issue 18): a chair (or the operator) starts and stops it;
+// every member reads it; viewers open the watch link (route.ts watchLink).
+export type Broadcast = { session: string; playlist: string; started_at: string; video_track?: string; restarts: number };
+export type BroadcastVideo = 'speaker' | 'composite';
+export const startBroadcast = (c: Creds, id: string, video: BroadcastVideo) =>
+  api<Broadcast>('POST', `/sessions/${id}/hls`, c, { video });
+export const stopBroadcast = (c: Creds, id: string) => api<unknown>('DELETE', `/sessions/${id}/hls`, c);
+// getBroadcast is the session's running broadcast, undefined if there is
+// none (404) or the node broadcasts nothing (503).
+export const getBroadcast = (c: Creds, id: string) =>
+  api<Broadcast>('GET', `/sessions/${id}/hls`, c).catch((e) => {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 503)) return undefined;
+    throw e;
+  });

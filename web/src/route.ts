@@ -29,6 +29,12 @@ export function joinLink(origin: string, session: string, joinToken: string): st
   return `${origin}/join/${encodeURIComponent(session)}#t=${encodeURIComponent(joinToken)}`;
 }
 
+// watchLink is a passive viewer's link: the token (a listener's join
+// token) stays in the fragment, which the browser never sends.
+export function watchLink(origin: string, session: string, token: string): string {
+  return `${origin}/watch/${encodeURIComponent(session)}#t=${encodeURIComponent(token)}`;
+}
+
 export function navigate(path: string) {
   history.pushState(null, '', path);
   dispatchEvent(new PopStateEvent('popstate'));

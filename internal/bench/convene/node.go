@@ -214,6 +214,21 @@ func (n *Node) Metric(name string) (float64, bool) {
 	return sum, found
 }
 
+// Samples returns the samples of the metric name by their labels (as
+// they appear between the braces, "" when none); nil when the node does
+// not answer.
+func (n *Node) Samples(name string) map[string]float64 {
+	out := map[string]float64{}
+	if !n.scrape(func(line string) {
+		if labels, v, ok := sample(line, name); ok {
+			out[labels] += v
+		}
+	}) {
+		return nil
+	}
+	return out
+}
+
 // Histogram returns the histogram name's cumulative counts by upper bound
 // (its name_bucket samples, every label set summed; +Inf included), nil
 // when the node does not answer.

@@ -52,3 +52,16 @@ func TestStop(t *testing.T) {
 	Stop(exec.Command("true"), time.Second) // never started: nothing to do
 	Stop(nil, time.Second)
 }
+
+func TestParseWritten(t *testing.T) {
+	n, err := parseWritten("rchar: 100\nwchar: 2345\nsyscr: 3\n")
+	if err != nil || n != 2345 {
+		t.Fatalf("got %d, %v; want 2345", n, err)
+	}
+	if _, err := parseWritten("rchar: 1\n"); err == nil {
+		t.Fatal("no wchar line accepted")
+	}
+	if _, err := Written(os.Getpid()); err != nil {
+		t.Fatalf("this process's /proc/PID/io: %v", err)
+	}
+}

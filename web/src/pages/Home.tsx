@@ -1,11 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { createSession, issueToken, listSessions, sessionAction, type Session } from '../api';
-import { joinLink, navigate } from '../route';
+import { joinLink, navigate, watchLink } from '../route';
+import { VIEWER_LINK_TTL } from '../broadcast';
 
 export const KEY = 'convene.apiKey';
 
 // Home: the operator's sessions, with their state; create and schedule a
-// session; share a join link.
+// session; share a join link, or a viewer link for its broadcast.
 export function Home() {
   const [key, setKey] = useState(localStorage.getItem(KEY) ?? '');
   if (!key) return <KeyForm onKey={(k) => (localStorage.setItem(KEY, k), setKey(k))} />;
@@ -51,6 +52,7 @@ function Sessions({ apiKey, onForget }: { apiKey: string; onForget: () => void }
   const [start, setStart] = useState('');
   const [end, setEnd] = useState('');
   const [links, setLinks] = useState<Record<string, string>>({});
+  const [viewLinks, setViewLinks] = useState<Record<string, string>>({});
   const [role, setRole] = useState<Record<string, string>>({});
 
   const load = () => listSessions(creds).then(setSessions, (e) => setErr(e.message));
@@ -154,6 +156,19 @@ function Sessions({ apiKey, onForget }: { apiKey: string; onForget: () => void }
                     >
                       Share join link
                     </button>
+                    <button
+                      aria-label={`Share viewer link for ${s.name}`}
+                      onClick={() =>
+                        act(async () => {
+                          const t = await issueToken(creds, s.id, 'listener', { ttl_seconds: VIEWER_LINK_TTL, max_uses: 1 });
+                          const link = watchLink(location.origin, s.id, t.token);
+                          setViewLinks({ ...viewLinks, [s.id]: link });
+                          await navigator.clipboard?.writeText(link).catch(() => {});
+                        })
+                      }
+                    >
+                      Share viewer link
+                    </button>
                   </>
                 )}
               </div>
@@ -164,6 +179,15 @@ function Sessions({ apiKey, onForget }: { apiKey: string; onForget: () => void }
                     <input readOnly value={links[s.id]} data-testid="join-link" onFocus={(e) => (e.target as HTMLInputElement).select()} />
                   </label>
                   <a href={links[s.id]}>Open</a>
+                </p>
+              )}
+              {viewLinks[s.id] && (
+                <p class="link">
+                  <label>
+                    Viewer link (copied; plays the session's broadcast once a chair starts it, valid 12 hours)
+                    <input readOnly value={viewLinks[s.id]} data-testid="viewer-link" onFocus={(e) => (e.target as HTMLInputElement).select()} />
+                  </label>
+                  <a href={viewLinks[s.id]}>Open</a>
                 </p>
               )}
             </li>

@@ -2,13 +2,18 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   callPhone,
   floorAction,
+  getBroadcast,
+  issueToken,
   leaveSession,
   listFloors,
   listMembers,
   listSessionRecordings,
   setFloorStyle,
+  startBroadcast,
   startRecording,
+  stopBroadcast,
   stopRecording,
+  type Broadcast,
   type Floor,
   type Member,
   type Recording,
@@ -20,6 +25,7 @@ import { ChatPanel } from '../components/ChatPanel';
 import { NotesPanel } from '../components/NotesPanel';
 import { Whiteboard, type OtherPointer } from '../components/Whiteboard';
 import { NOTES_MAX, NotesRegister, decodeNotes, encodeNotes } from '../notes';
+import { BroadcastPanel } from '../components/BroadcastPanel';
 import { FloorPanel } from '../components/FloorPanel';
 import { Icon } from '../components/Icon';
 import { Thumb } from '../components/Thumb';
@@ -29,7 +35,8 @@ import { openLocal, takeOver } from '../media';
 import { qualityLabel } from '../quality';
 import { RTC, type Quality, type Remote } from '../rtc';
 import type { TransportKind } from '../transport';
-import { navigate } from '../route';
+import { navigate, watchLink } from '../route';
+import { VIEWER_LINK_TTL } from '../broadcast';
 import { moveLink, moveTarget, refusedMessage, rejoinTarget } from '../move';
 
 // Another member's pointer goes away after this long without moving.
@@ -67,6 +74,7 @@ export function Room({ session }: { session: string }) {
   const [callMsg, setCallMsg] = useState('');
   const [ended, setEnded] = useState('');
   const [recording, setRecording] = useState<Recording>(); // the session's running recording
+  const [broadcast, setBroadcast] = useState<Broadcast>(); // the session's running HLS broadcast
   const [lines, setLines] = useState<ChatLine[]>([]);
   const [chatReady, setChatReady] = useState(false);
   const [chatTransport, setChatTransport] = useState<TransportKind>();
@@ -88,6 +96,7 @@ export function Room({ session }: { session: string }) {
 
   const refreshFloors = () => listFloors(creds, session).then(setFloors, () => {});
   const refreshMembers = () => listMembers(creds, session).then(setMembers, () => {});
+  const refreshBroadcast = () => getBroadcast(creds, session).then(setBroadcast, () => {});
   const refreshRecording = () =>
     listSessionRecordings(creds, session).then((rs) => setRecording(rs.find((r) => r.state === 'recording')), () => {});
 
@@ -96,6 +105,7 @@ export function Room({ session }: { session: string }) {
     refreshMembers();
     refreshFloors();
     refreshRecording();
+    refreshBroadcast();
     const onEvent = (ev: SessionEvent) => {
       const d = ev.data ?? {};
       switch (ev.type) {
@@ -119,6 +129,12 @@ export function Room({ session }: { session: string }) {
         case 'recording.stopped':
         case 'recording.moved':
           refreshRecording();
+          break;
+        case 'hls.started':
+          setBroadcast(d as Broadcast);
+          break;
+        case 'hls.stopped':
+          setBroadcast(undefined);
           break;
         case 'load.shed':
           setBusy(d.level > 0 ? (d.message ?? 'Video paused: server busy') : '');
@@ -325,6 +341,17 @@ export function Room({ session }: { session: string }) {
       refreshRecording,
       (e) => setErr('Recording: ' + e.message),
     );
+  const broadcastStart = (video: 'speaker' | 'composite') => startBroadcast(creds, session, video).then(setBroadcast);
+  const broadcastStop = () =>
+    stopBroadcast(creds, session).then(
+      () => setBroadcast(undefined),
+      (e) => {
+        refreshBroadcast();
+        throw e;
+      },
+    );
+  const viewerLink = () =>
+    issueToken(creds, session, 'listener', { ttl_seconds: VIEWER_LINK_TTL, max_uses: 1 }).then((t) => watchLink(location.origin, session, t.token));
   const act = (floor: string, action: string, body: Record<string, unknown> = {}) =>
     floorAction(creds, session, floor, action, body).then(refreshFloors, (e) => setErr(e.message));
   const style = (floor: string, s: string, auto: boolean) =>
@@ -390,6 +417,11 @@ export function Room({ session }: { session: string }) {
               ● Recording
             </span>
           )}
+          {broadcast && (
+            <span class="live-badge" role="status" data-testid="live-badge" title="The session is broadcast to viewers">
+              ● Live
+            </span>
+          )}
           <button class="danger" onClick={leave} aria-label="Leave the session">
             <Icon name="leave" /> Leave
           </button>
@@ -413,6 +445,7 @@ export function Room({ session }: { session: string }) {
         )}
       </main>
       <aside class="side">
+        {chair && <BroadcastPanel live={broadcast} start={broadcastStart} stop={broadcastStop} viewerLink={viewerLink} />}
         <FloorPanel floors={floors} me={me} chair={chair} names={names} act={act} style={style} />
         <section class="panel" aria-labelledby="members-h">
           <h2 id="members-h">Members ({members.length})</h2>

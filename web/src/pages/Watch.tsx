@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { viewerState, type ViewerState } from '../broadcast';
 
 // Watch plays a session's HLS stream for a passive viewer (no camera, no
 // microphone, no WebRTC): hls.js where the browser has Media Source
@@ -7,9 +8,14 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 // playlist's URL, which answers with a signed prefix for the segments.
 // hls.js (its light build: no subtitles, alternate audio or DRM) is
 // loaded only here, so the meeting's pages do not carry it.
+//
+// A broadcast that has not started yet, or has ended, answers 404: the
+// page says which and opens the stream again every few seconds, so it
+// plays once the chair starts (again).
 export function Watch({ session, token }: { session: string; token: string }) {
   const video = useRef<HTMLVideoElement>(null);
-  const [err, setErr] = useState('');
+  const [state, setState] = useState<ViewerState>();
+  const [live, setLive] = useState(false);
   useEffect(() => {
     const v = video.current;
     if (!v) return;
@@ -19,34 +25,44 @@ export function Watch({ session, token }: { session: string; token: string }) {
     import('hls.js/light').then(({ default: Hls }) => {
       if (gone) return;
       if (Hls.isSupported()) {
-        // No worker: the page's CSP allows no blob: scripts.
-        const hls = new Hls({ enableWorker: false });
+        let hls: InstanceType<typeof Hls> | undefined;
         let retry: ReturnType<typeof setTimeout> | undefined;
-        hls.on(Hls.Events.ERROR, (_e, d) => {
-          if (!d.fatal) return;
-          const code = d.response?.code;
-          if (code === 404 && d.details === Hls.ErrorDetails.MANIFEST_LOAD_ERROR) {
-            // The stream has just started (no playlist yet) or is off.
-            setErr('Waiting for the stream…');
-            retry = setTimeout(() => hls.loadSource(src), 2000);
-            return;
-          }
-          setErr(code === 401 ? 'This link is not valid (any more).' : 'The stream stopped: ' + d.details);
-        });
-        hls.on(Hls.Events.MANIFEST_PARSED, () => setErr(''));
-        hls.loadSource(src);
-        hls.attachMedia(v);
+        let played = false;
+        // open starts a player of its own each time: one that failed
+        // fatally is not reused.
+        const open = () => {
+          hls?.destroy();
+          // No worker: the page's CSP allows no blob: scripts.
+          const h = new Hls({ enableWorker: false });
+          hls = h;
+          h.on(Hls.Events.ERROR, (_e, d) => {
+            if (!d.fatal || h !== hls) return;
+            const s = viewerState(d.response?.code || undefined, d.details, played);
+            setLive(false);
+            setState(s);
+            if (s.retryMs !== undefined) retry = setTimeout(open, s.retryMs);
+            else h.destroy();
+          });
+          h.on(Hls.Events.MANIFEST_PARSED, () => {
+            played = true;
+            setState(undefined);
+            setLive(true);
+          });
+          h.loadSource(src);
+          h.attachMedia(v);
+        };
+        open();
         stop = () => {
           clearTimeout(retry);
-          hls.destroy();
+          hls?.destroy();
         };
       } else if (v.canPlayType('application/vnd.apple.mpegurl')) {
         v.src = src;
         stop = () => v.removeAttribute('src');
       } else {
-        setErr('This browser plays no HLS.');
+        setState({ message: 'This browser plays no HLS.', alert: true });
       }
-    }, () => setErr('The player did not load.'));
+    }, () => setState({ message: 'The player did not load.', alert: true }));
     return () => {
       gone = true;
       stop();
@@ -54,11 +70,18 @@ export function Watch({ session, token }: { session: string; token: string }) {
   }, [session, token]);
   return (
     <main class="watch">
-      <h1>Watching the session</h1>
+      <h1>
+        Watching the session{' '}
+        {live && (
+          <span class="live-badge" data-testid="watch-live">
+            ● Live
+          </span>
+        )}
+      </h1>
       <video ref={video} controls autoplay muted playsInline data-testid="hls-video" aria-label="The session's stream" />
-      {err && (
-        <p class="error" role="alert">
-          {err}
+      {state && (
+        <p class={state.alert ? 'error' : 'banner'} role={state.alert ? 'alert' : 'status'} data-testid="watch-state">
+          {state.message}
         </p>
       )}
     </main>
