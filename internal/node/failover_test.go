@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/convene/convene/internal/audio"
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/config"
@@ -739,4 +740,51 @@ func TestBrowserRejoinsAfterKill9(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestDrainSaysGoingAway: a node that drains closes its members'
+// signalling sockets with 1001 (going away), so the web app rejoins on
+// another node (move.ts rejoinTarget), while a member that leaves on its
+// own gets 1000 and stays out.
+func TestDrainSaysGoingAway(t *testing.T) {
+	c := startCluster(t, "node-a", "node-b")
+	a, b := c.nodes[0], c.nodes[1]
+	s := createSession(t, b, "drain")
+	_, atok := joinMember(t, a, s.ID, "Ada")
+	_, ctok := joinMember(t, a, s.ID, "Cy")
+	ca := dialRTC(t, a, s.ID, atok, rtctest.Options{Audio: true})
+	cc := dialRTC(t, a, s.ID, ctok, rtctest.Options{})
+	closed := func(cl *rtctest.Client) {
+		t.Helper()
+		select {
+		case <-drained(cl):
+		case <-time.After(30 * time.Second):
+			t.Fatal("the member's socket did not close")
+		}
+	}
+	if err := cc.Send([]byte(`{"type":"leave"}`)); err != nil {
+		t.Fatal(err)
+	}
+	closed(cc)
+	if got := cc.CloseStatus(); got != websocket.StatusNormalClosure {
+		t.Errorf("a member that left: close %d, want 1000", got)
+	}
+	if err := a.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	closed(ca)
+	if got := ca.CloseStatus(); got != websocket.StatusGoingAway {
+		t.Errorf("a drained node's member: close %d, want 1001", got)
+	}
+}
+
+// drained is closed once cl's frames end (its socket closed).
+func drained(cl *rtctest.Client) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for range cl.Frames() {
+		}
+		close(done)
+	}()
+	return done
 }

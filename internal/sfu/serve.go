@@ -15,6 +15,16 @@ type Conn interface {
 	Write(ctx context.Context, b []byte) error
 }
 
+// Closer is a Conn that can end with a close frame (RFC 6455 §7.4.1).
+// When the member's peer ends (it left, was removed, its session ended)
+// Serve closes such a Conn with 1000 before it stops reading; when the
+// node goes (Close) with 1001, "going away": the web app rejoins on
+// another node then, and only then (web/src/move.ts rejoinTarget). A
+// socket that is cut without a close frame reads as 1006 there.
+type Closer interface {
+	Close(code int, reason string) error
+}
+
 // maxFrameRate caps what one socket may send: frames beyond it in a second
 // are refused, and a socket that keeps it up for 5 s is hung up.
 const maxFrameRate = 50
@@ -53,6 +63,7 @@ func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) err
 					return
 				}
 			case <-p.done:
+				s.hangUp(c)
 				return
 			case <-ctx.Done():
 				return
@@ -130,4 +141,18 @@ func sameNodes(a, b []capacity.Alternative) bool {
 		}
 	}
 	return true
+}
+
+// hangUp closes c with a close frame if it can (Closer): 1001 while the
+// node goes away, else 1000.
+func (s *SFU) hangUp(c Conn) {
+	cl, ok := c.(Closer)
+	if !ok {
+		return
+	}
+	if s.Closing() {
+		cl.Close(1001, "the node is shutting down")
+	} else {
+		cl.Close(1000, "")
+	}
 }
