@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -152,4 +153,39 @@ func (s *Store) ServiceNodes(ctx context.Context) ([]string, error) {
 JOIN links l ON l.id = n.link_id JOIN sessions s ON s.id = l.session_id WHERE s.state = 'activated'
 UNION SELECT r.node_id FROM recordings r JOIN sessions s ON s.id = r.session_id
 WHERE r.state = 'recording' AND s.state = 'activated'`)
+}
+
+// StrandedRecordings returns the recordings still running of sessions
+// that are no longer active (deactivated, over, or deleted): their node
+// stops them when it hears of it, unless it is dead.
+func (s *Store) StrandedRecordings(ctx context.Context) ([]Recording, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+prefixed("r.", recordingCols)+` FROM recordings r
+LEFT JOIN sessions s ON s.id = r.session_id
+WHERE r.state = 'recording' AND r.session_id <> '' AND (s.id IS NULL OR s.state <> 'activated')
+ORDER BY r.id`))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: stranded recordings: %w", err)
+	}
+	defer rows.Close()
+	var out []Recording
+	for rows.Next() {
+		r, err := scanRecording(rows)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: stranded recordings: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// prefixed puts p before every column of a comma-separated list.
+func prefixed(p, cols string) string {
+	out := ""
+	for i, c := range strings.Split(cols, ", ") {
+		if i > 0 {
+			out += ", "
+		}
+		out += p + c
+	}
+	return out
 }

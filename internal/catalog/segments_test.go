@@ -98,6 +98,9 @@ func testRecordingMoves(t *testing.T, drv backend) {
 		t.Errorf("service nodes with an orphaned recording: %q %v", ns, err)
 	}
 	o.Node = ""
+	if rs, err := s.StrandedRecordings(ctx); err != nil || len(rs) != 0 {
+		t.Errorf("stranded recordings of an active session: %+v %v", rs, err)
+	}
 	if err := s.MoveRecording(ctx, bl, late, o, Segment{Node: "b", Dir: "/b/r_2-2", State: "recording", StartedAt: late}); err != nil {
 		t.Fatal(err)
 	}
@@ -109,5 +112,8 @@ func testRecordingMoves(t *testing.T, drv backend) {
 	}
 	if ns, err := s.ServiceNodes(ctx); err != nil || len(ns) != 0 {
 		t.Errorf("service nodes of a finished session: %q %v", ns, err)
+	}
+	if rs, err := s.StrandedRecordings(ctx); err != nil || len(rs) != 1 || rs[0].ID != "r_2" || rs[0].Node != "b" || rs[0].Segment != 2 {
+		t.Errorf("stranded recordings of the finished session: %+v %v", rs, err)
 	}
 }

@@ -26,7 +26,9 @@ import (
 // Every round the node also stops the recording segments it writes and
 // closes the links it serves that the catalog says moved on
 // (recording.Service.Fence, session.Service.DropMovedLinks): a node that
-// was only cut off, and taken for dead, stops serving them.
+// was only cut off, and taken for dead, stops serving them. And it ends
+// the recordings of sessions no longer active whose node is dead
+// (recording.Service.EndStranded): nobody else would.
 type failover struct {
 	self       string
 	cat        *catalog.Store
@@ -42,11 +44,22 @@ type failover struct {
 func (f *failover) round(ctx context.Context) {
 	f.recordings.Fence(ctx)
 	f.sessions.DropMovedLinks(ctx)
+	if n, err := f.recordings.EndStranded(ctx, f.gone("")); err != nil {
+		f.log.Warn("failover: end stranded recordings", "ended", n, "err", err)
+	}
 	if !f.anyGone(ctx) {
 		return // the usual round: one query, not two a session
 	}
 	for _, l := range f.sessions.Leases() {
 		f.session(ctx, l.SessionID, "")
+	}
+}
+
+// gone tells whether a node is taken for dead: not this one, and from
+// (a node known to have stopped serving) or gone by the registry.
+func (f *failover) gone(from string) func(node string) bool {
+	return func(node string) bool {
+		return node != f.self && (node == from || f.registry.Gone(node))
 	}
 }
 
@@ -70,9 +83,7 @@ func (f *failover) anyGone(ctx context.Context) bool {
 // if set, is a node known to have stopped serving it (the owner it took
 // the session over from).
 func (f *failover) session(ctx context.Context, id, from string) {
-	gone := func(node string) bool {
-		return node != f.self && (node == from || f.registry.Gone(node))
-	}
+	gone := f.gone(from)
 	nodes, err := f.cat.LinkNodes(ctx, id)
 	if err != nil {
 		f.log.Warn("failover: the session's link nodes", "session", id, "err", err)

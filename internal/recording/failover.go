@@ -156,12 +156,60 @@ func (s *Service) Fence(ctx context.Context) {
 		case err != nil:
 			continue // the catalog cannot tell; the session's lease decides about the room
 		case r.Node == s.o.Node && max(r.Segment, 1) == max(l.cat.Segment, 1):
+			if sess, err := s.o.Catalog.GetSession(ctx, r.SessionID); err == nil && sess.State != "activated" {
+				// deactivated or ended through another node: its events
+				// reach this node's log, not its SessionEnded
+				s.log.Info("recording's session no longer active: stopping", "recording", r.ID, "session", r.SessionID)
+				go l.stop()
+			}
 			continue
 		}
 		s.log.Warn("recording moved on: stopping this node's segment", "recording", l.cat.ID,
 			"segment", l.cat.Segment, "now_on", r.Node, "now_segment", r.Segment)
 		go l.stop()
 	}
+}
+
+// EndStranded ends, as interrupted, the running recordings of sessions no
+// longer active whose node is gone (or nobody's): nobody continues them,
+// and their node will not stop them. It returns how many it ended. Any
+// node may do it (an end is fenced by the node and segment it read, and
+// the same end twice changes nothing). Without Options.Node it does
+// nothing.
+func (s *Service) EndStranded(ctx context.Context, gone func(node string) bool) (int, error) {
+	if s.o.Node == "" {
+		return 0, nil
+	}
+	recs, err := s.o.Catalog.StrandedRecordings(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if r.Node == s.o.Node || (r.Node != "" && !gone(r.Node)) {
+			continue
+		}
+		end := r
+		end.State, end.EndedAt = string(recorder.StateInterrupted), s.o.Now().UTC()
+		end.Duration, end.SizeBytes, end.Streams = max(end.EndedAt.Sub(r.StartedAt), 0), 0, 0
+		end.Error = "its node stopped and the session is no longer active"
+		if r.Node != "" {
+			end.Error = fmt.Sprintf("its node %s died and the session is no longer active", r.Node)
+		}
+		switch err := s.o.Catalog.EndRecording(ctx, end); {
+		case errors.Is(err, catalog.ErrMoved):
+			continue
+		case err != nil:
+			return n, err
+		}
+		n++
+		if stored, err := s.o.Catalog.GetRecording(ctx, r.ID); err == nil {
+			end = stored
+		}
+		s.publish(r.SessionID, event.RecordingStopped, view(end))
+		s.log.Warn("stranded recording ended", "recording", r.ID, "session", r.SessionID, "node", r.Node)
+	}
+	return n, nil
 }
 
 // reconcileSegments stores, at start-up in a cluster, what this node's

@@ -127,3 +127,66 @@ func TestAdoptAndFence(t *testing.T) {
 		t.Errorf("a's files: %+v", da.Files)
 	}
 }
+
+// TestSessionNoLongerActive: a session deactivated through another node
+// (only the catalog says so here) stops node a's recording of it at a's
+// next Fence, finished and announced; a recording of it whose node c died
+// is ended as interrupted by whichever node runs EndStranded, once c is
+// gone, and only once.
+func TestSessionNoLongerActive(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.cat.CreateSession(ctx, catalog.Session{ID: "s_1", State: "activated", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	a, aEv, _ := f.clusterNode(t, "a")
+	b, bEv, _ := f.clusterNode(t, "b")
+	r, err := a.Start(ctx, NewRecording{Session: "s_1", Owner: Operator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := catalog.Recording{ID: "r_dead", SessionID: "s_1", Owner: Operator, State: "recording", StartedAt: time.Now(),
+		Dir: "/elsewhere/r_dead", Node: "c"}
+	if err := f.cat.CreateRecording(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	a.Fence(ctx)
+	if a.Running() != 1 {
+		t.Fatal("Fence stopped a recording of an active session")
+	}
+	if n, err := b.EndStranded(ctx, func(string) bool { return true }); n != 0 || err != nil {
+		t.Fatalf("EndStranded ended %d recordings of an active session (%v)", n, err)
+	}
+	if err := f.cat.SetSessionState(ctx, "s_1", "deactivated", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	a.Fence(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Running() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, err := a.Lookup(ctx, r.ID); err != nil || got.State != "finished" {
+		t.Fatalf("a's recording after the session was deactivated elsewhere: %+v %v", got, err)
+	}
+	if ev := aEv.types(); len(ev) != 2 || ev[1] != event.RecordingStopped {
+		t.Errorf("a announced %v", ev)
+	}
+
+	if n, err := b.EndStranded(ctx, func(string) bool { return false }); n != 0 || err != nil {
+		t.Fatalf("EndStranded ended %d recordings of a live node (%v)", n, err)
+	}
+	gone := func(n string) bool { return n == "c" }
+	if n, err := b.EndStranded(ctx, gone); n != 1 || err != nil {
+		t.Fatalf("EndStranded ended %d recordings of the dead node (%v)", n, err)
+	}
+	if n, _ := b.EndStranded(ctx, gone); n != 0 {
+		t.Errorf("EndStranded ended the recording again: %d", n)
+	}
+	got, err := b.Lookup(ctx, "r_dead")
+	if err != nil || got.State != "interrupted" || got.EndedAt == nil || got.Error == "" {
+		t.Errorf("the dead node's recording: %+v %v", got, err)
+	}
+	if ev := bEv.types(); len(ev) != 1 || ev[0] != event.RecordingStopped {
+		t.Errorf("b announced %v, want recording.stopped", ev)
+	}
+}

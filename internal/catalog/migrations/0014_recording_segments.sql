@@ -25,3 +25,6 @@ CREATE TABLE recording_segments (
 
 INSERT INTO recording_segments (recording_id, seq, node_id, dir, state, started_at, ended_at, size_bytes, streams)
 SELECT id, 1, '', dir, state, started_at, ended_at, size_bytes, streams FROM recordings;
+
+-- Every failover round looks for running recordings (by state).
+CREATE INDEX recordings_state_idx ON recordings (state, session_id);
