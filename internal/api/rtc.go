@@ -29,6 +29,11 @@ func (w wsConn) Write(ctx context.Context, b []byte) error {
 	return w.c.Write(ctx, websocket.MessageText, b)
 }
 
+// Close ends the socket with a close frame (sfu.Closer).
+func (w wsConn) Close(code int, reason string) error {
+	return w.c.Close(websocket.StatusCode(code), reason)
+}
+
 // rtc is a browser member's signalling socket (docs/signalling.md). Only a
 // member token opens it: the node allocates nothing for anyone else.
 func (s *Server) rtc(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +60,7 @@ func (s *Server) rtc(w http.ResponseWriter, r *http.Request) {
 		c.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
 		return
 	}
-	c.Close(websocket.StatusNormalClosure, "")
+	c.Close(websocket.StatusNormalClosure, "") // if Serve has not closed it (sfu.Closer)
 }
 
 // memberSocket admits a member's socket (signalling, conversation): a

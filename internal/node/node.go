@@ -91,8 +91,11 @@ type Node struct {
 	thumbnails *thumbnail.Service
 	// composites make one video of several cameras.
 	composites *composite.Service
-	ln         net.Listener
-	http       *http.Server
+	// failover restarts what dead nodes ran of the sessions this node
+	// owns (a cluster only; failover.go).
+	failover *failover
+	ln       net.Listener
+	http     *http.Server
 	// gov measures capacity and load, admits and sheds (capacity.go).
 	gov     *capacity.Governor
 	govStop func()
@@ -186,7 +189,17 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.sessions = session.New(session.Options{Video: video, Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
 		Node:    leaseHolder(cfg),
-		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
+		OnTakeOver: func(sessionID, from string) {
+			if f := n.failover; f != nil {
+				f.session(context.Background(), sessionID, from)
+			}
+		},
+		OnRound: func(ctx context.Context) {
+			if f := n.failover; f != nil {
+				f.round(ctx)
+			}
+		},
+		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
 			LatchWindow: cfg.Relay.LatchWindow.Std()}})
@@ -197,6 +210,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
+	}
+	if leaseHolder(cfg) != "" {
+		n.failover = &failover{self: leaseHolder(cfg), cat: n.cat, sessions: n.sessions, recordings: n.recordings,
+			registry: n.registry, log: log.With("component", "failover")}
 	}
 	n.chat = chat.New(chat.Options{Catalog: n.cat, Relay: chatRelay{n.bus}, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
 		Logger: log.With("component", "chat")}, reg)
@@ -224,7 +241,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, reg, log); err != nil {
+	// A member rejoins on another node with room if this one goes.
+	rejoin := func() []capacity.Alternative { return n.alternatives(0) }
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, rejoin, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{

@@ -97,6 +97,7 @@ type Client struct {
 	tracks []sfu.TrackDesc
 	layers map[string]string
 	errs   []sfu.Frame
+	closed websocket.StatusCode // how the node closed the socket (-1 before, or without a close frame)
 }
 
 // Recv counts one remote track's packets.
@@ -208,7 +209,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	}
 	ws.SetReadLimit(sfu.MaxFrame)
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{opt: opt, ws: ws, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
+	c := &Client{opt: opt, ws: ws, closed: -1, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
 		recv: map[string]*Recv{}, layers: map[string]string{}}
 	if c.Sub, err = newPC(opt.Receive, opt); err != nil {
 		c.Close()
@@ -361,6 +362,9 @@ func (c *Client) read() {
 	for {
 		_, b, err := c.ws.Read(c.ctx)
 		if err != nil {
+			c.mu.Lock()
+			c.closed = websocket.CloseStatus(err)
+			c.mu.Unlock()
 			return
 		}
 		var f sfu.Frame
@@ -397,6 +401,14 @@ func (c *Client) read() {
 		default:
 		}
 	}
+}
+
+// CloseStatus is the close code the node's close frame had once the
+// socket is closed (Frames is closed), -1 if it had none or is open.
+func (c *Client) CloseStatus() websocket.StatusCode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Frames are the node's frames (all of them, including handled ones);

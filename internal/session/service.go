@@ -55,8 +55,16 @@ type Options struct {
 	// last renewal. "" owns every session, as a lone node.
 	Node                 string
 	LeaseTTL, LeaseRenew time.Duration
-	Logger               *slog.Logger
-	Now                  func() time.Time
+	// OnTakeOver, if set, is told (never under the service's lock) each
+	// time this node took a session over whose lease had expired, with the
+	// node that held it: the node restarts the session's media services
+	// that ran there (node/failover.go).
+	OnTakeOver func(sessionID, from string)
+	// OnRound, if set, runs after every lease round (RunLeases), outside
+	// the service's lock.
+	OnRound func(ctx context.Context)
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Service is the session service of one node.

@@ -67,8 +67,17 @@ type Config struct {
 	// conversation over a "conversation" data channel (datachan.go);
 	// without it every data channel is refused.
 	Conversations Conversations
-	Logger        *slog.Logger
+	// Failover, if set, names the other nodes of the cluster a member may
+	// rejoin on if this node goes (issue 16): the welcome frame carries
+	// them, and a "nodes" frame whenever they changed (checked every
+	// FailoverRefresh).
+	Failover func() []capacity.Alternative
+	Logger   *slog.Logger
 }
+
+// FailoverRefresh is how often a member's socket is sent the cluster's
+// nodes again if they changed (Config.Failover).
+const FailoverRefresh = 10 * time.Second
 
 func (c *Config) defaults() {
 	if !c.Addr.IsValid() {
