@@ -58,6 +58,7 @@ bench: test-deps build-bench microbench
 	./$(BENCH) mixer -out bench/results
 	./$(BENCH) recorder -out bench/results
 	./$(BENCH) chat -out bench/results
+	./$(BENCH) media -out bench/results
 	cd web && node bench/jointime.mjs ../bench/results
 
 bench-quick: test-deps build-bench

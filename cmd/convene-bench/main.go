@@ -12,6 +12,7 @@
 //	convene-bench mixer [flags]   audio mixing beside Janus AudioBridge
 //	convene-bench recorder [flags] recording beside Janus VideoRoom's recorder
 //	convene-bench chat [flags]    conversations (chat) through the node
+//	convene-bench media [flags]   composites, thumbnails and HLS viewers beside ffmpeg and nginx
 //
 // The benchmarks run the server as child processes (`convene serve`,
 // `convene relay`): the binary given by -convene, by default the `convene`
@@ -47,6 +48,7 @@ commands:
   mixer     audio mixing sessions of 10 members beside Janus AudioBridge (make bench)
   recorder  recorded streams at 128 kb/s and 5 Mb/s beside Janus VideoRoom's recorder (make bench)
   chat      conversations through the node: messages/s per core, latency, join (make bench)
+  media     composites, thumbnails/s and HLS viewers beside plain ffmpeg and ffmpeg's HLS behind nginx (make bench)
   version   print the version
 
 The benchmarks start the server binary given by -convene (default: the
@@ -80,6 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchRecCmd(args[1:], stdout, stderr)
 	case "chat":
 		return benchChatCmd(args[1:], stdout, stderr)
+	case "media":
+		return benchMediaCmd(args[1:], stdout, stderr)
 	case "rtc-load":
 		return rtcLoadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
