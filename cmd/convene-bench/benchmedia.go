@@ -18,10 +18,10 @@ func benchMediaCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
 	parts := fs.String("parts", "composites,thumbnails,hls", "what to measure: composites, thumbnails, hls")
 	peers := fs.Bool("peers", true, "measure the classic pipeline beside the node (plain ffmpeg composites; ffmpeg's HLS muxer behind Debian's nginx)")
-	quick := fs.Bool("quick", false, "fewer, shorter steps (about a minute and a half)")
-	compSteps := fs.String("steps", "1,2,3,4,6,8,10,12,16", "composite counts, in order; a series stops at the first that misses the bar")
-	thumbSteps := fs.String("thumbnail-steps", "4,8,16,32,48,64,96,128", "video tracks with a thumbnail grabber, in order")
-	viewerSteps := fs.String("viewer-steps", "50,100,200,400,800,1600,3200,6400", "HLS viewers, in order")
+	quick := fs.Bool("quick", false, "fewer, shorter steps: composites 1,2; 8 thumbnails; viewers 100,1000; 4 s windows (about a minute and a half)")
+	compSteps := fs.String("steps", "1,2,3,4,6,8,12,16", "composite counts, in order; a series stops at the first that misses the bar")
+	thumbSteps := fs.String("thumbnail-steps", "4,16,32,64,128", "video tracks with a thumbnail grabber, in order")
+	viewerSteps := fs.String("viewer-steps", "100,400,1600,3200,6400", "HLS viewers, in order")
 	warmup := fs.Duration("warmup", 3*time.Second, "warm-up of each step before its window")
 	window := fs.Duration("window", 8*time.Second, "measuring window of each composite and viewer step")
 	thumbWindow := fs.Duration("thumbnail-window", 12*time.Second, "measuring window of each thumbnail step (a multiple of the grabbers' 3 s)")
@@ -38,8 +38,8 @@ func benchMediaCmd(args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]string{"steps": "1,2,4", "thumbnail-steps": "4,16", "viewer-steps": "50,200,800",
-			"window": "4s", "thumbnail-window": "6s", "warmup": "2s", "budget": "85s"} {
+		for name, v := range map[string]string{"steps": "1,2", "thumbnail-steps": "8", "viewer-steps": "100,1000",
+			"window": "4s", "thumbnail-window": "6s", "warmup": "2s", "budget": "80s"} {
 			if !set[name] {
 				fs.Set(name, v)
 			}

@@ -105,7 +105,7 @@ func compositeSeries(ctx context.Context, cfg Config, rec *Recording, sys string
 		}
 	}()
 	for _, n := range cfg.CompositeSteps {
-		if !timeFor(cfg, end, 15*time.Second) {
+		if !timeFor(cfg, end, 3*time.Second) {
 			s.Note = fmt.Sprintf("stopped before %d composites: out of time budget", n)
 			break
 		}

@@ -23,9 +23,11 @@ const reanchorAfter = 2 * time.Second
 // first timestamp heard and anchor the earliest arrival so far relative to
 // its timestamp. A frame is late when it arrives more than LateAfter after
 // it is due: an encoder that falls behind its input makes every later
-// frame later, and they count late. Frames missing from the window show as
-// fewer received than its length asks for. The goroutine that reads the
-// stream owns it.
+// frame later, and they count late. The frames due in a window are those
+// its received frames' timestamps span (Span), so a frame missing between
+// two is missed whatever the window's edges cut; a stream that stops
+// altogether shows as too few arrivals (Bar.StarvedBelow). The goroutine
+// that reads the stream owns it.
 type FrameClock struct {
 	started    bool
 	ts0        uint32
@@ -34,6 +36,15 @@ type FrameClock struct {
 	Late       uint64
 	MaxLate    time.Duration
 	Reanchored int
+	// Span is the 90 kHz ticks the window's frames' timestamps cover, a
+	// run of the grid at a time (a new child starts another), and Runs the
+	// runs: Span/interval + Runs frames were due.
+	Span int64
+	Runs int
+	// first and last are the current run's first and last timestamps in
+	// the window, relative to ts0.
+	first, last int64
+	inRun       bool
 }
 
 // Frame records a frame with timestamp ts that arrived at atNs (ns on
@@ -45,15 +56,23 @@ func (c *FrameClock) Frame(ts uint32, atNs int64, inWindow bool) {
 	rel := int64(int32(ts-c.ts0)) * int64(time.Second) / 90000
 	transit := atNs - rel
 	if d := transit - c.anchor; d > int64(reanchorAfter) || d < -int64(reanchorAfter) {
-		c.ts0, c.anchor, transit = ts, atNs, atNs
+		c.ts0, c.anchor, transit, rel = ts, atNs, atNs, 0
 		c.Reanchored++
+		c.endRun()
 	}
 	if transit < c.anchor {
 		c.anchor = transit
 	}
 	if !inWindow {
+		c.endRun()
 		return
 	}
+	r := int64(int32(ts - c.ts0))
+	if !c.inRun {
+		c.first, c.last, c.inRun = r, r, true
+		c.Runs++
+	}
+	c.first, c.last = min(c.first, r), max(c.last, r)
 	c.Received++
 	late := time.Duration(transit - c.anchor)
 	if late > LateAfter {
@@ -62,10 +81,36 @@ func (c *FrameClock) Frame(ts uint32, atNs int64, inWindow bool) {
 	c.MaxLate = max(c.MaxLate, late)
 }
 
+// endRun adds the current run of the grid to Span.
+func (c *FrameClock) endRun() {
+	if c.inRun {
+		c.Span += c.last - c.first
+		c.inRun = false
+	}
+}
+
+// Window returns what the window counted (the current run ended) and
+// starts counting again, the grid kept.
+func (c *FrameClock) Window() FrameClock {
+	c.endRun()
+	w := *c
+	c.Received, c.Late, c.MaxLate, c.Span, c.Runs = 0, 0, 0, 0, 0
+	return w
+}
+
+// Due is how many frames at fps the window's timestamps span.
+func (c FrameClock) Due(fps int) uint64 {
+	if c.Runs == 0 {
+		return 0
+	}
+	return uint64(c.Span*int64(fps)/90000) + uint64(c.Runs)
+}
+
 // Frames is what the receivers of a step measured together.
 type Frames struct {
-	Streams  int    `json:"streams"`
-	Expected uint64 `json:"expected"` // streams × window × fps
+	Streams int `json:"streams"`
+	// Expected is the frames the received ones' timestamps span, at fps.
+	Expected uint64 `json:"expected"`
 	Received uint64 `json:"received"`
 	Late     uint64 `json:"late"`
 	// Starved counts streams that got under Bar.StarvedBelow of theirs.
@@ -77,20 +122,22 @@ type Frames struct {
 // Bar is what a step of composites must reach: every frame, or nearly,
 // received and on time, and no composite left far behind.
 var Bar = struct {
-	MinReceived  float64 // share of the expected frames received, all streams together
+	MinReceived  float64 // share of the frames due received, all streams together
 	MaxLate      float64 // share of the received frames late
-	StarvedBelow float64 // a stream under this share of its frames is starved; none may be
+	StarvedBelow float64 // a stream that got under this share of window × fps is starved; none may be
 }{MinReceived: 0.995, MaxLate: 0.005, StarvedBelow: 0.95}
 
-// SumFrames adds up the clocks of a window of length window at fps.
+// SumFrames adds up the windows (FrameClock.Window) of length window of
+// streams at fps.
 func SumFrames(cs []FrameClock, window time.Duration, fps int) Frames {
 	f := Frames{Streams: len(cs)}
-	per := uint64(window.Seconds()*float64(fps) + 0.5)
+	per := window.Seconds() * float64(fps)
 	for _, c := range cs {
-		f.Expected += per
-		f.Received += min(c.Received, per)
+		due := c.Due(fps)
+		f.Expected += due
+		f.Received += min(c.Received, due)
 		f.Late += c.Late
-		if float64(c.Received) < Bar.StarvedBelow*float64(per) {
+		if float64(c.Received) < Bar.StarvedBelow*per {
 			f.Starved++
 		}
 		f.LateMax = max(f.LateMax, float64(c.MaxLate)/1e6)

@@ -38,6 +38,10 @@ type ViewerSeries struct {
 	Note      string `json:"note,omitempty"`
 }
 
+// producerWindow is how long the producers' CPU is measured with nobody
+// watching.
+const producerWindow = 3 * time.Second
+
 // LimitShare is how close to the loopback limit the viewers' bytes a
 // second may come before the series stops there.
 const LimitShare = 0.9
@@ -153,7 +157,7 @@ func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end 
 	if peer != nil {
 		pa = sample(peer.ffmpegCPU)
 	}
-	sleep(ctx, 4*time.Second)
+	sleep(ctx, producerWindow)
 	conv.ProducerCPU = sample(children).since(a).CPU
 	var series []ViewerSeries
 	var ng ViewerSeries
@@ -168,9 +172,15 @@ func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end 
 	}
 	viewerSeries(ctx, cfg, &conv, openConvene, nodeOwn, limit, time.Now().Add(share))
 	series = append(series, conv)
+	if conv.Note != "" {
+		fmt.Fprintf(cfg.Log, "  hls/convene: %s\n", conv.Note)
+	}
 	if peer != nil {
 		viewerSeries(ctx, cfg, &ng, peer.open, func() float64 { return proc.TreeCPU(peer.ng.PID()) }, limit, end)
 		series = append(series, ng)
+		if ng.Note != "" {
+			fmt.Fprintf(cfg.Log, "  hls/nginx: %s\n", ng.Note)
+		}
 	} else if cfg.Peers {
 		series = append(series, ViewerSeries{System: "nginx", Note: peerNote})
 	}
@@ -214,7 +224,7 @@ func viewerSeries(ctx context.Context, cfg Config, s *ViewerSeries, open func(*h
 	// Players are not in step: the new ones start spread over a segment.
 	const spread = 2 * time.Second
 	for _, want := range cfg.ViewerSteps {
-		if !timeFor(cfg, end, spread+5*time.Second) {
+		if !timeFor(cfg, end, spread) {
 			s.Note = fmt.Sprintf("stopped before %d viewers: out of time budget", want)
 			break
 		}

@@ -146,7 +146,7 @@ func (r *frameReader) run() {
 // open starts a window: the counts start again, the grid stays.
 func (r *frameReader) open() {
 	r.mu.Lock()
-	r.clock.Received, r.clock.Late, r.clock.MaxLate = 0, 0, 0
+	r.clock.Window()
 	r.mu.Unlock()
 	r.inWindow.Store(true)
 }
@@ -156,7 +156,7 @@ func (r *frameReader) close() FrameClock {
 	r.inWindow.Store(false)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.clock
+	return r.clock.Window()
 }
 
 func (r *frameReader) stop() {

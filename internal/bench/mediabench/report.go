@@ -112,7 +112,8 @@ func formatComposites(b *strings.Builder, ss []CompositeSeries) {
 	b.WriteString("## Composites (2×2, 640×360, 15 fps, VP8)\n\n")
 	fmt.Fprintf(b, "Each composite shows four cameras; its RTP is read back (the node's through a receive-only link; ffmpeg's sent straight to this process) "+
 		"and every frame timed against the 15 fps grid of its RTP timestamps, anchored at the earliest arrival relative to its timestamp; "+
-		"late is more than %d ms after that. A step passes when ≥ %.1f%% of the frames due arrived, ≤ %.1f%% of them late, and no composite got under %.0f%% of its own.\n\n",
+		"late is more than %d ms after that. The frames due in a window are those its frames' timestamps span (a frame lost between two is missed, the window's edges cut none). "+
+		"A step passes when ≥ %.1f%% of the frames due arrived, ≤ %.1f%% of them late, and no composite got under %.0f%% of the window's 15 a second.\n\n",
 		LateAfter.Milliseconds(), 100*Bar.MinReceived, 100*Bar.MaxLate, 100*Bar.StarvedBelow)
 	b.WriteString("| system | composites | frames received | late | starved | latest ms | CPU (cores) | CPU per composite | load's CPU | machine busy / steal | others | pass |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")

@@ -84,12 +84,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.CameraKbps = rec.Bitrate() / 1000
 	fmt.Fprintf(cfg.Log, "camera: %d frames of VP8 %dx%d at %d fps, %.0f kb/s\n", loopFrames, CameraWidth, CameraHeight, CameraFPS, res.CameraKbps)
-	share := cfg.Budget / time.Duration(max(1, len(cfg.Parts)))
+	total := 0
+	for _, part := range cfg.Parts {
+		total += partWeight[part]
+	}
+	start := time.Now()
+	spent := 0
 	for _, part := range cfg.Parts {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		end := time.Now().Add(share)
+		// Each part ends at its share of the budget from the start, so
+		// one that finishes early leaves its time to the next.
+		spent += partWeight[part]
+		end := start.Add(cfg.Budget * time.Duration(spent) / time.Duration(max(1, total)))
 		switch part {
 		case "composites":
 			res.Composites = runComposites(ctx, cfg, rec, end)
@@ -105,6 +113,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	return res, ctx.Err()
 }
+
+// partWeight is each part's share of the budget: the composites and the
+// viewers have two series each (the node and its peer), the thumbnails one.
+var partWeight = map[string]int{"composites": 2, "thumbnails": 1, "hls": 2}
 
 // startNode starts the node a part measures.
 func startNode(cfg Config) (*convene.Node, error) {

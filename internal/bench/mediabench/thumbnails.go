@@ -92,7 +92,7 @@ func runThumbnails(ctx context.Context, cfg Config, rec *Recording, end time.Tim
 	}()
 	window := cfg.ThumbnailWindow
 	for _, want := range cfg.ThumbnailSteps {
-		if time.Now().Add(cfg.Warmup + window + 15*time.Second).After(end) {
+		if time.Now().Add(cfg.Warmup + window + 3*time.Second).After(end) {
 			s.Note = fmt.Sprintf("stopped before %d tracks: out of time budget", want)
 			break
 		}
