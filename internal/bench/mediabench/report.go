@@ -34,10 +34,10 @@ func Format(res Result) string {
 		res.CPUs, CameraWidth, CameraHeight, CameraFPS, res.CameraKbps, res.Window, res.Warmup)
 	formatSeed(&b, res)
 	if len(res.Composites) > 0 {
-		formatComposites(&b, res.Composites)
+		formatComposites(&b, res.Composites, res.CPUs)
 	}
 	if len(res.Thumbnails) > 0 {
-		formatThumbnails(&b, res.Thumbnails)
+		formatThumbnails(&b, res.Thumbnails, res.CPUs)
 	}
 	if len(res.HLS) > 0 {
 		formatHLS(&b, res.HLS, res.LoopbackMBps)
@@ -108,7 +108,25 @@ func lastOK(s ThumbSeries) int {
 	return 0
 }
 
-func formatComposites(b *strings.Builder, ss []CompositeSeries) {
+// cpuLimit is the machine's limit by CPU: its cores over one instance's
+// CPU, as if it scaled and nothing else ran.
+func cpuLimit(cpus int, per float64) string {
+	if per <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the machine's %d CPUs at that cost would hold %.0f", cpus, float64(cpus)/per)
+}
+
+// firstCPU is the CPU per instance of a series' first step, when none
+// passed: what one costs, if not on time.
+func firstCPU(ps []CompositePoint) float64 {
+	if len(ps) == 0 {
+		return 0
+	}
+	return ps[0].CPUPer
+}
+
+func formatComposites(b *strings.Builder, ss []CompositeSeries, cpus int) {
 	b.WriteString("## Composites (2×2, 640×360, 15 fps, VP8)\n\n")
 	fmt.Fprintf(b, "Each composite shows four cameras; its RTP is read back (the node's through a receive-only link; ffmpeg's sent straight to this process) "+
 		"and every frame timed against the 15 fps grid of its RTP timestamps, anchored at the earliest arrival relative to its timestamp; "+
@@ -129,7 +147,9 @@ func formatComposites(b *strings.Builder, ss []CompositeSeries) {
 	for _, s := range ss {
 		fmt.Fprintf(b, "- %s (%s): **%d composites** at full rate", s.System, s.Version, s.MaxOK)
 		if s.MaxOK > 0 {
-			fmt.Fprintf(b, ", %.3f cores each", s.CPUPer)
+			fmt.Fprintf(b, ", %.3f cores each%s", s.CPUPer, cpuLimit(cpus, s.CPUPer))
+		} else if c := firstCPU(s.Points); c > 0 {
+			fmt.Fprintf(b, " (one cost %.3f cores, late%s)", c, cpuLimit(cpus, c))
 		}
 		if s.Note != "" {
 			fmt.Fprintf(b, " — %s", s.Note)
@@ -159,7 +179,7 @@ func again(n int, retry bool) string {
 	return s
 }
 
-func formatThumbnails(b *strings.Builder, ss []ThumbSeries) {
+func formatThumbnails(b *strings.Builder, ss []ThumbSeries, cpus int) {
 	b.WriteString("## Thumbnails (JPEG every 3 s per video track, at most 320 wide)\n\n")
 	fmt.Fprintf(b, "N cameras, a grabber on each (started by the API's thumbnail.jpg, kept by asking again every 20 s); "+
 		"JPEGs counted by convene_thumbnail_images_total over the window. A step passes at ≥ %.0f%% of the N/3 a second due.\n\n", 100*ThumbBar)
@@ -176,7 +196,8 @@ func formatThumbnails(b *strings.Builder, ss []ThumbSeries) {
 	for _, s := range ss {
 		fmt.Fprintf(b, "- %s (%s): **%d grabbers**, %.1f JPEG/s at full rate", s.System, s.Version, s.MaxOK, s.PerSecond)
 		if s.MaxOK > 0 {
-			fmt.Fprintf(b, ", %.0f ms of CPU per JPEG (the decoder decodes every frame to keep one in 45)", s.CPUPerImage)
+			fmt.Fprintf(b, ", %.0f ms of CPU per JPEG (the decoder decodes every frame to keep one in 45)%s grabbers", s.CPUPerImage,
+				cpuLimit(cpus, s.Points[lastOK(s)].CPUPerGrabber))
 		}
 		if s.Note != "" {
 			fmt.Fprintf(b, " — %s", s.Note)

@@ -13,6 +13,7 @@ import (
 
 func sampleResult() Result {
 	res := Result{Run: results.NewRun(3*time.Second, 8*time.Second, -10), CameraKbps: 311, LoopbackMBps: 1500}
+	res.CPUs = 2
 	res.Composites = []CompositeSeries{
 		{System: "convene", Version: "convene test", MaxOK: 3, CPUPer: 0.21, Points: []CompositePoint{
 			{Composites: 3, Frames: Frames{Streams: 3, Expected: 360, Received: 360}, Usage: Usage{CPU: 0.63}, CPUPer: 0.21, OK: true},
@@ -42,7 +43,7 @@ func TestFormat(t *testing.T) {
 		"| Image grabber (H.261 → JPEG) | 50 | 70% | 1.4% | 16 grabbers (5.3 JPEG/s) | 0.7% of a core | – | – |",
 		"| RealStreaming producer (23 fps) | 4 | 90% | 22.5% | 800 viewers of one producer | producer 6.0% of a core | 1600 viewers of one producer | producer 5.0% of a core |",
 		"| convene | 4 (again) |",
-		"- convene (convene test): **3 composites** at full rate, 0.210 cores each",
+		"- convene (convene test): **3 composites** at full rate, 0.210 cores each; the machine's 2 CPUs at that cost would hold 10",
 		"- Convene / plain ffmpeg: 1.50× the composites, 1.05× the CPU per composite",
 		"- convene (convene test): **16 grabbers**, 5.3 JPEG/s at full rate, 20 ms of CPU per JPEG",
 		"| convene | 1600 | 0 | 0.00 |",
@@ -62,8 +63,10 @@ func TestFormat(t *testing.T) {
 	res := sampleResult()
 	res.Thumbnails, res.HLS = nil, nil
 	res.Composites[1].MaxOK = 0
+	res.Composites[1].Points[0].OK = false
 	md = Format(res)
-	if strings.Contains(md, "## Thumbnails") || strings.Contains(md, "## HLS") || !strings.Contains(md, "| 21.0% of a core | 0 | – |") {
+	if strings.Contains(md, "## Thumbnails") || strings.Contains(md, "## HLS") || !strings.Contains(md, "| 21.0% of a core | 0 | – |") ||
+		!strings.Contains(md, "**0 composites** at full rate (one cost 0.200 cores, late; the machine's 2 CPUs at that cost would hold 10)") {
 		t.Errorf("a partial run:\n%s", md)
 	}
 }
