@@ -49,7 +49,9 @@ type CompositeSeries struct {
 	// composite there.
 	MaxOK  int     `json:"max_ok"`
 	CPUPer float64 `json:"cpu_cores_per_composite_at_max"`
-	Note   string  `json:"note,omitempty"`
+	// Ended says why the series stopped (EndedMiss …).
+	Ended string `json:"ended"`
+	Note  string `json:"note,omitempty"`
 }
 
 // compositeRig is what a series grows: one more composite at a time, its
@@ -81,7 +83,12 @@ func runComposites(ctx context.Context, cfg Config, rec *Recording, end time.Tim
 }
 
 func compositeSeries(ctx context.Context, cfg Config, rec *Recording, sys string, end time.Time) CompositeSeries {
-	s := CompositeSeries{System: sys}
+	s := CompositeSeries{System: sys, Ended: EndedSteps}
+	defer func() {
+		if s.Note != "" && s.Ended == EndedSteps {
+			s.Ended = EndedError
+		}
+	}()
 	player := NewPlayer(rec, nil)
 	defer player.Stop()
 	var rig compositeRig
@@ -107,6 +114,7 @@ func compositeSeries(ctx context.Context, cfg Config, rec *Recording, sys string
 	for _, n := range cfg.CompositeSteps {
 		if !timeFor(cfg, end, 3*time.Second) {
 			s.Note = fmt.Sprintf("stopped before %d composites: out of time budget", n)
+			s.Ended = EndedBudget
 			break
 		}
 		t0 := time.Now()
@@ -155,6 +163,7 @@ func compositeSeries(ctx context.Context, cfg Config, rec *Recording, sys string
 		}
 		p := tries[len(tries)-1]
 		if !p.OK {
+			s.Ended = EndedMiss
 			break
 		}
 		s.MaxOK, s.CPUPer = n, p.CPUPer

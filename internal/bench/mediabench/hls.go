@@ -35,7 +35,9 @@ type ViewerSeries struct {
 	ProducerCPU float64 `json:"producer_cpu_cores"`
 	// ServerCPU says whose CPU the points' cpu is.
 	ServerCPU string `json:"server_cpu"`
-	Note      string `json:"note,omitempty"`
+	// Ended says why the series stopped (EndedMiss …).
+	Ended string `json:"ended"`
+	Note  string `json:"note,omitempty"`
 }
 
 // producerWindow is how long the producers' CPU is measured with nobody
@@ -56,7 +58,7 @@ const (
 func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end time.Time) []ViewerSeries {
 	conv := ViewerSeries{System: "convene", ServerCPU: "the node's process (its HLS child's encoding apart)"}
 	fail := func(err error) []ViewerSeries {
-		conv.Note = err.Error()
+		conv.Note, conv.Ended = err.Error(), EndedError
 		fmt.Fprintf(cfg.Log, "  hls: %v\n", err)
 		return []ViewerSeries{conv}
 	}
@@ -182,7 +184,7 @@ func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end 
 			fmt.Fprintf(cfg.Log, "  hls/nginx: %s\n", ng.Note)
 		}
 	} else if cfg.Peers {
-		series = append(series, ViewerSeries{System: "nginx", Note: peerNote})
+		series = append(series, ViewerSeries{System: "nginx", Note: peerNote, Ended: EndedError})
 	}
 	return series
 }
@@ -221,11 +223,13 @@ func viewerSeries(ctx context.Context, cfg Config, s *ViewerSeries, open func(*h
 		wg.Wait()
 	}()
 	viewers := 0
+	s.Ended = EndedSteps
 	// Players are not in step: the new ones start spread over a segment.
 	const spread = 2 * time.Second
 	for _, want := range cfg.ViewerSteps {
 		if !timeFor(cfg, end, spread) {
 			s.Note = fmt.Sprintf("stopped before %d viewers: out of time budget", want)
+			s.Ended = EndedBudget
 			break
 		}
 		k := want - viewers
@@ -260,11 +264,12 @@ func viewerSeries(ctx context.Context, cfg Config, s *ViewerSeries, open func(*h
 		}
 		p := tries[len(tries)-1]
 		if !p.OK {
+			s.Ended = EndedMiss
 			break
 		}
 		s.MaxOK, s.MBps = want, p.MBps
 		if limit > 0 && p.MBps >= LimitShare*limit {
-			s.AtLimit = true
+			s.AtLimit, s.Ended = true, EndedLimit
 			break
 		}
 	}

@@ -151,13 +151,19 @@ func formatComposites(b *strings.Builder, ss []CompositeSeries, cpus int) {
 		} else if c := firstCPU(s.Points); c > 0 {
 			fmt.Fprintf(b, " (one cost %.3f cores, late%s)", c, cpuLimit(cpus, c))
 		}
+		fmt.Fprintf(b, "; ended at %s", s.Ended)
 		if s.Note != "" {
 			fmt.Fprintf(b, " — %s", s.Note)
 		}
 		b.WriteString("\n")
 	}
 	if c, f := findComp(ss, "convene"), findComp(ss, "ffmpeg"); c != nil && f != nil && c.MaxOK > 0 && f.MaxOK > 0 && f.CPUPer > 0 {
-		fmt.Fprintf(b, "- Convene / plain ffmpeg: %.2f× the composites, %.2f× the CPU per composite\n", float64(c.MaxOK)/float64(f.MaxOK), c.CPUPer/f.CPUPer)
+		if found(c.Ended) && found(f.Ended) {
+			fmt.Fprintf(b, "- Convene / plain ffmpeg: %.2f× the composites, ", float64(c.MaxOK)/float64(f.MaxOK))
+		} else {
+			b.WriteString("- Convene / plain ffmpeg: no ratio of composites (a series did not end at a miss), ")
+		}
+		fmt.Fprintf(b, "%.2f× the CPU per composite at their most\n", c.CPUPer/f.CPUPer)
 	}
 	b.WriteString("\n")
 }
@@ -199,6 +205,7 @@ func formatThumbnails(b *strings.Builder, ss []ThumbSeries, cpus int) {
 			fmt.Fprintf(b, ", %.0f ms of CPU per JPEG (the decoder decodes every frame to keep one in 45)%s grabbers", s.CPUPerImage,
 				cpuLimit(cpus, s.Points[lastOK(s)].CPUPerGrabber))
 		}
+		fmt.Fprintf(b, "; ended at %s", s.Ended)
 		if s.Note != "" {
 			fmt.Fprintf(b, " — %s", s.Note)
 		}
@@ -233,9 +240,7 @@ func formatHLS(b *strings.Builder, ss []ViewerSeries, limit float64) {
 		if limit > 0 {
 			fmt.Fprintf(b, " (%.2f%% of the loopback limit)", 100*s.MBps/limit)
 		}
-		if s.AtLimit {
-			b.WriteString(", stopped at the loopback limit")
-		}
+		fmt.Fprintf(b, "; ended at %s", s.Ended)
 		if s.ProducerCPU > 0 {
 			fmt.Fprintf(b, "; producer %.2f cores with nobody watching", s.ProducerCPU)
 		}
@@ -248,7 +253,11 @@ func formatHLS(b *strings.Builder, ss []ViewerSeries, limit float64) {
 		b.WriteString("\n")
 	}
 	if len(ss) == 2 && ss[1].MaxOK > 0 && ss[0].MaxOK > 0 {
-		fmt.Fprintf(b, "- Convene / nginx viewers: %.2f×\n", float64(ss[0].MaxOK)/float64(ss[1].MaxOK))
+		if found(ss[0].Ended) && found(ss[1].Ended) {
+			fmt.Fprintf(b, "- Convene / nginx viewers: %.2f×\n", float64(ss[0].MaxOK)/float64(ss[1].MaxOK))
+		} else {
+			b.WriteString("- Convene / nginx viewers: no ratio (a series did not end at a miss or the limit)\n")
+		}
 	}
 	b.WriteString("\n")
 }

@@ -114,6 +114,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, ctx.Err()
 }
 
+// Why a series ended: only a series that ended at a miss (or at the
+// machine's limit) found its system's most; a ratio of two is printed only
+// then.
+const (
+	EndedMiss   = "a miss"
+	EndedLimit  = "the loopback limit"
+	EndedBudget = "the time budget"
+	EndedSteps  = "its last step, all passed"
+	EndedError  = "an error"
+)
+
+// found says whether a series that ended so found its system's most.
+func found(ended string) bool { return ended == EndedMiss || ended == EndedLimit }
+
 // partWeight is each part's share of the budget: the composites and the
 // viewers have two series each (the node and its peer), the thumbnails one.
 var partWeight = map[string]int{"composites": 2, "thumbnails": 1, "hls": 2}

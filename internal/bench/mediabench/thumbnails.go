@@ -49,12 +49,17 @@ type ThumbSeries struct {
 	MaxOK       int     `json:"max_ok"`
 	PerSecond   float64 `json:"images_per_s_at_max"`
 	CPUPerImage float64 `json:"cpu_ms_per_image_at_max"`
-	Note        string  `json:"note,omitempty"`
+	// Ended says why the series stopped (EndedMiss …).
+	Ended string `json:"ended"`
+	Note  string `json:"note,omitempty"`
 }
 
 func runThumbnails(ctx context.Context, cfg Config, rec *Recording, end time.Time) []ThumbSeries {
-	s := ThumbSeries{System: "convene"}
+	s := ThumbSeries{System: "convene", Ended: EndedSteps}
 	defer func() {
+		if s.Note != "" && s.Ended == EndedSteps {
+			s.Ended = EndedError
+		}
 		if s.Note != "" {
 			fmt.Fprintf(cfg.Log, "  thumbnails/convene: %s\n", s.Note)
 		}
@@ -94,6 +99,7 @@ func runThumbnails(ctx context.Context, cfg Config, rec *Recording, end time.Tim
 	for _, want := range cfg.ThumbnailSteps {
 		if time.Now().Add(cfg.Warmup + window + 3*time.Second).After(end) {
 			s.Note = fmt.Sprintf("stopped before %d tracks: out of time budget", want)
+			s.Ended = EndedBudget
 			break
 		}
 		t0 := time.Now()
@@ -109,10 +115,10 @@ func runThumbnails(ctx context.Context, cfg Config, rec *Recording, end time.Tim
 				added = append(added, track{cs.id, l.ID})
 			}
 		}
-		// Start the new grabbers together, a few requests at a time; each
+		// Start the new grabbers together, 32 requests at a time; each
 		// answers with its first image.
 		errs := make(chan error, len(added))
-		sem := make(chan struct{}, 8)
+		sem := make(chan struct{}, 32)
 		for _, t := range added {
 			sem <- struct{}{}
 			go func() {
@@ -168,6 +174,7 @@ func runThumbnails(ctx context.Context, cfg Config, rec *Recording, end time.Tim
 		}
 		p := tries[len(tries)-1]
 		if !p.OK {
+			s.Ended = EndedMiss
 			break
 		}
 		s.MaxOK, s.PerSecond, s.CPUPerImage = k, p.PerSecond, p.CPUPerImage
