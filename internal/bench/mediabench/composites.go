@@ -71,8 +71,9 @@ func runComposites(ctx context.Context, cfg Config, rec *Recording, end time.Tim
 		systems = append(systems, "ffmpeg")
 	}
 	var out []CompositeSeries
-	for i, sys := range systems {
-		share := time.Until(end) / time.Duration(len(systems)-i)
+	// Each system the same time, whatever the one before it left over.
+	share := time.Until(end) / time.Duration(len(systems))
+	for _, sys := range systems {
 		s := compositeSeries(ctx, cfg, rec, sys, time.Now().Add(share))
 		if s.Note != "" {
 			fmt.Fprintf(cfg.Log, "  composites/%s: %s\n", sys, s.Note)

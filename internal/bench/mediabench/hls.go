@@ -168,6 +168,7 @@ func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end 
 			ServerCPU: "nginx's master and workers", ProducerCPU: sample(peer.ffmpegCPU).since(pa).CPU}
 	}
 	fmt.Fprintf(cfg.Log, "  hls: producers with no viewers: node's child %.2f cores, ffmpeg's %.2f\n", conv.ProducerCPU, ng.ProducerCPU)
+	// Each origin the same time, whatever the first left over.
 	share := time.Until(end)
 	if peer != nil {
 		share /= 2
@@ -178,7 +179,7 @@ func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end 
 		fmt.Fprintf(cfg.Log, "  hls/convene: %s\n", conv.Note)
 	}
 	if peer != nil {
-		viewerSeries(ctx, cfg, &ng, peer.open, func() float64 { return proc.TreeCPU(peer.ng.PID()) }, limit, end)
+		viewerSeries(ctx, cfg, &ng, peer.open, func() float64 { return proc.TreeCPU(peer.ng.PID()) }, limit, time.Now().Add(share))
 		series = append(series, ng)
 		if ng.Note != "" {
 			fmt.Fprintf(cfg.Log, "  hls/nginx: %s\n", ng.Note)
