@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"html"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -245,6 +246,17 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// ReadFrom hands a body read from r (http.ServeContent's file: HLS
+// segments, exports) to the server's own ReadFrom, which sends a file with
+// sendfile(2) instead of copying it through a buffer; without it the
+// wrapper would hide that from io.Copy.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 }
 
 // Unwrap lets http.ResponseController and the WebSocket upgrade reach the
