@@ -1,0 +1,238 @@
+package broker
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/convene/convene/internal/media"
+)
+
+// Recent is how long a simulcast layer counts as heard after its last
+// packet. A browser sends its top layer only from a camera large enough
+// and with bandwidth to spare (Chromium sends two of the web app's three
+// layers from a 640×360 camera, none of the top one), and drops and adds
+// layers as its bandwidth estimate moves: a receiver that takes one layer
+// takes the highest heard within Recent, not a fixed one.
+const Recent = 2 * time.Second
+
+// askAgain is how long a receiver waiting to switch layers waits for a
+// keyframe before it asks the publisher again (a PLI may be lost).
+const askAgain = time.Second
+
+// Source names a camera: a track of its own, or the simulcast source
+// (owner and stream) whose layer it is.
+type Source struct {
+	track         *Track // without simulcast
+	owner, stream string // a layer's
+}
+
+// SourceOf is the source t belongs to.
+func SourceOf(t *Track) Source {
+	if t.info.Layer == 0 {
+		return Source{track: t}
+	}
+	return Source{owner: t.owner, stream: t.info.Stream}
+}
+
+// Heard returns when a simulcast layer last published a packet (zero
+// before the first, and for a track without simulcast, which keeps no
+// time).
+func (t *Track) Heard() time.Time {
+	ns := t.heard.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// heardWithin reports whether t counts as heard at now: a track without
+// simulcast always does.
+func heardWithin(t *Track, now time.Time) bool {
+	if t.info.Layer == 0 {
+		return true
+	}
+	h := t.heard.Load()
+	return h != 0 && now.UnixNano()-h < int64(Recent)
+}
+
+// Highest returns, of one source's tracks, the highest layer heard within
+// Recent of now; nil if none was.
+func Highest(layers []*Track, now time.Time) *Track {
+	var best *Track
+	for _, t := range layers {
+		if heardWithin(t, now) && (best == nil || t.info.Layer > best.info.Layer) {
+			best = t
+		}
+	}
+	return best
+}
+
+// HighestOf returns each source's highest layer among ts (a track without
+// simulcast is its source's only one). The caller leaves out what it does
+// not count as heard.
+func HighestOf(ts []*Track) map[Source]*Track {
+	best := make(map[Source]*Track, len(ts))
+	for _, t := range ts {
+		k := SourceOf(t)
+		if b := best[k]; b == nil || t.info.Layer > b.info.Layer {
+			best[k] = t
+		}
+	}
+	return best
+}
+
+// Layers returns the room's tracks of t's source, lowest layer first: t
+// alone for a track without simulcast.
+func (r *Room) Layers(t *Track) []*Track {
+	if t.info.Layer == 0 {
+		return []*Track{t}
+	}
+	k := SourceOf(t)
+	r.mu.Lock()
+	var out []*Track
+	for _, x := range r.tracks {
+		if x.info.Layer != 0 && SourceOf(x) == k {
+			out = append(out, x)
+		}
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].info.Layer < out[j].info.Layer })
+	return out
+}
+
+// Best returns the track of t's source a receiver that takes one layer
+// should take now: the highest layer heard within Recent, else (nothing
+// heard yet, or all silent) the highest layer there is. A track without
+// simulcast is its own best.
+func (r *Room) Best(t *Track) *Track {
+	ls := r.Layers(t)
+	if len(ls) == 0 {
+		return t // it left
+	}
+	r.mu.Lock()
+	now := r.now()
+	r.mu.Unlock()
+	if b := Highest(ls, now); b != nil {
+		return b
+	}
+	return ls[len(ls)-1]
+}
+
+// SetClock makes the room's tracks read the time from now (tests); call
+// it before the first Join.
+func (r *Room) SetClock(now func() time.Time) {
+	r.mu.Lock()
+	r.now = now
+	r.mu.Unlock()
+}
+
+// layerPick is what a member that is not Layered subscribes to a
+// simulcast source's layers through: it passes on the packets of one
+// layer, the highest heard within Recent, and changes layers only on the
+// new one's keyframe, asking the publisher for it. Until then it passes
+// on the old layer, if that still sends.
+//
+// The packets keep their publisher's SSRC, sequence numbers and
+// timestamps: a change of layers is a new SSRC that starts with a
+// keyframe to the member's endpoint.
+type layerPick struct {
+	sink Sink
+	// layers are the source's layers the member is subscribed to;
+	// written under the room's mu, copy on write.
+	layers atomic.Pointer[[]*Track]
+
+	mu          sync.Mutex // a leaf: never held while calling out
+	cur, target *Track     // the layer passed on; the one to change to
+	asked       time.Time  // when target's publisher was last asked for a keyframe
+}
+
+type pickKey struct {
+	member string
+	src    Source
+}
+
+// Deliver passes p on if it is of the layer chosen, and changes layers
+// on a keyframe of the new one.
+func (lp *layerPick) Deliver(p *media.Packet, from *Track) {
+	now := time.Unix(0, from.heard.Load()) // Publish stamped it just now
+	best := Highest(*lp.layers.Load(), now)
+	var ask *Track
+	lp.mu.Lock()
+	if best != nil && best != lp.target {
+		lp.target, lp.asked, ask = best, now, best
+	}
+	pass := from == lp.cur
+	if !pass && from == lp.target {
+		if lp.cur == nil || keyframeOf(from, p) {
+			lp.cur, pass = from, true
+		} else if now.Sub(lp.asked) >= askAgain {
+			lp.asked, ask = now, from
+		}
+	}
+	lp.mu.Unlock()
+	if ask != nil {
+		ask.RequestKeyframe()
+	}
+	if pass {
+		lp.sink.Deliver(p, from)
+	} else {
+		p.Release()
+	}
+}
+
+// keyframeOf reports whether p starts a keyframe of t's codec.
+func keyframeOf(t *Track, p *media.Packet) bool {
+	b := p.Bytes()
+	off, ok := media.PayloadOffset(b)
+	return ok && off < len(b) && media.Keyframe(t.info.Codec, b[off:])
+}
+
+// subscribeLocked subscribes member id (m) to track t: straight to its
+// sink, or for a simulcast layer and a member that is not Layered,
+// through the source's layerPick. Under mu.
+func (r *Room) subscribeLocked(t *Track, id string, m Member) {
+	if m.Layered || t.info.Layer == 0 {
+		t.subscribe(id, m.Sink)
+		return
+	}
+	k := pickKey{id, SourceOf(t)}
+	lp := r.picks[k]
+	if lp == nil {
+		lp = &layerPick{sink: m.Sink}
+		lp.layers.Store(&[]*Track{})
+		r.picks[k] = lp
+	}
+	if _, ok := t.subscribed[id]; !ok {
+		next := append(append([]*Track(nil), *lp.layers.Load()...), t)
+		lp.layers.Store(&next)
+	}
+	t.subscribe(id, lp)
+}
+
+// unsubscribeLocked undoes subscribeLocked. Under mu.
+func (r *Room) unsubscribeLocked(t *Track, id string) {
+	t.unsubscribe(id)
+	r.dropLayerLocked(pickKey{id, SourceOf(t)}, t)
+}
+
+// dropLayerLocked takes layer t out of a pick, and the pick away with its
+// last layer. Under mu.
+func (r *Room) dropLayerLocked(k pickKey, t *Track) {
+	lp := r.picks[k]
+	if lp == nil {
+		return
+	}
+	var next []*Track
+	for _, x := range *lp.layers.Load() {
+		if x != t {
+			next = append(next, x)
+		}
+	}
+	if len(next) == 0 {
+		delete(r.picks, k)
+		return
+	}
+	lp.layers.Store(&next)
+}

@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/media"
+)
+
+// vp8 publishes one VP8 packet on tr: a keyframe's first packet or a
+// delta frame's (RFC 7741 §4.2–4.3: S=1, PID 0; the payload header's P
+// bit is 0 on a keyframe).
+func vp8(tr *Track, key bool) {
+	p := media.NewPacket()
+	b := p.Buffer()
+	copy(b, []byte{0x80, 96, 0, 1, 0, 0, 0, 1, 0, 0, 0, 9})
+	b[12], b[13] = 0x10, 0x01
+	if key {
+		b[13] = 0x00
+	}
+	p.SetLen(20)
+	tr.Publish(p)
+}
+
+// TestLayerPick: a receiver that is not Layered gets, of a simulcast
+// camera whose top (primary) layer never comes, the highest layer heard
+// within Recent; it changes up to a new layer on that layer's keyframe
+// (until then it gets the old one), down when its layer has been silent
+// for Recent, asks the publisher for the keyframe it waits for and asks
+// again after askAgain.
+func TestLayerPick(t *testing.T) {
+	r := NewRoom("s")
+	now := time.Unix(1000, 0)
+	r.SetClock(func() time.Time { return now })
+	var got []string
+	sink := SinkFunc(func(p *media.Packet, from *Track) {
+		got = append(got, from.Publisher())
+		p.Release()
+	})
+	if _, err := r.Join(Member{ID: "plain", Kind: media.Video, Receives: true, Sink: sink}); err != nil {
+		t.Fatal(err)
+	}
+	var asks [3]atomic.Int32
+	var layers [3]*Track
+	for i, id := range []string{"l", "m", "h"} {
+		tr, err := r.Join(Member{ID: id, Kind: media.Video, Sends: true, Owner: "ada", Keyframe: func() { asks[i].Add(1) },
+			Info: TrackInfo{Codec: "video/VP8", Stream: "ada-camera", Layer: i + 1, Primary: i == 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers[i] = tr
+	}
+	l, m := layers[0], layers[1]
+	step := func(what string, d time.Duration, tr *Track, key bool, want string) {
+		t.Helper()
+		now = now.Add(d)
+		got = nil
+		vp8(tr, key)
+		if (len(got) == 1 && got[0] != want) || (len(got) == 0) != (want == "") {
+			t.Errorf("%s: the receiver got %v, want %q", what, got, want)
+		}
+	}
+	step("the first packet, low layer", 0, l, true, "l")
+	step("a delta frame of the middle layer", 10*time.Millisecond, m, false, "")
+	step("the low layer while waiting", 10*time.Millisecond, l, false, "l")
+	if a := asks[1].Load(); a != 1 {
+		t.Errorf("the middle layer was asked for %d keyframes, want 1", a)
+	}
+	step("the middle layer's keyframe", 10*time.Millisecond, m, true, "m")
+	step("the low layer after the change", 10*time.Millisecond, l, false, "")
+	step("the middle layer", 10*time.Millisecond, m, false, "m")
+	if r.Best(l) != m {
+		t.Errorf("Best = %s, want the middle layer", r.Best(l).Publisher())
+	}
+
+	// The middle layer goes silent: after Recent the low one, from its keyframe.
+	asked := asks[0].Load()
+	step("the low layer before Recent", Recent/2, l, false, "")
+	step("the low layer after Recent", Recent, l, false, "")
+	if a := asks[0].Load() - asked; a != 1 {
+		t.Errorf("the low layer was asked for %d keyframes on the change down, want 1", a)
+	}
+	step("the low layer, still no keyframe", askAgain, l, false, "")
+	if a := asks[0].Load() - asked; a != 2 {
+		t.Errorf("the low layer was asked %d times, want 2 (again after askAgain)", a)
+	}
+	step("the low layer's keyframe", 10*time.Millisecond, l, true, "l")
+	if r.Best(m) != l {
+		t.Errorf("Best = %s, want the low layer", r.Best(m).Publisher())
+	}
+	if asks[2].Load() != 0 {
+		t.Error("the top layer, never heard, was asked for a keyframe")
+	}
+
+	// A layer that leaves is no longer picked; the last one's leaving
+	// takes the pick away.
+	r.Leave("l")
+	r.Leave("m")
+	r.Leave("h")
+	if n := len(r.picks); n != 0 {
+		t.Errorf("%d picks left after the source left", n)
+	}
+}
