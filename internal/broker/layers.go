@@ -69,6 +69,22 @@ func Highest(layers []*Track, now time.Time) *Track {
 	return best
 }
 
+// HeardOf returns those of one source's tracks heard within Recent of now
+// (a track without simulcast always counts), in their order; all of them
+// if none was, so that a receiver still starts before the first packet.
+func HeardOf(ts []*Track, now time.Time) []*Track {
+	var out []*Track
+	for _, t := range ts {
+		if heardWithin(t, now) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return ts
+	}
+	return out
+}
+
 // HighestOf returns each source's highest layer among ts (a track without
 // simulcast is its source's only one). The caller leaves out what it does
 // not count as heard.
