@@ -17,8 +17,6 @@ import (
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/rtp/codecs"
-	"github.com/pion/sdp/v3"
-	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
@@ -91,24 +89,7 @@ func publishClip(ctx context.Context, pub *rtctest.Client, clip [][]byte, layers
 			}()
 		}
 	}
-	// pion's sender writes no MID or RID header extension; a browser
-	// does, and the node tells the layers apart by them.
-	var midExt, ridExt uint8
-	var mid string
-	for _, tr := range pub.Pub.GetTransceivers() {
-		if tr.Kind() != webrtc.RTPCodecTypeVideo {
-			continue
-		}
-		mid = tr.Mid()
-		for _, h := range tr.Sender().GetParameters().HeaderExtensions {
-			switch h.URI {
-			case sdp.SDESMidURI:
-				midExt = uint8(h.ID)
-			case sdp.SDESRTPStreamIDURI:
-				ridExt = uint8(h.ID)
-			}
-		}
-	}
+	mid, midExt, ridExt := pub.SimulcastExtensions()
 	_, video := pub.LocalTracks()
 	pz := make([]rtp.Packetizer, len(layers))
 	for i := range layers {
@@ -168,13 +149,7 @@ func startLowLayers(t *testing.T, ctx context.Context, beforePublish func(n *Nod
 		t.Fatal(err)
 	}
 	ll := &lowLayers{n: n, session: s.ID, ada: ada, tok: tok, plis: publishClip(ctx, pub, clip, 0, 1)} // l and m, no h
-	for _, tr := range pub.Pub.GetTransceivers() {
-		for _, h := range tr.Sender().GetParameters().HeaderExtensions {
-			if h.URI == sdp.SDESRTPStreamIDURI {
-				ll.ridExt = uint8(h.ID)
-			}
-		}
-	}
+	_, _, ll.ridExt = pub.SimulcastExtensions()
 	return ll
 }
 
