@@ -134,8 +134,15 @@ func (s *Service) grabber(session, track string) (*Grabber, error) {
 	k := key{session, track}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g := s.grabbers[k]; g != nil && g.track == t {
-		return g, nil
+	if g := s.grabbers[k]; g != nil {
+		if broker.SourceOf(g.track) == broker.SourceOf(t) {
+			return g, nil // the same camera, maybe by another of its layers
+		}
+		// Another track by that name now: the old grabber would never be
+		// closed once out of the map (remove closes only its own).
+		delete(s.grabbers, k)
+		s.o.Metrics.grabbers.Dec()
+		go g.close()
 	}
 	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
