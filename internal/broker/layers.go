@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -150,9 +151,11 @@ func (r *Room) SetClock(now func() time.Time) {
 // new one's keyframe, asking the publisher for it. Until then it passes
 // on the old layer, if that still sends.
 //
-// The packets keep their publisher's SSRC, sequence numbers and
-// timestamps: a change of layers is a new SSRC that starts with a
-// keyframe to the member's endpoint.
+// Until the first change the packets go on as they came (shared, no
+// copy). From then on each is a copy with the first layer's SSRC and
+// sequence numbers and timestamps that run on across the change, so the
+// member's endpoint (a SIP phone, ffmpeg) sees one stream, not a new
+// SSRC whose numbers jump.
 type layerPick struct {
 	sink Sink
 	// layers are the source's layers the member is subscribed to;
@@ -162,6 +165,40 @@ type layerPick struct {
 	mu          sync.Mutex // a leaf: never held while calling out
 	cur, target *Track     // the layer passed on; the one to change to
 	asked       time.Time  // when target's publisher was last asked for a keyframe
+	out         continuity // what went out, for the copies after a change
+}
+
+// continuity rewrites the packets of a layerPick after its first change
+// of layers (under its mu).
+type continuity struct {
+	started, rewrite bool
+	ssrc             uint32 // the stream's SSRC: its first layer's
+	seqOff           uint16 // subtracted from the current layer's …
+	tsOff            uint32
+	lastSeq          uint16 // … to continue from these
+	lastTS           uint32
+	lastAt           time.Time
+}
+
+// change sets the offsets that make the first packet of a new layer
+// (seq, ts at now) follow the last one sent, a frame's time later at
+// least.
+func (c *continuity) change(seq uint16, ts uint32, now time.Time, rate uint32) {
+	gap := uint32(max(1, now.Sub(c.lastAt).Seconds()*float64(rate)))
+	c.seqOff, c.tsOff, c.rewrite = seq-(c.lastSeq+1), ts-(c.lastTS+gap), true
+}
+
+// next notes the packet (ssrc, seq, ts) going out and returns its
+// numbers: as they came before the first change, else rewritten.
+func (c *continuity) next(ssrc uint32, seq uint16, ts uint32, now time.Time) (uint16, uint32) {
+	if !c.started {
+		c.started, c.ssrc = true, ssrc
+	}
+	seq, ts = seq-c.seqOff, ts-c.tsOff
+	if int16(seq-c.lastSeq) > 0 || c.lastAt.IsZero() {
+		c.lastSeq, c.lastTS, c.lastAt = seq, ts, now
+	}
+	return seq, ts
 }
 
 type pickKey struct {
@@ -179,23 +216,54 @@ func (lp *layerPick) Deliver(p *media.Packet, from *Track) {
 	if best != nil && best != lp.target {
 		lp.target, lp.asked, ask = best, now, best
 	}
-	pass := from == lp.cur
-	if !pass && from == lp.target {
+	b := p.Bytes()
+	ok := len(b) >= 12
+	pass := ok && from == lp.cur
+	if ok && !pass && from == lp.target {
 		if lp.cur == nil || keyframeOf(from, p) {
+			if lp.cur != nil && lp.out.started {
+				lp.out.change(binary.BigEndian.Uint16(b[2:]), binary.BigEndian.Uint32(b[4:]), now, rateOf(from))
+			}
 			lp.cur, pass = from, true
 		} else if now.Sub(lp.asked) >= askAgain {
 			lp.asked, ask = now, from
+		}
+	}
+	var out *media.Packet
+	if pass {
+		seq, ts := lp.out.next(binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint16(b[2:]), binary.BigEndian.Uint32(b[4:]), now)
+		if lp.out.rewrite { // p is shared: a copy of its own
+			out = media.NewPacket()
+			w := out.Buffer()[:len(b)]
+			copy(w, b)
+			binary.BigEndian.PutUint16(w[2:], seq)
+			binary.BigEndian.PutUint32(w[4:], ts)
+			binary.BigEndian.PutUint32(w[8:], lp.out.ssrc)
+			out.SetLen(len(b))
+			out.Kind = p.Kind
 		}
 	}
 	lp.mu.Unlock()
 	if ask != nil {
 		ask.RequestKeyframe()
 	}
-	if pass {
-		lp.sink.Deliver(p, from)
-	} else {
+	switch {
+	case !pass:
 		p.Release()
+	case out != nil:
+		p.Release()
+		lp.sink.Deliver(out, from)
+	default:
+		lp.sink.Deliver(p, from)
 	}
+}
+
+// rateOf is a video track's RTP clock rate (90 kHz unless it says).
+func rateOf(t *Track) uint32 {
+	if r := t.info.ClockRate; r != 0 {
+		return r
+	}
+	return 90000
 }
 
 // keyframeOf reports whether p starts a keyframe of t's codec.

@@ -155,7 +155,8 @@ func startLowLayers(t *testing.T, ctx context.Context, beforePublish func(n *Nod
 
 // TestSimulcastLowLayersLink: such a camera reaches a plain RTP link as
 // its middle layer, the highest it sends, and once the link has that
-// layer it gets none of the low one. Before, the link heard only the top
+// layer it gets none of the low one; one SSRC throughout (the node
+// rewrites the packets after a change of layers). Before, the link heard only the top
 // (primary) layer: nothing.
 func TestSimulcastLowLayersLink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -166,6 +167,7 @@ func TestSimulcastLowLayersLink(t *testing.T) {
 	})
 	// Each packet's layer by the RID in it (the node forwards the
 	// browser's header extensions to a plain link as they are).
+	ssrcs := map[uint32]bool{}
 	count := func(packets int) map[string]int {
 		t.Helper()
 		got := map[string]int{}
@@ -179,6 +181,7 @@ func TestSimulcastLowLayersLink(t *testing.T) {
 			var p rtp.Packet
 			if p.Unmarshal(buf[:k]) == nil && p.PayloadType == 96 {
 				got[string(p.GetExtension(ll.ridExt))]++
+				ssrcs[p.SSRC] = true
 			}
 		}
 		return got
@@ -186,6 +189,9 @@ func TestSimulcastLowLayersLink(t *testing.T) {
 	t.Logf("the plain RTP link's first packets by layer: %v", count(100))
 	if then := count(100); then["l"] != 0 || then["h"] != 0 {
 		t.Errorf("after the middle layer the link got %v, want the middle layer's only", then)
+	}
+	if len(ssrcs) != 1 {
+		t.Errorf("the link got %d SSRCs, want one stream across the change of layers", len(ssrcs))
 	}
 }
 
