@@ -1,7 +1,7 @@
 // A Chromium camera of 640×360, from which Chromium sends only the lower
 // two of the web app's three simulcast layers (320×180 and 160×90, none
 // of the 640×360 top one), reaches the receivers that take one layer: a
-// plain RTP link gets its packets, and its thumbnail is made from the
+// plain RTP link gets its packets as one stream, and its thumbnail is made from the
 // 320×180 layer, the highest sent. Before, the link heard only the top
 // layer (nothing) and the thumbnail's ffmpeg child failed again and
 // again ("Output file #0 does not contain any stream").
@@ -45,7 +45,13 @@ function jpegSize(b) {
 test('a 640×360 Chromium camera reaches a plain RTP link and its thumbnail', { timeout: 120_000 }, async (tt) => {
   const s = await node.api('POST', '/sessions', { name: 'simulcast' });
   let packets = 0;
-  rx.on('message', (m) => { if (m.length > 12 && (m[1] & 0x7f) >= 96) packets++; });
+  const ssrcs = new Set();
+  rx.on('message', (m) => {
+    if (m.length > 12 && (m[1] & 0x7f) >= 96) {
+      packets++;
+      ssrcs.add(m.readUInt32BE(8));
+    }
+  });
   await node.api('POST', `/sessions/${s.id}/rtp-links`, { remote: `127.0.0.1:${rx.address().port}`, kind: 'video', direction: 'recvonly' });
   const { token } = await node.api('POST', `/sessions/${s.id}/tokens`, { role: 'participant' });
   const ctx = await browser.newContext({ viewport: { width: 800, height: 600 } });
@@ -57,6 +63,7 @@ test('a 640×360 Chromium camera reaches a plain RTP link and its thumbnail', { 
     throw new Error(`${e.message}; ${packets} packets; node log: ${node.log().slice(-2000)}`);
   });
   tt.diagnostic(`100 packets on the plain RTP link ${Date.now() - t0} ms after the join`);
+  assert.equal(ssrcs.size, 1, 'one stream (one SSRC) on the link, whatever layers it changed between');
 
   const url = `${node.url}/api/v1/sessions/${s.id}/tracks/${member}/thumbnail.jpg`;
   let last;
