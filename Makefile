@@ -59,6 +59,7 @@ bench: test-deps build-bench microbench
 	./$(BENCH) recorder -out bench/results
 	./$(BENCH) chat -out bench/results
 	./$(BENCH) cluster -out bench/results
+	./$(BENCH) media -out bench/results
 	cd web && node bench/jointime.mjs ../bench/results
 
 bench-quick: test-deps build-bench

@@ -3,7 +3,7 @@
 # real peers the tests drive (ffmpeg, iproute2, SIPp, baresip, rtpengine,
 # PostgreSQL)
 # and Janus and Chromium for `test`, the benchmark's peers (Kamailio,
-# rtpengine, Janus) for `bench`, and
+# rtpengine, Janus, ffmpeg and nginx) for `bench`, and
 # what the README's examples use (curl, a WebSocket client) for `examples`.
 # Installs only what is missing; needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -48,6 +48,11 @@ if [ "$what" = bench ]; then
   need sipp sip-tester
   need kamailio kamailio
   need rtpengine rtpengine-daemon
+  # convene-bench media: the composites' and HLS's ffmpeg, and Debian's
+  # nginx serving ffmpeg's own HLS segments beside the node's.
+  need ffmpeg ffmpeg
+  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || apt_pkgs+=(fonts-dejavu-core)
+  need nginx nginx
 fi
 if [ "$what" = examples ]; then
   need curl curl

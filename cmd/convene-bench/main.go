@@ -13,6 +13,7 @@
 //	convene-bench recorder [flags] recording beside Janus VideoRoom's recorder
 //	convene-bench chat [flags]    conversations (chat) through the node
 //	convene-bench cluster [flags] a session over one, two and three nodes: hop latency, cost model
+//	convene-bench media [flags]   composites, thumbnails and HLS viewers beside ffmpeg and nginx
 //
 // The benchmarks run the server as child processes (`convene serve`,
 // `convene relay`): the binary given by -convene, by default the `convene`
@@ -49,6 +50,7 @@ commands:
   recorder  recorded streams at 128 kb/s and 5 Mb/s beside Janus VideoRoom's recorder (make bench)
   chat      conversations through the node: messages/s per core, latency, join (make bench)
   cluster   sessions over 1, 2 and 3 nodes of a cluster: node-hop latency, bytes and CPU per bridged packet, cost model (make bench)
+  media     composites, thumbnails/s and HLS viewers beside plain ffmpeg and ffmpeg's HLS behind nginx (make bench)
   version   print the version
 
 The benchmarks start the server binary given by -convene (default: the
@@ -84,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return benchChatCmd(args[1:], stdout, stderr)
 	case "cluster":
 		return benchClusterCmd(args[1:], stdout, stderr)
+	case "media":
+		return benchMediaCmd(args[1:], stdout, stderr)
 	case "rtc-load":
 		return rtcLoadCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":

@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +27,11 @@ func (w wsConn) Read(ctx context.Context) ([]byte, error) {
 
 func (w wsConn) Write(ctx context.Context, b []byte) error {
 	return w.c.Write(ctx, websocket.MessageText, b)
+}
+
+// Close ends the socket with a close frame (sfu.Closer).
+func (w wsConn) Close(code int, reason string) error {
+	return w.c.Close(websocket.StatusCode(code), reason)
 }
 
 // rtc is a browser member's signalling socket (docs/signalling.md). Only a
@@ -52,7 +60,7 @@ func (s *Server) rtc(w http.ResponseWriter, r *http.Request) {
 		c.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
 		return
 	}
-	c.Close(websocket.StatusNormalClosure, "")
+	c.Close(websocket.StatusNormalClosure, "") // if Serve has not closed it (sfu.Closer)
 }
 
 // memberSocket admits a member's socket (signalling, conversation): a
@@ -138,6 +146,13 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, viewer bool) {
 		writeError(w, http.StatusBadRequest, "invalid_sdp", "the body is not an SDP offer (it must start with v=0)")
 		return
 	}
+	var opt sfu.ViewerOptions
+	if viewer {
+		if opt, err = viewerOptions(r.URL.Query()); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+			return
+		}
+	}
 	member, owned := p.member, false
 	if member == "" {
 		role := p.role
@@ -169,7 +184,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, viewer bool) {
 	kind := "whip"
 	if viewer {
 		kind = "whep"
-		res, err = s.o.RTC.WHEP(r.Context(), sid, member, offer, r.URL.Query().Get("member"), onClose)
+		res, err = s.o.RTC.WHEP(r.Context(), sid, member, offer, opt, onClose)
 	} else {
 		res, err = s.o.RTC.WHIP(r.Context(), sid, member, offer, onClose)
 	}
@@ -217,4 +232,26 @@ func (s *Server) endIngest(w http.ResponseWriter, r *http.Request) {
 func (s *Server) trickle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", "DELETE")
 	writeError(w, http.StatusMethodNotAllowed, "not_supported", "the node is ICE-lite and takes no trickled candidates")
+}
+
+// viewerOptions reads a WHEP viewer's query: member (whose media),
+// max_height (90–1080 lines) and max_fps (1–60) for a transcoded camera.
+func viewerOptions(q url.Values) (sfu.ViewerOptions, error) {
+	opt := sfu.ViewerOptions{Pin: q.Get("member")}
+	for _, f := range []struct {
+		name     string
+		min, max int
+		v        *int
+	}{{"max_height", 90, 1080, &opt.MaxHeight}, {"max_fps", 1, 60, &opt.MaxFPS}} {
+		s := q.Get(f.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < f.min || n > f.max {
+			return opt, fmt.Errorf("%s: want %d to %d", f.name, f.min, f.max)
+		}
+		*f.v = n
+	}
+	return opt, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/sipusers"
 	"github.com/convene/convene/internal/thumbnail"
+	"github.com/convene/convene/internal/vtranscode"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	// Capacity, if set, is the node's capacity and load, shown in GET
 	// /api/v1/node.
 	Capacity func() capacity.Status
+	// VTranscoders, if set, lists the running video transcoders, shown in
+	// GET /api/v1/node.
+	VTranscoders func() []vtranscode.Info
 	// Health reports whether the node can serve; nil means healthy.
 	Health   func() error
 	Registry *prometheus.Registry
@@ -289,14 +293,19 @@ func (s *Server) node(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r) {
 		return
 	}
-	if s.o.Capacity == nil {
-		writeJSON(w, http.StatusOK, s.o.Node)
-		return
-	}
-	writeJSON(w, http.StatusOK, struct {
+	out := struct {
 		NodeInfo
-		Capacity capacity.Status `json:"capacity"`
-	}{s.o.Node, s.o.Capacity()})
+		Capacity     *capacity.Status  `json:"capacity,omitempty"`
+		VTranscoders []vtranscode.Info `json:"vtranscoders,omitempty"`
+	}{NodeInfo: s.o.Node}
+	if s.o.Capacity != nil {
+		c := s.o.Capacity()
+		out.Capacity = &c
+	}
+	if s.o.VTranscoders != nil {
+		out.VTranscoders = s.o.VTranscoders()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // nodes lists the cluster's nodes: each one's last heartbeat (load and

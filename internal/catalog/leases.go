@@ -97,23 +97,32 @@ func (s *Store) Owner(ctx context.Context, sessionID string) (Lease, error) {
 // Unowned returns the sessions not over (created, activated, deactivated)
 // whose lease expired before now or that have none: those a node may take.
 func (s *Store) Unowned(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT s.id FROM sessions s
+	return s.column(ctx, "unowned sessions", `SELECT s.id FROM sessions s
 LEFT JOIN session_owners o ON o.session_id = s.id
 WHERE s.state IN ('created', 'activated', 'deactivated') AND (o.session_id IS NULL OR o.expires_at < ?)
-ORDER BY s.id`), now.UnixMilli())
+ORDER BY s.id`, now.UnixMilli())
+}
+
+// column runs a query of one text column and returns its values; what
+// names the query in errors.
+func (s *Store) column(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: unowned sessions: %w", err)
+		return nil, fmt.Errorf("catalog: %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("catalog: unowned sessions: %w", err)
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("catalog: %s: %w", what, err)
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: %s: %w", what, err)
+	}
+	return out, nil
 }
 
 // fenced runs write in a transaction that first checks l is the session's
@@ -163,4 +172,16 @@ func (s *Store) LinkNode(ctx context.Context, linkID string) (string, error) {
 		return "", fmt.Errorf("catalog: link node: %w", err)
 	}
 	return node, nil
+}
+
+// LinkNodes returns the nodes the session's stored links run on, in order
+// (links stored without a node are not counted).
+func (s *Store) LinkNodes(ctx context.Context, sessionID string) ([]string, error) {
+	return s.column(ctx, "link nodes", `SELECT DISTINCT n.node_id FROM link_nodes n
+JOIN links l ON l.id = n.link_id WHERE l.session_id = ? ORDER BY n.node_id`, sessionID)
+}
+
+// NodeLinks returns the IDs of the links stored as running on node.
+func (s *Store) NodeLinks(ctx context.Context, node string) ([]string, error) {
+	return s.column(ctx, "node links", "SELECT link_id FROM link_nodes WHERE node_id = ? ORDER BY link_id", node)
 }

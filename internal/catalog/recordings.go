@@ -25,11 +25,17 @@ type Recording struct {
 	Duration  time.Duration
 	SizeBytes int64
 	Streams   int
-	Dir       string
+	Dir       string // its first segment's directory
 	Error     string // why a failed recording failed
+	// Node writes the recording now ("" on a lone node, or nobody: its
+	// node restarted after a crash); Segment is the number of the segment
+	// it writes (1 at the start, one more at every move to another node).
+	// Together they fence a move (MoveRecording) and an end (EndRecording).
+	Node    string
+	Segment int
 }
 
-const recordingCols = "id, session_id, title, description, owner, state, started_at, ended_at, duration_ms, size_bytes, streams, dir, error"
+const recordingCols = "id, session_id, title, description, owner, state, started_at, ended_at, duration_ms, size_bytes, streams, dir, error, node_id, segment"
 
 // RecordingFilter selects recordings for ListRecordings; zero fields
 // select everything.
@@ -44,7 +50,8 @@ type RecordingFilter struct {
 	Limit int
 }
 
-// CreateRecording inserts r; ErrExists if its ID is taken.
+// CreateRecording inserts r and its first segment (r.Segment is taken as
+// 1, written by r.Node in r.Dir); ErrExists if its ID is taken.
 func (s *Store) CreateRecording(ctx context.Context, r Recording) error {
 	if r.ID == "" || r.Owner == "" || r.Dir == "" {
 		return errors.New("catalog: create recording: empty id, owner or dir")
@@ -52,14 +59,28 @@ func (s *Store) CreateRecording(ctx context.Context, r Recording) error {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = time.Now()
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO recordings (`+recordingCols+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	r.Segment = 1
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("catalog: create recording: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO recordings (`+recordingCols+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		r.ID, r.SessionID, r.Title, r.Description, r.Owner, r.State, r.StartedAt.UnixMilli(), toMillis(r.EndedAt),
-		r.Duration.Milliseconds(), r.SizeBytes, r.Streams, r.Dir, r.Error)
+		r.Duration.Milliseconds(), r.SizeBytes, r.Streams, r.Dir, r.Error, r.Node, r.Segment)
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("catalog: create recording %q: %w", r.ID, ErrExists)
 		}
+		return fmt.Errorf("catalog: create recording: %w", err)
+	}
+	seg := Segment{RecordingID: r.ID, Seq: 1, Node: r.Node, Dir: r.Dir, State: r.State, StartedAt: r.StartedAt,
+		EndedAt: r.EndedAt, SizeBytes: r.SizeBytes, Streams: r.Streams}
+	if err := s.insertSegment(ctx, tx, seg); err != nil {
+		return fmt.Errorf("catalog: create recording: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("catalog: create recording: %w", err)
 	}
 	return nil
@@ -137,16 +158,52 @@ func (s *Store) UpdateRecordingText(ctx context.Context, id, title, description 
 	return affectedOne(res, "update recording", id)
 }
 
-// EndRecording stores how a recording ended: its state, end, duration,
-// size, stream count and error.
+// EndRecording stores how a recording's segment r.Segment (1 if 0)
+// ended: its state, end, size and stream files. If that segment is still
+// the recording's current one, written by r.Node, the recording ends with
+// it: its state, end, duration and error, its size and streams those of
+// every segment together. If the recording moved on to another segment
+// (MoveRecording: another node took it over), only the segment ends and
+// the answer is ErrMoved; ErrNotFound if there is no such recording.
 func (s *Store) EndRecording(ctx context.Context, r Recording) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE recordings SET state = ?, ended_at = ?, duration_ms = ?,
-size_bytes = ?, streams = ?, error = ? WHERE id = ?`),
-		r.State, toMillis(r.EndedAt), r.Duration.Milliseconds(), r.SizeBytes, r.Streams, r.Error, r.ID)
+	if r.Segment == 0 {
+		r.Segment = 1
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("catalog: end recording: %w", err)
 	}
-	return affectedOne(res, "end recording", r.ID)
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE recording_segments SET state = ?, ended_at = ?, size_bytes = ?, streams = ?
+WHERE recording_id = ? AND seq = ?`), r.State, toMillis(r.EndedAt), r.SizeBytes, r.Streams, r.ID, r.Segment); err != nil {
+		return fmt.Errorf("catalog: end recording: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE recordings SET state = ?, ended_at = ?, duration_ms = ?,
+size_bytes = ? + (SELECT COALESCE(SUM(size_bytes), 0) FROM recording_segments WHERE recording_id = ? AND seq <> ?),
+streams = ? + (SELECT COALESCE(SUM(streams), 0) FROM recording_segments WHERE recording_id = ? AND seq <> ?),
+error = ? WHERE id = ? AND node_id = ? AND segment = ?`),
+		r.State, toMillis(r.EndedAt), r.Duration.Milliseconds(), r.SizeBytes, r.ID, r.Segment, r.Streams, r.ID, r.Segment,
+		r.Error, r.ID, r.Node, r.Segment)
+	if err != nil {
+		return fmt.Errorf("catalog: end recording: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		var one int
+		switch err := tx.QueryRowContext(ctx, s.q("SELECT 1 FROM recordings WHERE id = ?"), r.ID).Scan(&one); {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("catalog: end recording %q: %w", r.ID, ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("catalog: end recording: %w", err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("catalog: end recording: %w", err)
+		}
+		return fmt.Errorf("catalog: end recording %q, segment %d of %q: %w", r.ID, r.Segment, r.Node, ErrMoved)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("catalog: end recording: %w", err)
+	}
+	return nil
 }
 
 // DeleteRecording removes a recording from the catalog (not its files).
@@ -177,7 +234,7 @@ func scanRecording(r rowScanner) (Recording, error) {
 		duration int64
 	)
 	if err := r.Scan(&rec.ID, &rec.SessionID, &rec.Title, &rec.Description, &rec.Owner, &rec.State, &started,
-		&ended, &duration, &rec.SizeBytes, &rec.Streams, &rec.Dir, &rec.Error); err != nil {
+		&ended, &duration, &rec.SizeBytes, &rec.Streams, &rec.Dir, &rec.Error, &rec.Node, &rec.Segment); err != nil {
 		return Recording{}, err
 	}
 	rec.StartedAt = time.UnixMilli(started).UTC()

@@ -39,7 +39,7 @@ type Composite struct {
 	clock   *ffmpeg.Clock
 	ports   []int // a cell's input port on 127.0.0.1
 	outlet  Outlet
-	out     *reader
+	out     *ffmpeg.Output
 	started time.Time
 	stop    chan struct{}
 	done    chan struct{}
@@ -95,7 +95,7 @@ type Info struct {
 
 func (c *Composite) info() Info {
 	i := Info{ID: c.id, Session: c.session, Request: c.req, Track: c.outlet.Track.ID(), Member: c.outlet.Member,
-		StartedAt: c.started, Frames: c.out.frames.Load(), LoadCores: float64(c.load.Load()) / 1000}
+		StartedAt: c.started, Frames: c.out.Frames(), LoadCores: float64(c.load.Load()) / 1000}
 	i.Tracks = slices.Clone(c.req.Tracks)
 	c.mu.Lock()
 	for _, sl := range c.slots {
@@ -141,7 +141,7 @@ func (c *Composite) run() {
 	defer close(c.done)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	var cpu cpuMeter
+	var cpu ffmpeg.CPUMeter
 	for {
 		select {
 		case <-c.stop:
@@ -158,11 +158,7 @@ func (c *Composite) run() {
 			}
 			c.step(now)
 			if pid := c.pid(); pid != 0 {
-				if cores, ok := cpu.sample(pid, now); ok {
-					// Smoothed: a keyframe's spike is not the child's load.
-					if old := float64(c.load.Load()) / 1000; old > 0 {
-						cores = 0.8*old + 0.2*cores
-					}
+				if cores, ok := cpu.Smooth(pid, now); ok {
 					c.load.Store(uint64(cores * 1000))
 				}
 			}
@@ -497,7 +493,7 @@ func (c *Composite) close() {
 	}
 	c.slots = nil
 	c.mu.Unlock()
-	c.out.close()
+	c.out.Close()
 	c.outlet.Close()
 	if err := os.RemoveAll(c.dir); err != nil {
 		c.s.o.Logger.Warn("composite: remove directory", "dir", c.dir, "err", err)

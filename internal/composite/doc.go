@@ -13,7 +13,7 @@
 //	ffmpeg -i composite.sdp (an m-line per shown camera)                          ◀┘
 //	    fps, scale + pad into its cell, drawtext (the member's name) ─▶ xstack (black
 //	    for empty cells) ─▶ libvpx realtime | libx264 ultrafast zerolatency ─▶ -f rtp
-//	─UDP 127.0.0.1:O─▶ Outlet reader: own SSRC, sequence numbers and timestamps that
+//	─UDP 127.0.0.1:O─▶ ffmpeg.Output: own SSRC, sequence numbers and timestamps that
 //	    run on across children ─▶ broker.Track.Publish (a session member's live link)
 //
 // A composite's goroutine looks at the room every 500 ms. When the cameras

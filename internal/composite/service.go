@@ -211,7 +211,7 @@ func (s *Service) start(session string, room *broker.Room, req Request, cells []
 	c := &Composite{s: s, id: id, session: session, req: req, room: room, cells: cells, dir: dir,
 		clock: ffmpeg.NewClock(), ports: ports, outlet: outlet, started: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}), heard: map[*broker.Track]heard{}}
-	c.out, err = newReader(outlet.Track, s.o.Metrics.frames.Inc)
+	c.out, err = ffmpeg.NewOutput(outlet.Track, s.o.Metrics.frames.Inc)
 	if err != nil {
 		outlet.Close()
 		os.RemoveAll(dir)

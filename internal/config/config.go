@@ -63,7 +63,9 @@ type Config struct {
 	Streaming StreamingConfig `yaml:"streaming"`
 	// Composite configures the video composites (package composite).
 	Composite CompositeConfig `yaml:"composite"`
-	Log       LogConfig       `yaml:"log"`
+	// VTranscode configures the video transcoders (package vtranscode).
+	VTranscode VTranscodeConfig `yaml:"vtranscode"`
+	Log        LogConfig        `yaml:"log"`
 	// HeartbeatInterval is how often the node announces itself.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
 	// ShutdownTimeout bounds graceful shutdown.
@@ -291,6 +293,23 @@ type CompositeConfig struct {
 	Cores float64 `yaml:"cores"`
 }
 
+// VTranscodeConfig configures the video transcoders (package
+// vtranscode): an ffmpeg child per source track and codec, size and rate
+// class, for receivers that cannot take the source's codec; run with
+// streaming.ffmpeg.
+type VTranscodeConfig struct {
+	// Max caps the transcoders running at once (503 beyond).
+	Max int `yaml:"max"`
+	// Cores is the CPU the transcoders' children may use, in cores, by
+	// their measured load; a new one beyond it is refused with 503. 0
+	// means half the node's CPUs.
+	Cores float64 `yaml:"cores"`
+	// MaxHeight and MaxFPS cap every transcoder's picture (16:9 classes
+	// up to MaxHeight lines) and frame rate, whatever its receivers take.
+	MaxHeight int `yaml:"max_height"`
+	MaxFPS    int `yaml:"max_fps"`
+}
+
 // RecordingDir is where recordings go: Recording.Dir, else
 // <data_dir>/recordings.
 func (c Config) RecordingDir() string {
@@ -392,13 +411,14 @@ const sqliteFile = "convene.db"
 // empty: they are derived by Resolved.
 func Default() Config {
 	return Config{
-		DataDir:   "./data",
-		Sessions:  SessionsConfig{Max: 1000, MaxMembers: 1000},
-		Mixer:     MixerConfig{Speakers: 6, Depth: 3, Max: 200},
-		Capacity:  CapacityConfig{Headroom: 0.2},
-		Recording: RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
-		Streaming: StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, ThumbnailsMax: 16},
-		Composite: CompositeConfig{Max: 4},
+		DataDir:    "./data",
+		Sessions:   SessionsConfig{Max: 1000, MaxMembers: 1000},
+		Mixer:      MixerConfig{Speakers: 6, Depth: 3, Max: 200},
+		Capacity:   CapacityConfig{Headroom: 0.2},
+		Recording:  RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
+		Streaming:  StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, ThumbnailsMax: 16},
+		Composite:  CompositeConfig{Max: 4},
+		VTranscode: VTranscodeConfig{Max: 8, MaxHeight: 720, MaxFPS: 30},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
 			WSMaxPerSession: 256, WSMax: 4096, WSPing: Duration(30 * time.Second)},
 		RTP: RTPConfig{
@@ -614,6 +634,18 @@ func (c Config) Validate() error {
 	}
 	if c.Composite.Cores < 0 {
 		bad("composite.cores", c.Composite.Cores, "want 0 (half the CPUs) or more")
+	}
+	if c.VTranscode.Max < 0 || c.VTranscode.Max > 1000 {
+		bad("vtranscode.max", c.VTranscode.Max, "want 0 (none) to 1000")
+	}
+	if c.VTranscode.Cores < 0 {
+		bad("vtranscode.cores", c.VTranscode.Cores, "want 0 (half the CPUs) or more")
+	}
+	if c.VTranscode.MaxHeight < 90 || c.VTranscode.MaxHeight > 1080 {
+		bad("vtranscode.max_height", c.VTranscode.MaxHeight, "want 90 to 1080")
+	}
+	if c.VTranscode.MaxFPS < 5 || c.VTranscode.MaxFPS > 60 {
+		bad("vtranscode.max_fps", c.VTranscode.MaxFPS, "want 5 to 60")
 	}
 	if c.Sessions.Max < 1 || c.Sessions.MaxMembers < 1 {
 		bad("sessions.max", c.Sessions.Max, "sessions.max and sessions.max_members want at least 1")

@@ -37,6 +37,7 @@ const (
 	LoadShed         // the node sheds (or restores) video because it is over capacity
 	HLSStarted       // a chair or the operator started the session's HLS broadcast
 	HLSStopped       // the session's HLS broadcast stopped (asked to, or its session ended)
+	RecordingMoved   // a recording of the session continues on another node (its node died)
 	numTypes
 )
 
@@ -63,6 +64,7 @@ var names = [numTypes]string{
 	LoadShed:         "load.shed",
 	HLSStarted:       "hls.started",
 	HLSStopped:       "hls.stopped",
+	RecordingMoved:   "recording.moved",
 }
 
 // Valid reports whether t is one of the events above.

@@ -15,4 +15,10 @@
 // counts its -progress lines (on a pipe at file descriptor 3, four a
 // second while it works) as beats for package supervise, and Kill lets
 // the supervisor end a child that stopped beating.
+//
+// An Output takes what a child encodes (-f rtp to 127.0.0.1) and publishes
+// it on a broker track under one SSRC, with sequence numbers and
+// timestamps that run on across children, so a restart is a pause to the
+// receivers, not a new stream. CPUMeter measures a child's CPU from /proc,
+// the load that admission of composites and video transcoders counts.
 package ffmpeg

@@ -18,7 +18,7 @@ import (
 
 // joinMember makes a participant in session sid and returns its id and
 // member token.
-func joinMember(t *testing.T, n *Node, sid, name string) (id, tok string) {
+func joinMember(t *testing.T, n apiNode, sid, name string) (id, tok string) {
 	t.Helper()
 	base := n.URL() + "/api/v1/sessions/" + sid
 	var jt struct{ Token string }

@@ -51,6 +51,20 @@ func startCluster(t *testing.T, ids ...string) *cluster {
 // its config.
 func (c *cluster) start(t *testing.T, id string, mods ...func(*config.Config)) *Node {
 	t.Helper()
+	cfg := c.config(t, id, mods...)
+	log := slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	n, err := Start(context.Background(), cfg, log, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Drain(context.Background()) })
+	return n
+}
+
+// config is the configuration of node id of the cluster, in a data dir
+// of its own; mods change it.
+func (c *cluster) config(t *testing.T, id string, mods ...func(*config.Config)) config.Config {
+	t.Helper()
 	cfg := testConfig(t, t.TempDir())
 	cfg.NodeID = id
 	cfg.NATS.URL = c.nats.URLs()
@@ -62,13 +76,7 @@ func (c *cluster) start(t *testing.T, id string, mods ...func(*config.Config)) *
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	n, err := Start(context.Background(), cfg, log, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Drain(context.Background()) })
-	return n
+	return cfg
 }
 
 // nextCreated waits up to d for the "created" event of session sid on sub.

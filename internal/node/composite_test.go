@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/broker"
-	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/ffmpeg"
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/testutil"
@@ -284,10 +283,10 @@ func TestCompositeFFmpeg(t *testing.T) {
 
 	// CPU of one 2×2 360p 15 fps composite, from /proc over 4 s.
 	if pid := n.composites.PID(c.ID); pid != 0 {
-		cpu0, err0 := composite.CPUTime(pid)
+		cpu0, err0 := ffmpeg.CPUTime(pid)
 		t0 := time.Now()
 		time.Sleep(4 * time.Second)
-		cpu1, err1 := composite.CPUTime(pid)
+		cpu1, err1 := ffmpeg.CPUTime(pid)
 		if err0 == nil && err1 == nil {
 			t.Logf("the child used %.3f cores over %v", (cpu1-cpu0).Seconds()/time.Since(t0).Seconds(), time.Since(t0).Round(time.Millisecond))
 		}

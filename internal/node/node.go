@@ -41,6 +41,7 @@ import (
 	"github.com/convene/convene/internal/thumbnail"
 	"github.com/convene/convene/internal/transcode"
 	"github.com/convene/convene/internal/udpmux"
+	"github.com/convene/convene/internal/vtranscode"
 	"github.com/convene/convene/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -66,9 +67,11 @@ type Node struct {
 	super        *supervise.Supervisor
 	// transcode gives browsers phones' G.711 as Opus.
 	transcode *transcode.Hub
-	dtmf      *dtmf
-	events    *events.Hub
-	apiKey    string // the API key, when the node made it (printed at start)
+	// vtranscode gives receivers cameras of a codec they cannot take.
+	vtranscode *vtranscode.Hub
+	dtmf       *dtmf
+	events     *events.Hub
+	apiKey     string // the API key, when the node made it (printed at start)
 	// tokenKey identifies the key the node's tokens are signed with
 	// (auth.Signer.KeyID); set before anything is admitted.
 	tokenKey string
@@ -88,8 +91,11 @@ type Node struct {
 	thumbnails *thumbnail.Service
 	// composites make one video of several cameras.
 	composites *composite.Service
-	ln         net.Listener
-	http       *http.Server
+	// failover restarts what dead nodes ran of the sessions this node
+	// owns (a cluster only; failover.go).
+	failover *failover
+	ln       net.Listener
+	http     *http.Server
 	// gov measures capacity and load, admits and sheds (capacity.go).
 	gov     *capacity.Governor
 	govStop func()
@@ -174,19 +180,40 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		OnSpeakers: func(sessionID, group string, members []string) {
 			n.sessions.Announce(sessionID, event.MixerSpeakers, map[string]any{"group": group, "members": members})
 		}})
-	n.sessions = session.New(session.Options{Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
+	vtMetrics := vtranscode.NewMetrics()
+	n.vtranscode = startVTranscode(cfg, n.gov, n.super, vtMetrics, log)
+	var video session.VideoTranscoder
+	if n.vtranscode != nil {
+		video = linkTranscoder{n.vtranscode}
+	}
+	n.sessions = session.New(session.Options{Video: video, Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
 		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
 		Node:    leaseHolder(cfg),
-		Queue:   cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
+		OnTakeOver: func(sessionID, from string) {
+			if f := n.failover; f != nil {
+				f.session(context.Background(), sessionID, from)
+			}
+		},
+		OnRound: func(ctx context.Context) {
+			if f := n.failover; f != nil {
+				f.round(ctx)
+			}
+		},
+		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
 			LatchWindow: cfg.Relay.LatchWindow.Std()}})
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
+	vtMetrics.Register(reg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
+	}
+	if leaseHolder(cfg) != "" {
+		n.failover = &failover{self: leaseHolder(cfg), cat: n.cat, sessions: n.sessions, recordings: n.recordings,
+			registry: n.registry, log: log.With("component", "failover")}
 	}
 	n.chat = chat.New(chat.Options{Catalog: n.cat, Relay: chatRelay{n.bus}, Floors: chatFloors{n.sessions}, Notes: chatNotes{n},
 		Logger: log.With("component", "chat")}, reg)
@@ -214,7 +241,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
-	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.chat, reg, log); err != nil {
+	// A member rejoins on another node with room if this one goes.
+	rejoin := func() []capacity.Alternative { return n.alternatives(0) }
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, rejoin, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{
@@ -229,7 +258,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			}
 			return n.cat.Ping(context.Background())
 		},
-		Capacity:   n.gov.Status,
+		Capacity: n.gov.Status,
+		VTranscoders: func() []vtranscode.Info {
+			if n.vtranscode == nil {
+				return nil
+			}
+			return n.vtranscode.List()
+		},
 		Registry:   reg,
 		Logger:     log,
 		Pprof:      cfg.HTTP.Pprof,
@@ -382,6 +417,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.transcode != nil {
 		n.transcode.Close()
+	}
+	if n.vtranscode != nil {
+		n.vtranscode.Close()
 	}
 	if n.relayNG != nil {
 		errs = append(errs, n.relayNG.Close())

@@ -121,7 +121,7 @@ type linkJSON struct {
 	} `json:"stats"`
 }
 
-func createSession(t *testing.T, n *Node, name string) sessionJSON {
+func createSession(t *testing.T, n apiNode, name string) sessionJSON {
 	t.Helper()
 	var s sessionJSON
 	if code := call(t, "POST", n.URL()+"/api/v1/sessions", map[string]string{"name": name}, &s); code != 201 {
@@ -130,7 +130,7 @@ func createSession(t *testing.T, n *Node, name string) sessionJSON {
 	return s
 }
 
-func addLink(t *testing.T, n *Node, sid string, req map[string]any) linkJSON {
+func addLink(t *testing.T, n apiNode, sid string, req map[string]any) linkJSON {
 	t.Helper()
 	var l linkJSON
 	if code := call(t, "POST", n.URL()+"/api/v1/sessions/"+sid+"/rtp-links", req, &l); code != 201 {

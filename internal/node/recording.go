@@ -60,7 +60,7 @@ func startRecordings(ctx context.Context, cfg config.Config, cat *catalog.Store,
 		},
 		Capacity: capacity, Quota: cfg.Recording.QuotaMB << 20, Metrics: svcMetrics,
 		AdHocAddr: adHoc, AdHocMax: cfg.Recording.AdHocMax, Ingest: inMetrics,
-		Recorder: recorder.Options{Metrics: recMetrics, Logger: log}, Logger: log})
+		Recorder: recorder.Options{Metrics: recMetrics, Logger: log}, Logger: log, Node: leaseHolder(cfg)})
 }
 
 // recordingEvents passes the session's events on and puts members, floors

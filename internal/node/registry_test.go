@@ -26,7 +26,7 @@ type clusterNodeJSON struct {
 }
 
 // listNodes is GET /api/v1/nodes of n, by node ID.
-func listNodes(t *testing.T, n *Node) map[string]clusterNodeJSON {
+func listNodes(t *testing.T, n apiNode) map[string]clusterNodeJSON {
 	t.Helper()
 	var got struct{ Nodes []clusterNodeJSON }
 	if code := call(t, "GET", n.URL()+"/api/v1/nodes", nil, &got); code != 200 {

@@ -19,7 +19,7 @@ import (
 	"github.com/convene/convene/internal/testutil"
 )
 
-func dialRTC(t *testing.T, n *Node, sid, tok string, opt rtctest.Options) *rtctest.Client {
+func dialRTC(t *testing.T, n apiNode, sid, tok string, opt rtctest.Options) *rtctest.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

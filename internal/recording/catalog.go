@@ -26,12 +26,16 @@ type Recording struct {
 	SizeBytes   int64      `json:"size_bytes"`
 	Streams     int        `json:"streams"`
 	Error       string     `json:"error,omitempty"`
+	// Node writes the recording (in a cluster); Segment counts the nodes
+	// that wrote it, one more each time a survivor continued it.
+	Node    string `json:"node,omitempty"`
+	Segment int    `json:"segment"`
 }
 
 func view(r catalog.Recording) Recording {
 	v := Recording{ID: r.ID, Session: r.SessionID, Title: r.Title, Description: r.Description, Owner: r.Owner,
 		State: r.State, StartedAt: r.StartedAt, DurationMS: r.Duration.Milliseconds(), SizeBytes: r.SizeBytes,
-		Streams: r.Streams, Error: r.Error}
+		Streams: r.Streams, Error: r.Error, Node: r.Node, Segment: max(r.Segment, 1)}
 	if !r.EndedAt.IsZero() {
 		e := r.EndedAt
 		v.EndedAt = &e
@@ -49,6 +53,36 @@ type Detail struct {
 	Dropped map[string]uint64 `json:"dropped,omitempty"`
 	// Endpoint is a running ad-hoc recording's.
 	Endpoint *Endpoint `json:"endpoint,omitempty"`
+	// Segments are the parts of the recording written by one node each
+	// (more than one when a node died and another continued it); Files
+	// and Timeline are those of the last segment this node wrote (on a
+	// lone node, the only one).
+	Segments []Segment `json:"segments"`
+}
+
+// Segment is one node's part of a recording.
+type Segment struct {
+	Seq       int        `json:"seq"`
+	Node      string     `json:"node,omitempty"`
+	State     string     `json:"state"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	SizeBytes int64      `json:"size_bytes"`
+	Streams   int        `json:"streams"`
+}
+
+// segmentViews are a recording's segments as the API shows them.
+func segmentViews(gs []catalog.Segment) []Segment {
+	out := make([]Segment, 0, len(gs))
+	for _, g := range gs {
+		v := Segment{Seq: g.Seq, Node: g.Node, State: g.State, StartedAt: g.StartedAt, SizeBytes: g.SizeBytes, Streams: g.Streams}
+		if !g.EndedAt.IsZero() {
+			e := g.EndedAt
+			v.EndedAt = &e
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // File is one stream's rtpdump file as its sidecar describes it.
@@ -78,13 +112,27 @@ func (s *Service) Get(ctx context.Context, id string) (Detail, error) {
 	}
 	r = s.current(r)
 	d := Detail{Recording: view(r), Files: []File{}, Timeline: []recorder.Event{}}
+	gs, err := s.o.Catalog.Segments(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	d.Segments = segmentViews(gs)
+	dir := r.Dir
+	for _, g := range gs { // the last segment this node wrote
+		if g.Node == s.o.Node && s.inRoot(g.Dir) {
+			dir = g.Dir
+		}
+	}
 	s.mu.Lock()
-	if l := s.live[id]; l != nil && l.ep != nil {
-		e := l.endpoint()
-		d.Endpoint = &e
+	if l := s.live[id]; l != nil {
+		dir = l.dir
+		if l.ep != nil {
+			e := l.endpoint()
+			d.Endpoint = &e
+		}
 	}
 	s.mu.Unlock()
-	m, err := recorder.ReadManifest(r.Dir)
+	m, err := recorder.ReadManifest(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("read recording manifest", "recording", id, "err", err)
@@ -96,10 +144,10 @@ func (s *Service) Get(ctx context.Context, id string) (Detail, error) {
 	for _, e := range m.Streams {
 		f := File{File: e.File, SSRC: e.SSRC, Kind: e.Kind, Member: e.Member, Track: e.Track, RTCPOnly: e.RTCPOnly,
 			PayloadTypes: []recorder.PayloadType{}}
-		if fi, err := os.Stat(filepath.Join(r.Dir, e.File)); err == nil {
+		if fi, err := os.Stat(filepath.Join(dir, e.File)); err == nil {
 			f.FileBytes = fi.Size()
 		}
-		if b, err := os.ReadFile(filepath.Join(r.Dir, e.Sidecar)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Sidecar)); err == nil {
 			if sc, err := recorder.ParseSidecar(b); err == nil {
 				f.ClockRate, f.FirstOffsetMS = sc.ClockRate, sc.FirstOffsetMS
 				f.Packets, f.Bytes, f.RTCPPackets = sc.Packets, sc.Bytes, sc.RTCPPackets
@@ -127,7 +175,7 @@ func (s *Service) current(r catalog.Recording) catalog.Recording {
 	if l == nil {
 		return r
 	}
-	r.SizeBytes = dirSize(r.Dir)
+	r.SizeBytes = dirSize(l.dir)
 	r.Duration = max(s.o.Now().Sub(r.StartedAt), 0)
 	r.Streams = l.rec.Stats().Streams
 	return r
@@ -210,6 +258,17 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		}
 	} else {
 		s.log.Warn("recording directory not under the recordings root; only its catalog entry is deleted", "recording", id, "dir", r.Dir)
+	}
+	segs, err := s.o.Catalog.Segments(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, g := range segs[min(1, len(segs)):] { // the segments other nodes continued: those on this disk
+		if g.Node == s.o.Node && s.inRoot(g.Dir) {
+			if err := os.RemoveAll(g.Dir); err != nil {
+				return fmt.Errorf("recording: delete %s: %w", id, err)
+			}
+		}
 	}
 	if err := s.o.Catalog.DeleteRecording(ctx, id); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return err

@@ -80,6 +80,11 @@ type Options struct {
 	Metrics   *Metrics
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Node is the node's ID in a cluster (the session service's lease
+	// holder); "" on a lone node. With a Node, a recording is the catalog's
+	// to move: the session's owner continues one whose node died
+	// (failover.go).
+	Node string
 }
 
 // Service runs the node's recordings.
@@ -87,8 +92,9 @@ type Service struct {
 	o   Options
 	log *slog.Logger
 
-	mu       sync.Mutex // guards live, reserved, draining
+	mu       sync.Mutex // guards live, moving, reserved, draining
 	live     map[string]*running
+	moving   map[string]bool // recordings being continued here (failover.go)
 	reserved float64
 	draining bool
 
@@ -98,9 +104,10 @@ type Service struct {
 // running is a recording being written.
 type running struct {
 	rec   *recorder.Recording
-	cat   catalog.Recording
-	need  float64       // bits/s reserved
-	ended chan struct{} // closed once the end is stored
+	cat   catalog.Recording // its Node and Segment are this node's segment
+	dir   string            // this segment's directory (cat.Dir for the first)
+	need  float64           // bits/s reserved
+	ended chan struct{}     // closed once the end is stored
 	// An ad-hoc recording's endpoint and private room (adhoc.go).
 	ep      *ingest.Endpoint
 	room    *broker.Room
@@ -149,7 +156,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		return nil, err
 	}
 	o.Metrics.capacity.Set(o.Capacity)
-	s := &Service{o: o, log: o.Logger, live: map[string]*running{}}
+	s := &Service{o: o, log: o.Logger, live: map[string]*running{}, moving: map[string]bool{}}
 	reps, err := recorder.Repair(o.Root)
 	if err != nil {
 		s.log.Error("repair recordings", "err", err) // the others are repaired: go on
@@ -173,10 +180,10 @@ func (s *Service) reconcile(ctx context.Context) error {
 		return err
 	}
 	for _, r := range recs {
-		if !s.inRoot(r.Dir) {
-			continue // another node's
+		if s.o.Node != "" || !s.inRoot(r.Dir) {
+			continue // another node's; in a cluster, reconcileSegments
 		}
-		end := s.ended(r, nil)
+		end := s.ended(r, r.Dir, nil)
 		if end.State == string(recorder.StateRecording) {
 			end.State = string(recorder.StateInterrupted)
 		}
@@ -185,7 +192,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		}
 		s.log.Info("recording marked "+end.State, "recording", r.ID, "session", r.SessionID)
 	}
-	return nil
+	return s.reconcileSegments(ctx)
 }
 
 // inRoot reports whether dir is a recording's directory right under Root.
@@ -198,10 +205,10 @@ func (s *Service) inRoot(dir string) bool {
 	return err == nil && filepath.Dir(d) == root && strings.HasPrefix(filepath.Base(d), "r_")
 }
 
-// ended fills in how r ended from its manifest on disk; rec, if the
-// recording ran here, gives the error that stopped it.
-func (s *Service) ended(r catalog.Recording, rec *recorder.Recording) catalog.Recording {
-	m, err := recorder.ReadManifest(r.Dir)
+// ended fills in how r's segment in dir ended from its manifest on disk;
+// rec, if the recording ran here, gives the error that stopped it.
+func (s *Service) ended(r catalog.Recording, dir string, rec *recorder.Recording) catalog.Recording {
+	m, err := recorder.ReadManifest(dir)
 	end := s.o.Now().UTC()
 	switch {
 	case err != nil:
@@ -217,7 +224,7 @@ func (s *Service) ended(r catalog.Recording, rec *recorder.Recording) catalog.Re
 	}
 	r.EndedAt = end
 	r.Duration = max(end.Sub(r.StartedAt), 0)
-	r.SizeBytes = dirSize(r.Dir)
+	r.SizeBytes = dirSize(dir)
 	return r
 }
 
@@ -291,7 +298,7 @@ func (s *Service) launch(ctx context.Context, req NewRecording, room *broker.Roo
 
 	id := newID()
 	cat := catalog.Recording{ID: id, SessionID: req.Session, Title: req.Title, Description: req.Description,
-		Owner: req.Owner, State: string(recorder.StateRecording), Dir: filepath.Join(s.o.Root, id)}
+		Owner: req.Owner, State: string(recorder.StateRecording), Dir: filepath.Join(s.o.Root, id), Node: s.o.Node}
 	rec, err := recorder.Start(room, cat.Dir, s.o.Recorder)
 	if err != nil {
 		os.RemoveAll(cat.Dir)
@@ -320,23 +327,14 @@ func (s *Service) launch(ctx context.Context, req NewRecording, room *broker.Roo
 		return nil, err
 	}
 	cat, _ = s.o.Catalog.GetRecording(ctx, id) // as stored (ms)
-	l := &running{rec: rec, cat: cat, need: need, ep: ep, ended: make(chan struct{})}
+	l := &running{rec: rec, cat: cat, dir: cat.Dir, need: need, ep: ep, ended: make(chan struct{})}
 	if ep != nil {
 		l.room = room
 	}
-	s.mu.Lock()
-	if s.draining {
-		s.mu.Unlock()
-		l.stop()
-		s.finish(l)
-		started = true // finish released it
-		return nil, ErrDraining
+	started = true // from here finish releases it
+	if err := s.run(l); err != nil {
+		return nil, err
 	}
-	s.live[id] = l
-	started = true
-	s.bg.Add(1)
-	s.mu.Unlock()
-	go s.watch(l)
 	s.publish(cat.SessionID, event.RecordingStarted, view(cat))
 	s.log.Info("recording started", "recording", id, "session", req.Session, "owner", req.Owner, "reserved_bps", need)
 	return l, nil
@@ -370,7 +368,7 @@ func (s *Service) usage(ctx context.Context, owner string) (int64, error) {
 	var dirs []string
 	for _, l := range s.live {
 		if l.cat.Owner == owner {
-			dirs = append(dirs, l.cat.Dir)
+			dirs = append(dirs, l.dir)
 		}
 	}
 	s.mu.Unlock()
@@ -405,6 +403,24 @@ func (s *Service) release(need float64) {
 	s.mu.Unlock()
 }
 
+// run makes l one of the running recordings and watches it; if the
+// service is draining it stops l at once, stores its end and returns
+// ErrDraining.
+func (s *Service) run(l *running) error {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		l.stop()
+		s.finish(l)
+		return ErrDraining
+	}
+	s.live[l.cat.ID] = l
+	s.bg.Add(1)
+	s.mu.Unlock()
+	go s.watch(l)
+	return nil
+}
+
 // watch waits for a recording to end, however it ends, and stores it.
 func (s *Service) watch(l *running) {
 	defer s.bg.Done()
@@ -419,11 +435,13 @@ func (s *Service) finish(l *running) {
 		l.ep.Close()
 		l.room.Close()
 	}
-	end := s.ended(l.cat, l.rec)
+	end := s.ended(l.cat, l.dir, l.rec)
 	if end.State == string(recorder.StateRecording) { // the writer ended without a manifest state
 		end.State = string(recorder.StateFailed)
 	}
-	if err := s.o.Catalog.EndRecording(context.Background(), end); err != nil {
+	err := s.o.Catalog.EndRecording(context.Background(), end)
+	moved := errors.Is(err, catalog.ErrMoved)
+	if err != nil && !moved {
 		s.log.Error("store recording end", "recording", end.ID, "err", err)
 	}
 	s.mu.Lock()
@@ -431,6 +449,15 @@ func (s *Service) finish(l *running) {
 	s.mu.Unlock()
 	s.release(l.need)
 	st := l.rec.Stats()
+	if moved { // another node continues it (Fence): its segment here ended, not the recording
+		s.log.Warn("recording segment handed over", "recording", end.ID, "session", end.SessionID,
+			"segment", end.Segment, "bytes", end.SizeBytes, "packets", st.Packets)
+		close(l.ended)
+		return
+	}
+	if r, err := s.o.Catalog.GetRecording(context.Background(), end.ID); err == nil {
+		end = r // the totals over every segment
+	}
 	s.publish(end.SessionID, event.RecordingStopped, view(end))
 	s.log.Info("recording "+end.State, "recording", end.ID, "session", end.SessionID, "bytes", end.SizeBytes,
 		"streams", end.Streams, "packets", st.Packets, "dropped", st.Dropped, "err", end.Error)
@@ -456,6 +483,9 @@ func (s *Service) Stop(ctx context.Context, id string) (Recording, error) {
 		r, err := s.get(ctx, id)
 		if err != nil {
 			return Recording{}, err
+		}
+		if r.State == string(recorder.StateRecording) && r.Node != "" && r.Node != s.o.Node {
+			return Recording{}, fmt.Errorf("%w: recording %s is written by node %s: stop it there", ErrConflict, id, r.Node)
 		}
 		return Recording{}, fmt.Errorf("%w: recording %s is %s", ErrConflict, id, r.State)
 	}

@@ -68,8 +68,9 @@ type Node struct {
 
 // Registry is the cluster's nodes as this node hears them.
 type Registry struct {
-	o    Options
-	stop func()
+	o       Options
+	stop    func()
+	started time.Time // when it began to listen
 
 	mu    sync.Mutex
 	nodes map[string]*Node
@@ -89,7 +90,7 @@ func New(o Options) (*Registry, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registry{o: o, nodes: map[string]*Node{}}
+	r := &Registry{o: o, nodes: map[string]*Node{}, started: o.Now()}
 	stop, err := o.Watcher.WatchNodes(r.hear)
 	if err != nil {
 		return nil, err
@@ -155,4 +156,26 @@ func (r *Registry) Nodes() []Node {
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// Gone reports whether node id is taken for dead: no heartbeat for
+// Options.Stale, or it said it stopped, or it was never heard although
+// the registry has listened for longer than Options.Stale (a node that
+// died before this one started, or was forgotten). A node just started
+// takes nobody for dead before it could have heard their heartbeats.
+// The node restarts a dead node's media services (node/failover.go).
+func (r *Registry) Gone(id string) bool {
+	now := r.o.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.nodes[id]
+	switch {
+	case n == nil:
+		return now.Sub(r.started) >= r.o.Stale
+	case n.State == StateStopped:
+		return true
+	case n.LastHeartbeat.IsZero(): // heard draining only
+		return now.Sub(n.heard) >= r.o.Stale
+	}
+	return now.Sub(n.LastHeartbeat) >= r.o.Stale
 }

@@ -158,3 +158,35 @@ convene_registry_nodes{state="up"} 1
 		t.Errorf("packets_per_second series = %d, %v; want 4 (in, out for 2 nodes)", n, err)
 	}
 }
+
+// TestGone: a node is gone once stale or stopped, and one never heard is
+// gone only after the registry listened for the stale time; a fresh
+// heartbeat brings a node back.
+func TestGone(t *testing.T) {
+	r, w, clk := newTest(t)
+	if r.Gone("nobody") {
+		t.Error("a registry that just started takes an unheard node for dead")
+	}
+	w.fn(beat("a", 1, 10))
+	w.fn(beat("b", 1, 10))
+	clk.add(4 * time.Second)
+	w.fn(beat("b", 1, 14))
+	if r.Gone("a") || r.Gone("b") {
+		t.Error("a node heard 4 s ago is gone")
+	}
+	clk.add(time.Second)
+	if !r.Gone("a") || r.Gone("b") {
+		t.Errorf("after 5 s without a's heartbeat: a gone %v, b gone %v", r.Gone("a"), r.Gone("b"))
+	}
+	if !r.Gone("nobody") {
+		t.Error("after listening 5 s, a node never heard is not gone")
+	}
+	w.fn(beat("a", 1, 1)) // restarted
+	if r.Gone("a") {
+		t.Error("a node whose heartbeat came back is gone")
+	}
+	w.fn(bus.NodeStatus{NodeID: "b", Type: bus.EventStopped})
+	if !r.Gone("b") {
+		t.Error("a stopped node is not gone")
+	}
+}

@@ -65,6 +65,12 @@ type Options struct {
 	// unordered) on the publisher connection, as the web app does:
 	// Client.Channel, open once Publish is done and the connection is up.
 	Conversation bool
+	// VideoCodecs, if set, are the only video codecs the client takes
+	// (MIME types: a browser without H.264 takes only "video/VP8").
+	VideoCodecs []string
+	// OnVideo, if set, sees every video packet the client receives, with
+	// its track's codec (a test writes them to a file ffprobe decodes).
+	OnVideo func(codec string, p *rtp.Packet)
 }
 
 // Client is one member's signalling socket and peer connections.
@@ -91,6 +97,7 @@ type Client struct {
 	tracks []sfu.TrackDesc
 	layers map[string]string
 	errs   []sfu.Frame
+	closed websocket.StatusCode // how the node closed the socket (-1 before, or without a close frame)
 }
 
 // Recv counts one remote track's packets.
@@ -202,7 +209,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	}
 	ws.SetReadLimit(sfu.MaxFrame)
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{opt: opt, ws: ws, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
+	c := &Client{opt: opt, ws: ws, closed: -1, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
 		recv: map[string]*Recv{}, layers: map[string]string{}}
 	if c.Sub, err = newPC(opt.Receive, opt); err != nil {
 		c.Close()
@@ -226,7 +233,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 
 func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
-	if err := m.RegisterDefaultCodecs(); err != nil {
+	if err := registerCodecs(m, opt.VideoCodecs); err != nil {
 		return nil, err
 	}
 	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: sdp.AudioLevelURI}, webrtc.RTPCodecTypeAudio); err != nil {
@@ -278,6 +285,36 @@ func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error
 	return api.NewPeerConnection(webrtc.Configuration{})
 }
 
+// registerCodecs registers pion's default codecs, or with video only
+// those of video.
+func registerCodecs(m *webrtc.MediaEngine, video []string) error {
+	if len(video) == 0 {
+		return m.RegisterDefaultCodecs()
+	}
+	// pion's audio defaults, by payload type as it registers them.
+	fb := []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "ccm", Parameter: "fir"}, {Type: "nack"}, {Type: "nack", Parameter: "pli"}}
+	for _, c := range []webrtc.RTPCodecParameters{
+		{PayloadType: 111, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2, SDPFmtpLine: "minptime=10;useinbandfec=1"}},
+		{PayloadType: 0, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMU, ClockRate: 8000}},
+		{PayloadType: 8, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypePCMA, ClockRate: 8000}},
+	} {
+		if err := m.RegisterCodec(c, webrtc.RTPCodecTypeAudio); err != nil {
+			return err
+		}
+	}
+	for _, mime := range video {
+		c := webrtc.RTPCodecParameters{PayloadType: 96, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: fb}}
+		if strings.EqualFold(mime, webrtc.MimeTypeH264) {
+			c = webrtc.RTPCodecParameters{PayloadType: 102, RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeH264, ClockRate: 90000,
+				SDPFmtpLine: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f", RTCPFeedback: fb}}
+		}
+		if err := m.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // bufferedNet gives the sockets ICE gathers on a receive buffer of size.
 type bufferedNet struct {
 	*stdnet.Net
@@ -325,6 +362,9 @@ func (c *Client) read() {
 	for {
 		_, b, err := c.ws.Read(c.ctx)
 		if err != nil {
+			c.mu.Lock()
+			c.closed = websocket.CloseStatus(err)
+			c.mu.Unlock()
 			return
 		}
 		var f sfu.Frame
@@ -361,6 +401,14 @@ func (c *Client) read() {
 		default:
 		}
 	}
+}
+
+// CloseStatus is the close code the node's close frame had once the
+// socket is closed (Frames is closed), -1 if it had none or is open.
+func (c *Client) CloseStatus() websocket.StatusCode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Frames are the node's frames (all of them, including handled ones);
@@ -566,6 +614,9 @@ func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
 			continue
 		}
 		r.Observe(&p, n, t.Kind() == webrtc.RTPCodecTypeVideo)
+		if c.opt.OnVideo != nil && t.Kind() == webrtc.RTPCodecTypeVideo {
+			c.opt.OnVideo(r.Codec, &p)
+		}
 		if dec != nil {
 			if k, err := dec.Decode(p.Payload, pcm); err == nil {
 				r.mu.Lock()

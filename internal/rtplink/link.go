@@ -60,6 +60,13 @@ type Config struct {
 	// Info describes what the endpoint sends (its codec, when named), for
 	// the track's receivers (broker.Member.Info).
 	Info broker.TrackInfo
+	// Receive, if set, takes the room's packets for the endpoint in the
+	// link's place: a converter (a video receiver of one codec) that hands
+	// the link (Deliver) what the endpoint can take. OnChange, if set, is
+	// told when the tracks the endpoint is subscribed to changed
+	// (broker.Member.OnChange).
+	Receive  broker.Sink
+	OnChange func()
 }
 
 // Sockets are the node's shared media sockets.
@@ -146,7 +153,10 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives() && !cfg.Mixed,
 		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner, Info: cfg.Info}
 	if m.Receives {
-		m.Sink = l
+		m.Sink, m.OnChange = l, cfg.OnChange
+		if cfg.Receive != nil {
+			m.Sink = cfg.Receive
+		}
 	}
 	// Every endpoint takes RTCP: a sendonly one still needs the others'
 	// receiver reports (RFC 3264 §5.1).

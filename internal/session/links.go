@@ -174,6 +174,14 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		cfg.Consent = s.o.Links.consentTimeout()
 	}
 	cfg.Latch, cfg.LatchWindow = at.latch, s.o.Links.latchWindow()
+	var rc *recoder
+	if kind == media.Video && dir.Receives() && s.o.Video != nil && info.Info.Codec != "" {
+		// A receiver that names its codec gets other codecs' cameras
+		// transcoded (recode.go).
+		rc = &recoder{vt: s.o.Video, room: room, link: rec.ID, codec: info.Info.Codec, log: s.log,
+			subs: map[*broker.Track]*recodeSub{}}
+		cfg.Receive, cfg.OnChange = rc, rc.sync
+	}
 	l, err := rtplink.Open(cfg, s.o.Sockets, room)
 	if err != nil {
 		if errors.Is(err, udpmux.ErrAddrInUse) {
@@ -181,7 +189,10 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	m := rtpMedia{l: l, socks: s.o.Sockets, member: at.member}
+	m := rtpMedia{l: l, socks: s.o.Sockets, member: at.member, rc: rc}
+	if rc != nil {
+		rc.out.Store(l)
+	}
 	if !mixed {
 		return m, nil
 	}
@@ -454,11 +465,18 @@ type rtpMedia struct {
 	l      *rtplink.Link
 	socks  rtplink.Sockets
 	member string
+	rc     *recoder // a video receiver's transcoders, or nil
 }
 
 func (m rtpMedia) Member() string       { return m.member }
 func (m rtpMedia) Track() *broker.Track { return m.l.Track() }
-func (m rtpMedia) Close()               { m.l.Close() }
+
+func (m rtpMedia) Close() {
+	m.l.Close()
+	if m.rc != nil {
+		m.rc.close()
+	}
+}
 
 func (m rtpMedia) Local() Local {
 	rtp := m.socks.RTP.LocalAddr()

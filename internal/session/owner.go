@@ -108,6 +108,9 @@ func (s *Service) RunLeases(ctx context.Context) {
 		s.renewLeases(ctx)
 		s.takeOver(ctx)
 		s.catchUp(ctx)
+		if s.o.OnRound != nil {
+			s.o.OnRound(ctx)
+		}
 	}
 }
 
@@ -169,37 +172,78 @@ func (s *Service) takeOver(ctx context.Context) {
 		return
 	}
 	for _, id := range ids {
-		if err := s.adopt(ctx, id); err != nil {
+		took, prev, err := s.adopt(ctx, id)
+		if err != nil {
 			s.log.Warn("take over session", "session", id, "err", err)
+		}
+		if took && s.o.OnTakeOver != nil {
+			s.o.OnTakeOver(id, prev)
 		}
 	}
 }
 
-// adopt takes a session over if nobody holds it.
-func (s *Service) adopt(ctx context.Context, id string) error {
+// adopt takes a session over if nobody holds it; prev is the node that
+// held it before.
+func (s *Service) adopt(ctx context.Context, id string) (took bool, prev string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return nil
+		return false, "", nil
 	}
-	prev := "" // the owner whose lease expired: it stopped serving (fencing), so its links move here
+	// prev, the owner whose lease expired, stopped serving (fencing), so
+	// its links move here
 	if l, err := s.o.Catalog.Owner(ctx, id); err == nil && l.Node != s.o.Node {
 		prev = l.Node
 	}
 	ok, err := s.acquire(ctx, id)
 	if err != nil || !ok {
-		return err
+		return false, "", err
 	}
 	rec, err := s.o.Catalog.GetSession(ctx, id)
 	if err != nil {
-		return err
+		return true, prev, err
 	}
 	if err := s.takeOwnership(ctx, rec, prev); err != nil {
-		return err
+		return true, prev, err
 	}
 	l, _ := s.lease(id)
 	s.log.Info("session taken over", "session", id, "epoch", l.Epoch, "from", prev)
-	return nil
+	return true, prev, nil
+}
+
+// Leases returns the leases of the sessions this node owns (none without
+// Options.Node).
+func (s *Service) Leases() []catalog.Lease {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	out := make([]catalog.Lease, 0, len(s.owned))
+	for _, l := range s.owned {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Lease returns this node's lease of a session; ok is false when it does
+// not own it (or without Options.Node).
+func (s *Service) Lease(id string) (catalog.Lease, bool) { return s.lease(id) }
+
+// Rehome moves to this node the stored links of an active session it owns
+// that ran on node, which died (the node's registry no longer hears it):
+// as at a takeover, each is opened on this node's socket, recorded as
+// this node's, and announced as link.added with its new local address.
+// Nothing happens if this node does not own the session or has no room
+// of it.
+func (s *Service) Rehome(ctx context.Context, id, node string) error {
+	if s.o.Node == "" || node == "" || node == s.o.Node {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ls := s.live[id]
+	if ls == nil || s.draining || !s.Owns(id) {
+		return nil
+	}
+	return s.restoreLinks(ctx, id, ls, node)
 }
 
 // takeOwnership sets a session up on its (new) owner: control from the
@@ -321,3 +365,41 @@ func (s *Service) releaseAll() {
 // could not renew their lease or another node had taken them
 // (convene_session_leases_lost_total).
 func (s *Service) LostLeases() uint64 { return s.lostLeases.Load() }
+
+// DropMovedLinks closes here the stored links the catalog says run on
+// another node now: a session's owner took this node for dead (it was
+// only cut off from the others) and re-homed them, so the endpoint is not
+// served twice. The catalog keeps them; only this node's media of them
+// stop. The node calls it every lease round.
+func (s *Service) DropMovedLinks(ctx context.Context) {
+	if s.o.Node == "" {
+		return
+	}
+	ids, err := s.o.Catalog.NodeLinks(ctx, s.o.Node)
+	if err != nil {
+		return // the catalog cannot tell; the leases decide for owned sessions
+	}
+	mine := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		mine[id] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sid, ls := range s.live {
+		for lid, l := range ls.links {
+			if l.live || mine[lid] {
+				continue
+			}
+			node, err := s.o.Catalog.LinkNode(ctx, lid) // stored after the list was read?
+			if err != nil || node == "" || node == s.o.Node {
+				continue
+			}
+			s.closeLink(l)
+			delete(ls.links, lid)
+			if c := s.ctl[sid]; c != nil {
+				c.gates.remove(lid)
+			}
+			s.log.Warn("link moved to another node: closed here", "session", sid, "link", lid, "now_on", node)
+		}
+	}
+}

@@ -211,3 +211,46 @@ func TestFloorsAcrossNodes(t *testing.T) {
 		t.Errorf("bob's track on b is in %+v, want subgroup %s", snd, g.ID)
 	}
 }
+
+// TestRehomeAndDropMoved: node b serves a link of a session node a owns;
+// a takes b for dead and re-homes the link (Rehome): it runs on a, stored
+// as a's; b, which was only cut off, closes its copy at DropMovedLinks,
+// and a's own link stays open on a.
+func TestRehomeAndDropMoved(t *testing.T) {
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "c.db")
+	a, cat := clusterService(t, dsn, "a")
+	b, _ := clusterService(t, dsn, "b")
+	s, err := a.Create(ctx, "rehome")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := a.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47120", Kind: "audio", RTCPMux: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := b.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47122", Kind: "audio", RTCPMux: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rehome(ctx, s.ID, "a"); err != nil || b.Load().Links != 1 {
+		t.Fatalf("a node that does not own the session re-homed links: %v, %d links", err, b.Load().Links)
+	}
+	if err := a.Rehome(ctx, s.ID, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cat.LinkNode(ctx, bl.ID); err != nil || n != "a" {
+		t.Fatalf("b's link is stored on %q (%v), want a", n, err)
+	}
+	if a.Load().Links != 2 {
+		t.Fatalf("a serves %d links after the re-homing, want 2", a.Load().Links)
+	}
+	a.DropMovedLinks(ctx)
+	b.DropMovedLinks(ctx)
+	if a.Load().Links != 2 || b.Load().Links != 0 {
+		t.Errorf("after DropMovedLinks: a serves %d links (want 2), b %d (want 0)", a.Load().Links, b.Load().Links)
+	}
+	if n, _ := cat.LinkNode(ctx, own.ID); n != "a" {
+		t.Errorf("a's own link is stored on %q", n)
+	}
+}

@@ -40,6 +40,10 @@ type Options struct {
 	OnDigit func(session, member string, digit byte)
 	// Mixers mix audio for the links that ask for a mix; nil refuses them.
 	Mixers *mixer.Service
+	// Video, if set, transcodes the cameras a receiving video link that
+	// names its codec cannot take; without it such a link gets them as
+	// they are.
+	Video VideoTranscoder
 	// Links is the policy for links members create, and the caps.
 	Links LinkPolicy
 	// Admission, if set, refuses new links and joins past the node's
@@ -51,8 +55,16 @@ type Options struct {
 	// last renewal. "" owns every session, as a lone node.
 	Node                 string
 	LeaseTTL, LeaseRenew time.Duration
-	Logger               *slog.Logger
-	Now                  func() time.Time
+	// OnTakeOver, if set, is told (never under the service's lock) each
+	// time this node took a session over whose lease had expired, with the
+	// node that held it: the node restarts the session's media services
+	// that ran there (node/failover.go).
+	OnTakeOver func(sessionID, from string)
+	// OnRound, if set, runs after every lease round (RunLeases), outside
+	// the service's lock.
+	OnRound func(ctx context.Context)
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Service is the session service of one node.

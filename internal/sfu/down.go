@@ -15,6 +15,7 @@ import (
 	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/transcode"
+	"github.com/convene/convene/internal/vtranscode"
 )
 
 // downTrack is one remote track of a subscriber connection: one source of
@@ -29,6 +30,13 @@ type downTrack struct {
 	local  *localTrack
 	sender *webrtc.RTPSender
 	hist   *history // video: what was sent, to answer NACKs
+	// recode is the codec of a video track when the node transcodes
+	// video ("" otherwise): an input of another codec reaches it through
+	// a video transcoder of vtarget (vtranscode), never as it is. It
+	// changes once, when the receiver took another codec (rebind);
+	// vtarget is the control goroutine's.
+	recode  atomic.Pointer[string]
+	vtarget vtranscode.Target
 	// transcoded are the inputs that reach this (Opus) track through a
 	// transcoder (a phone's G.711), and those whose codec is not known
 	// yet; the room's own packets of these inputs are not forwarded.
@@ -84,17 +92,35 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 	}
 	if tc, ok := (*d.transcoded.Load())[from]; ok {
 		pk.Release()
-		if tc.stop == nil {
+		if tc.stop == nil && (tc.refused.IsZero() || time.Since(tc.refused) > retryRefused) {
 			p.resync() // its codec is known now: transcode it or not
 		}
 		return
 	}
+	if rc := *d.recode.Load(); rc != "" {
+		if needs, known := vtranscode.Needs(from, rc); needs || !known {
+			pk.Release() // never another codec's bytes: a transcoder is due
+			p.resync()
+			return
+		}
+	}
 	p.enqueue(d, pk, from)
 }
 
-// transcoding is how an input reaches an Opus track through a transcoder:
-// stop ends it; nil while the input's codec is not known yet.
-type transcoding struct{ stop func() }
+// retryRefused is how long an input whose video transcoder was refused
+// waits before it is asked for again.
+const retryRefused = 5 * time.Second
+
+// transcoding is how an input reaches a track through a transcoder: stop
+// ends it; nil while the input's codec is not known yet, or while its
+// video transcoder is refused (since refused, for err).
+type transcoding struct {
+	stop func()
+	// keyframe passes the receiver's PLI to a video transcoder.
+	keyframe func()
+	refused  time.Time
+	err      error
+}
 
 // transcode makes the G.711 inputs of an Opus track reach it as Opus,
 // each through the node's transcoder of that input (shared with every
@@ -129,7 +155,7 @@ func (p *Peer) transcode(d *downTrack, inputs []*broker.Track) {
 			p.s.log.Warn("webrtc transcode", "session", p.session, "member", p.member, "track", t.ID(), "err", err)
 			continue
 		}
-		next[t] = transcoding{stop}
+		next[t] = transcoding{stop: stop}
 	}
 	d.transcoded.Store(&next)
 	for t, tc := range old {
@@ -137,6 +163,69 @@ func (p *Peer) transcode(d *downTrack, inputs []*broker.Track) {
 			tc.stop()
 		}
 	}
+}
+
+// transcodeVideo makes the input a video track forwards now (its target
+// and the one it still sends) reach it through a video transcoder when
+// its codec is not the track's, shared with every receiver of the same
+// class; it stops the transcoders of inputs no longer forwarded. Only
+// those: a WHEP viewer's inputs are every camera of the session. Called
+// by the control goroutine.
+func (p *Peer) transcodeVideo(d *downTrack) {
+	hub := p.s.cfg.Video
+	recode := *d.recode.Load()
+	if hub == nil || recode == "" {
+		return
+	}
+	old := *d.transcoded.Load()
+	target, cur := d.target.Load(), d.cur.Load()
+	next := make(map[*broker.Track]transcoding, len(old))
+	for _, t := range *d.inputs.Load() {
+		needs, known := vtranscode.Needs(t, recode)
+		if !known {
+			next[t] = transcoding{} // not forwarded until we know
+			continue
+		}
+		if !needs || (t != target && t != cur) {
+			continue
+		}
+		if tc := old[t]; tc.stop != nil || (!tc.refused.IsZero() && time.Since(tc.refused) < retryRefused) {
+			next[t] = tc
+			continue
+		}
+		src := t
+		sub, err := hub.Subscribe(p.broom, t, d.vtarget, broker.SinkFunc(func(pk *media.Packet, _ *broker.Track) {
+			if src != d.target.Load() && src != d.cur.Load() {
+				pk.Release()
+				p.resync() // not forwarded any more: its transcoder can stop
+				return
+			}
+			p.enqueue(d, pk, src)
+		}))
+		if err != nil {
+			p.s.log.Warn("webrtc video transcode refused", "session", p.session, "member", p.member, "track", t.ID(),
+				"codec", recode, "err", err)
+			next[t] = transcoding{refused: time.Now(), err: err}
+			continue
+		}
+		next[t] = transcoding{stop: sub.Stop, keyframe: sub.Keyframe}
+	}
+	d.transcoded.Store(&next)
+	for t, tc := range old {
+		if n, ok := next[t]; (!ok || n.stop == nil) && tc.stop != nil {
+			tc.stop()
+		}
+	}
+}
+
+// refusal is why the input d forwards now cannot reach it: its video
+// transcoder was refused (nil otherwise).
+func (d *downTrack) refusal() error {
+	t := d.target.Load()
+	if t == nil {
+		return nil
+	}
+	return (*d.transcoded.Load())[t].err
 }
 
 // enqueue hands a packet of input from to the writer of d; it never
@@ -269,6 +358,7 @@ func (p *Peer) syncSub() {
 			routes[t] = d
 		}
 		p.choose(d)
+		p.transcodeVideo(d)
 	}
 	p.routes.Store(&routes)
 	if changed {
@@ -316,9 +406,19 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 	kind, _ := media.ParseKind(desc.Kind)
 	d := &downTrack{p: p, key: key, kind: kind, clock: codec.ClockRate, desc: desc}
 	d.transcoded.Store(&map[*broker.Track]transcoding{})
+	none := ""
+	d.recode.Store(&none)
 	local, err := newLocalTrack(codec, desc.ID, stream)
 	if err != nil {
 		return nil, err
+	}
+	if kind == media.Video && p.s.cfg.Video != nil {
+		if _, ok := vtranscode.Canonical(codec.MimeType); ok {
+			mime := codec.MimeType
+			d.recode.Store(&mime)
+			d.vtarget = vtranscode.Target{Codec: codec.MimeType}
+			local.instead = d.rebind
+		}
 	}
 	sender, err := pc.AddTrack(local)
 	if err != nil {
@@ -330,6 +430,30 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 	}
 	go d.readRTCP()
 	return d, nil
+}
+
+// rebind chooses the codec a video track carries when its receiver took
+// none of its own (a browser without H.264 subscribed to an H.264 camera):
+// the first VP8 or H.264 it took, in the size and rate its format
+// parameters allow; the cameras then reach it through video transcoders.
+// Called by pion as it binds the track (localTrack.Bind), on the control
+// goroutine that applies the receiver's answer.
+func (d *downTrack) rebind(negotiated []webrtc.RTPCodecParameters) (webrtc.RTPCodecCapability, bool) {
+	for _, c := range negotiated {
+		mime, ok := vtranscode.Canonical(c.MimeType)
+		if !ok {
+			continue
+		}
+		d.vtarget = vtranscode.FromSDP(mime, c.SDPFmtpLine, "")
+		d.vtarget.Codec = c.MimeType
+		m := c.MimeType
+		d.recode.Store(&m)
+		d.p.s.log.Info("webrtc video track rebound: the receiver takes another codec", "session", d.p.session,
+			"member", d.p.member, "track", d.desc.ID, "codec", m)
+		d.p.resync()
+		return c.RTPCodecCapability, true
+	}
+	return webrtc.RTPCodecCapability{}, false
 }
 
 // close releases what the track holds once it is off the connection.
@@ -467,7 +591,7 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
 		if t != d.target.Load() {
 			return
 		}
-		if d.kind == media.Video && cur != nil && !keyframe(d.local.Codec().MimeType, d.pkt.Payload) {
+		if d.kind == media.Video && cur != nil && !keyframe(d.local.mime(), d.pkt.Payload) {
 			d.waitedKeyframe.Add(1)
 			return
 		}
@@ -541,9 +665,18 @@ func (d *downTrack) readRTCP() {
 			switch r := pk.(type) {
 			case *rtcp.PictureLossIndication, *rtcp.FullIntraRequest:
 				d.p.s.m.pli.WithLabelValues("received").Inc()
-				if t := d.cur.Load(); t != nil {
-					t.RequestKeyframe()
-				} else if t := d.target.Load(); t != nil {
+				t := d.cur.Load()
+				if t == nil {
+					t = d.target.Load()
+				}
+				if t == nil {
+					break
+				}
+				// A transcoded input's keyframe comes from its transcoder
+				// (which asks the publisher and forces one out).
+				if tc := (*d.transcoded.Load())[t]; tc.keyframe != nil {
+					tc.keyframe()
+				} else {
 					t.RequestKeyframe()
 				}
 			case *rtcp.TransportLayerNack:

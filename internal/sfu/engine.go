@@ -18,6 +18,7 @@ import (
 
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/transcode"
+	"github.com/convene/convene/internal/vtranscode"
 )
 
 // Config is the node's WebRTC configuration (the webrtc section).
@@ -49,6 +50,11 @@ type Config struct {
 	// Transcode, if set, gives browsers a G.711 track (a phone's) as Opus,
 	// transcoded once per track; without it they get the G.711.
 	Transcode *transcode.Hub
+	// Video, if set, gives a receiver a camera of a codec it cannot take
+	// (an H.264-only WHEP viewer, a VP8 publisher) through a video
+	// transcoder of the codec, size and rate it takes; without it such a
+	// receiver gets nothing of that camera.
+	Video *vtranscode.Hub
 	// Admit, if set, decides whether a browser's join, a WHIP publisher
 	// or a WHEP viewer fits the node's capacity (session.Service.Admit):
 	// the member, what ("join", "whip", "whep"), and whether it receives
@@ -61,8 +67,17 @@ type Config struct {
 	// conversation over a "conversation" data channel (datachan.go);
 	// without it every data channel is refused.
 	Conversations Conversations
-	Logger        *slog.Logger
+	// Failover, if set, names the other nodes of the cluster a member may
+	// rejoin on if this node goes (issue 16): the welcome frame carries
+	// them, and a "nodes" frame whenever they changed (checked every
+	// FailoverRefresh).
+	Failover func() []capacity.Alternative
+	Logger   *slog.Logger
 }
+
+// FailoverRefresh is how often a member's socket is sent the cluster's
+// nodes again if they changed (Config.Failover).
+const FailoverRefresh = 10 * time.Second
 
 func (c *Config) defaults() {
 	if !c.Addr.IsValid() {

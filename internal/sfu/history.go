@@ -88,12 +88,27 @@ func (h *history) close() {
 type localTrack struct {
 	*webrtc.TrackLocalStaticRTP
 	bound atomic.Pointer[binding]
+	// instead, if set, offers a codec to bind in place of the track's own
+	// when the receiver took none of it (a browser without H.264 sent an
+	// H.264 camera): the track then carries that codec, fed by a video
+	// transcoder (see downTrack.rebind). Set before the track is bound.
+	instead func(negotiated []webrtc.RTPCodecParameters) (webrtc.RTPCodecCapability, bool)
+	alt     atomic.Pointer[webrtc.TrackLocalStaticRTP] // the track bound instead
 }
 
 type binding struct {
 	ssrc uint32
 	pt   uint8
 	w    webrtc.TrackLocalWriter
+	mime string // the codec bound
+}
+
+// mime is the codec the track carries: the one bound, else its own.
+func (t *localTrack) mime() string {
+	if b := t.bound.Load(); b != nil {
+		return b.mime
+	}
+	return t.Codec().MimeType
 }
 
 func newLocalTrack(c webrtc.RTPCodecCapability, id, stream string) (*localTrack, error) {
@@ -104,11 +119,24 @@ func newLocalTrack(c webrtc.RTPCodecCapability, id, stream string) (*localTrack,
 	return &localTrack{TrackLocalStaticRTP: t}, nil
 }
 
-// Bind notes the connection's SSRC, payload type and write stream.
+// Bind notes the connection's SSRC, payload type and write stream. When
+// the receiver took none of the track's codec, it binds the codec instead
+// offers, if any.
 func (t *localTrack) Bind(c webrtc.TrackLocalContext) (webrtc.RTPCodecParameters, error) {
 	codec, err := t.TrackLocalStaticRTP.Bind(c)
+	if errors.Is(err, webrtc.ErrUnsupportedCodec) && t.instead != nil {
+		if alt, ok := t.instead(c.CodecParameters()); ok {
+			inner, aerr := webrtc.NewTrackLocalStaticRTP(alt, t.ID(), t.StreamID())
+			if aerr != nil {
+				return codec, err
+			}
+			if codec, err = inner.Bind(c); err == nil {
+				t.alt.Store(inner)
+			}
+		}
+	}
 	if err == nil {
-		t.bound.Store(&binding{ssrc: uint32(c.SSRC()), pt: uint8(codec.PayloadType), w: c.WriteStream()})
+		t.bound.Store(&binding{ssrc: uint32(c.SSRC()), pt: uint8(codec.PayloadType), w: c.WriteStream(), mime: codec.MimeType})
 	}
 	return codec, err
 }
@@ -116,6 +144,9 @@ func (t *localTrack) Bind(c webrtc.TrackLocalContext) (webrtc.RTPCodecParameters
 // Unbind forgets the binding.
 func (t *localTrack) Unbind(c webrtc.TrackLocalContext) error {
 	t.bound.Store(nil)
+	if alt := t.alt.Load(); alt != nil {
+		return alt.Unbind(c)
+	}
 	return t.TrackLocalStaticRTP.Unbind(c)
 }
 

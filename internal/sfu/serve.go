@@ -5,12 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/convene/convene/internal/capacity"
 )
 
 // Conn is a browser's signalling socket.
 type Conn interface {
 	Read(ctx context.Context) ([]byte, error)
 	Write(ctx context.Context, b []byte) error
+}
+
+// Closer is a Conn that can end with a close frame (RFC 6455 §7.4.1).
+// When the member's peer ends (it left, was removed, its session ended)
+// Serve closes such a Conn with 1000 before it stops reading; when the
+// node goes (Close) with 1001, "going away": the web app rejoins on
+// another node then, and only then (web/src/move.ts rejoinTarget). A
+// socket that is cut without a close frame reads as 1006 there.
+type Closer interface {
+	Close(code int, reason string) error
 }
 
 // maxFrameRate caps what one socket may send: frames beyond it in a second
@@ -26,7 +38,8 @@ func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) err
 		return err
 	}
 	defer p.Close()
-	p.send(Frame{Type: "welcome", Member: memberID, ICEServers: s.cfg.ICEServers})
+	nodes := s.failover()
+	p.send(Frame{Type: "welcome", Member: memberID, ICEServers: s.cfg.ICEServers, Alternatives: nodes})
 	if err := p.do(p.attachReceivers); err != nil {
 		writeFrame(ctx, c, Frame{Type: "error", Code: "fatal", Message: err.Error()})
 		return err
@@ -35,14 +48,22 @@ func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) err
 	defer cancel()
 	go func() {
 		defer cancel()
+		refresh := time.NewTicker(FailoverRefresh)
+		defer refresh.Stop()
 		for {
 			select {
+			case <-refresh.C:
+				if now := s.failover(); !sameNodes(now, nodes) {
+					nodes = now
+					p.send(Frame{Type: "nodes", Alternatives: nodes})
+				}
 			case f := <-p.out:
 				if err := writeFrame(ctx, c, f); err != nil {
 					p.Close()
 					return
 				}
 			case <-p.done:
+				s.hangUp(c)
 				return
 			case <-ctx.Done():
 				return
@@ -96,4 +117,42 @@ func writeFrame(ctx context.Context, c Conn, f Frame) error {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return c.Write(wctx, b)
+}
+
+// failover is the cluster's other nodes a member may rejoin on
+// (Config.Failover); none on a lone node.
+func (s *SFU) failover() []capacity.Alternative {
+	if s.cfg.Failover == nil {
+		return nil
+	}
+	return s.cfg.Failover()
+}
+
+// sameNodes reports whether two lists name the same nodes at the same
+// addresses, in the same order (their room changes at every heartbeat
+// and is not news).
+func sameNodes(a, b []capacity.Alternative) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Node != b[i].Node || a[i].URL != b[i].URL || a[i].TokenValid != b[i].TokenValid {
+			return false
+		}
+	}
+	return true
+}
+
+// hangUp closes c with a close frame if it can (Closer): 1001 while the
+// node goes away, else 1000.
+func (s *SFU) hangUp(c Conn) {
+	cl, ok := c.(Closer)
+	if !ok {
+		return
+	}
+	if s.Closing() {
+		cl.Close(1001, "the node is shutting down")
+	} else {
+		cl.Close(1000, "")
+	}
 }

@@ -107,6 +107,15 @@ func (s *SFU) Close() {
 	s.eng.close()
 }
 
+// Closing reports whether Close was called: the node is going away, and a
+// member's socket that ends now should say so (1001), so the web app
+// rejoins on another node.
+func (s *SFU) Closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // takePC reserves n peer connections under MaxPeers.
 func (s *SFU) takePC(n int) error {
 	if s.pcs.Add(int64(n)) > int64(s.cfg.MaxPeers) {

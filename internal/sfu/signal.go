@@ -33,7 +33,9 @@ type Frame struct {
 	Code       string             `json:"code,omitempty"`
 	Message    string             `json:"message,omitempty"`
 	// Alternatives, in an over_capacity error, are the cluster's nodes
-	// with room for the join, most room first.
+	// with room for the join, most room first; in the welcome frame and a
+	// "nodes" frame, the nodes a member rejoins on if this node goes
+	// (Config.Failover).
 	Alternatives []capacity.Alternative `json:"alternatives,omitempty"`
 
 	raw []byte // the whole frame, marshalled once for many peers

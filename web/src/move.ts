@@ -56,3 +56,15 @@ export function refusedMessage(message: string, alts: Alternative[] | undefined,
   }
   return `The server is busy. These servers have room: ${list} — your link is not valid there: ask the organiser for a link on one of them.`;
 }
+
+// rejoinTarget is where a member whose node went rejoins (issue 16): the
+// first node its signalling socket last named (the welcome and "nodes"
+// frames) that takes its token. Only when the node went: the socket
+// closed without a close frame (1006: the node died, or the network to it
+// went) or with "going away" (1001: the node shuts down). A socket the
+// node closed for a reason of the member's (it left or was removed, the
+// session ended) is not a reason to go elsewhere.
+export function rejoinTarget(nodes: Alternative[] | undefined, closeCode: number): Alternative | undefined {
+  if (closeCode !== 1006 && closeCode !== 1001) return undefined;
+  return moveTarget(nodes, 0);
+}

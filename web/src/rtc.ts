@@ -17,7 +17,7 @@ export type Frame = {
   layer?: string;
   code?: string;
   message?: string;
-  alternatives?: Alternative[]; // over_capacity in a cluster: nodes with room
+  alternatives?: Alternative[]; // over_capacity in a cluster: nodes with room; welcome, nodes: where to rejoin
 };
 
 export type Remote = { stream: MediaStream; member: string; source: string };
@@ -33,7 +33,9 @@ export type RTCEvents = {
   remotes(r: Map<string, Remote>): void;
   quality(q: Record<string, Quality>): void;
   error(code: string, message: string, alternatives?: Alternative[]): void;
-  closed(reason: string): void;
+  // closed: the signalling socket closed, with its close code (1006: no
+  // close frame, the node is gone).
+  closed(reason: string, code: number): void;
 };
 
 // streamMember maps a remote stream ID ("<member>-<source>") to its member
@@ -57,6 +59,9 @@ export class RTC {
   private pendingAnswer?: (sdp: string) => void;
   private sctp = false; // the publisher connection has negotiated data channels
   member = '';
+  // nodes are where to rejoin if this node goes: the welcome's, then the
+  // last "nodes" frame's (move.ts rejoinTarget).
+  nodes: Alternative[] = [];
   // Join timing (performance.now()): the signalling socket opened, and
   // the first remote video frame was decoded.
   timing: { wsOpen?: number; firstFrame?: number } = {};
@@ -69,7 +74,7 @@ export class RTC {
       this.watchFirstFrame();
     };
     this.ws.onmessage = (m) => this.handle(JSON.parse(m.data));
-    this.ws.onclose = (e) => on.closed(e.reason || 'the connection to the node closed');
+    this.ws.onclose = (e) => on.closed(e.reason || 'the connection to the node closed', e.code);
   }
 
   ready(): Promise<void> {
@@ -114,6 +119,10 @@ export class RTC {
       case 'welcome':
         this.ice = f.ice_servers ?? [];
         this.member = f.member ?? '';
+        this.nodes = f.alternatives ?? [];
+        break;
+      case 'nodes':
+        this.nodes = f.alternatives ?? [];
         break;
       case 'offer':
         await this.answerSub(f.sdp ?? '');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_MOVES, moveLink, moveTarget, parseHandoff, refusedMessage, takeHandoff, type Alternative } from '../src/move';
+import { MAX_MOVES, moveLink, moveTarget, parseHandoff, refusedMessage, rejoinTarget, takeHandoff, type Alternative } from '../src/move';
 import { parseRoute } from '../src/route';
 
 const b: Alternative = { node: 'node-b', url: 'https://b.example:8443/', sip: 'b.example:5060', room_pps: 9000, token_valid: true };
@@ -42,5 +42,17 @@ describe('moving a member refused over capacity', () => {
     expect(refusedMessage('x', [other], 0)).toContain('node-x (https://x.example)');
     expect(refusedMessage('x', [other], 0)).toContain('not valid there');
     expect(refusedMessage('x', [b], MAX_MOVES)).toContain('moved 2 times');
+  });
+});
+
+describe('rejoining when the node goes', () => {
+  it('goes to the first node named that takes the token, only when the node went', () => {
+    expect(rejoinTarget([other, b, c], 1006)).toBe(b);
+    expect(rejoinTarget([b], 1000)).toBeUndefined(); // the node closed the socket itself: left, removed, ended
+    expect(rejoinTarget([b], 1001)).toBe(b); // going away: the node shuts down
+    expect(rejoinTarget([b], 1008)).toBeUndefined(); // policy: the member's own doing
+    expect(rejoinTarget([other], 1006)).toBeUndefined();
+    expect(rejoinTarget([], 1006)).toBeUndefined(); // a lone node
+    expect(rejoinTarget([b], 1006)).toBe(b); // after MAX_MOVES capacity moves too: a dead node is no ping-pong
   });
 });

@@ -1,6 +1,10 @@
 package mixbench
 
-import "time"
+import (
+	"time"
+
+	"github.com/convene/convene/internal/bench/results"
+)
 
 // Frame is the mixers' frame interval.
 const Frame = 20 * time.Millisecond
@@ -122,20 +126,10 @@ func quality(rs []receiver, window time.Duration) Quality {
 }
 
 // ReceivedShare is the share of the expected frames received.
-func (q Quality) ReceivedShare() float64 {
-	if q.Expected == 0 {
-		return 0
-	}
-	return float64(q.Received) / float64(q.Expected)
-}
+func (q Quality) ReceivedShare() float64 { return results.Share(q.Received, q.Expected) }
 
 // LateShare is the share of the received frames that were late.
-func (q Quality) LateShare() float64 {
-	if q.Received == 0 {
-		return 0
-	}
-	return float64(q.Late) / float64(q.Received)
-}
+func (q Quality) LateShare() float64 { return results.Share(q.Late, q.Received) }
 
 // Pass says whether the step reached the bar.
 func (q Quality) Pass() bool {

@@ -75,3 +75,12 @@ func Tries[P any](measure func(retry bool) P, pass func(P) bool, others func(P) 
 		ps = append(ps, measure(true))
 	}
 }
+
+// Share is part / whole, 0 when whole is 0: the frames received of those
+// due, the late of those received.
+func Share(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}

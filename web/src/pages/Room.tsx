@@ -37,7 +37,7 @@ import { RTC, type Quality, type Remote } from '../rtc';
 import type { TransportKind } from '../transport';
 import { navigate, watchLink } from '../route';
 import { VIEWER_LINK_TTL } from '../broadcast';
-import { moveLink, moveTarget, refusedMessage } from '../move';
+import { moveLink, moveTarget, refusedMessage, rejoinTarget } from '../move';
 
 // Another member's pointer goes away after this long without moving.
 const POINTER_IDLE_MS = 4000;
@@ -127,6 +127,7 @@ export function Room({ session }: { session: string }) {
           break;
         case 'recording.started':
         case 'recording.stopped':
+        case 'recording.moved':
           refreshRecording();
           break;
         case 'hls.started':
@@ -166,7 +167,17 @@ export function Room({ session }: { session: string }) {
         stop = true;
         location.assign(moveLink(to, session, me, token, moves));
       },
-      closed: (why) => !stop && setEnded((e) => e || 'Disconnected: ' + why),
+      closed: (why, code) => {
+        if (stop) return;
+        // The node went (killed, cut off): rejoin on another node of the
+        // cluster as the same member, with the same token (issue 16).
+        const to = rejoinTarget(r.nodes, code);
+        if (!to) return setEnded((e) => e || 'Disconnected: ' + why);
+        stop = true;
+        setErr(`Lost this server: rejoining on ${to.node}…`);
+        const moves = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
+        location.assign(moveLink(to, session, me, token, moves));
+      },
     });
     rtc.current = r;
     // The chat moves onto a data channel of the meeting's connection once

@@ -1,4 +1,4 @@
-package composite
+package ffmpeg
 
 import (
 	"encoding/binary"
@@ -59,13 +59,13 @@ func TestProcTicks(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	var m cpuMeter
-	if _, ok := m.sample(os.Getpid(), time.Now()); ok {
+	var m CPUMeter
+	if _, ok := m.Sample(os.Getpid(), time.Now()); ok {
 		t.Error("a first sample has nothing to compare with")
 	}
 	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
 	}
-	if cores, ok := m.sample(os.Getpid(), time.Now()); !ok || cores < 0 {
+	if cores, ok := m.Sample(os.Getpid(), time.Now()); !ok || cores < 0 {
 		t.Errorf("second sample: %v %v", cores, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package composite
+package ffmpeg
 
 import (
 	"bytes"
@@ -11,16 +11,32 @@ import (
 // times: 100 on every Linux Go runs on.
 const clockTicks = 100
 
-// cpuMeter measures a child's CPU in cores from /proc between samples.
-type cpuMeter struct {
-	pid int
-	cpu time.Duration
-	at  time.Time
+// CPUMeter measures a child's CPU in cores from /proc between samples.
+type CPUMeter struct {
+	pid    int
+	cpu    time.Duration
+	at     time.Time
+	smooth float64 // Smooth's last value
 }
 
-// sample returns the cores pid used since the last sample of the same
+// Smooth samples pid and returns its load smoothed over the samples (0.8
+// of the last value, 0.2 of the new sample), so a keyframe's spike is not
+// taken for the child's load; ok false when the sample gave nothing.
+func (m *CPUMeter) Smooth(pid int, now time.Time) (cores float64, ok bool) {
+	c, ok := m.Sample(pid, now)
+	if !ok {
+		return m.smooth, false
+	}
+	if m.smooth > 0 {
+		c = 0.8*m.smooth + 0.2*c
+	}
+	m.smooth = c
+	return c, true
+}
+
+// Sample returns the cores pid used since the last sample of the same
 // pid (ok false at a new pid, or where /proc cannot tell).
-func (m *cpuMeter) sample(pid int, now time.Time) (cores float64, ok bool) {
+func (m *CPUMeter) Sample(pid int, now time.Time) (cores float64, ok bool) {
 	cpu, err := CPUTime(pid)
 	if err != nil {
 		m.pid = 0
