@@ -9,8 +9,8 @@ import (
 
 // TestSubscriptionChanges: OnChange fires for the members whose
 // subscriptions a join, leave or subgroup move changed, and Subscribed lists
-// what they hear; receivers that are not Layered get only a simulcast
-// source's primary layer.
+// what they hear; receivers that are not Layered are subscribed to every
+// layer too (through a layerPick, which passes one on).
 func TestSubscriptionChanges(t *testing.T) {
 	r := NewRoom("s")
 	var changes atomic.Int32
@@ -34,9 +34,8 @@ func TestSubscriptionChanges(t *testing.T) {
 	if got := r.Subscribed("rx"); len(got) != 3 {
 		t.Errorf("the layered receiver hears %d tracks, want 3", len(got))
 	}
-	plain := r.Subscribed("plain")
-	if len(plain) != 1 || plain[0].Info().Layer != 3 {
-		t.Errorf("the plain receiver hears %v, want only the primary layer", plain)
+	if plain := r.Subscribed("plain"); len(plain) != 3 {
+		t.Errorf("the plain receiver is subscribed to %d layers, want 3", len(plain))
 	}
 	r.SetGroup("rx", "g")
 	if got := r.Subscribed("rx"); len(got) != 0 {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/convene/convene/internal/media"
 )
@@ -40,8 +41,8 @@ type Member struct {
 	// layer); Track.Info returns it.
 	Info TrackInfo
 	// Layered receivers pick among a simulcast source's layers themselves
-	// and subscribe to all of them; the others get only each source's
-	// primary layer (TrackInfo.Primary).
+	// and get all of them; the others get one layer of each source at a
+	// time, the highest heard within Recent (layerPick, layers.go).
 	Layered bool
 	// OnChange, if set, is called (outside the room's lock, from the
 	// goroutine that changed the room) after the set of tracks the member
@@ -76,7 +77,9 @@ type TrackInfo struct {
 	Stream string
 	// Layer is 0 for a track without simulcast, else 1 (lowest) to 3.
 	Layer int
-	// Primary marks the layer receivers that are not Layered get.
+	// Primary marks the top layer the publisher declared. It need not be
+	// sent (see Recent): receivers that are not Layered get the highest
+	// layer heard instead.
 	Primary bool
 }
 
@@ -84,9 +87,6 @@ type TrackInfo struct {
 // publisher p: same kind, same subgroup, not itself and not the same owner.
 func hears(r Member, rid string, p Member, pid string) bool {
 	if rid == pid || r.Kind != p.Kind || r.Group != p.Group || !r.Receives || r.Sink == nil {
-		return false
-	}
-	if p.Info.Layer != 0 && !p.Info.Primary && !r.Layered {
 		return false
 	}
 	return r.Owner == "" || r.Owner != p.Owner
@@ -119,6 +119,11 @@ type Room struct {
 	// watched are the tracks whose member set OnSubscribers; unlock tells
 	// each whose count differs from the last it was told.
 	watched map[*Track]func(int)
+	// picks are the layerPicks of the members that are not Layered, by
+	// member and simulcast source.
+	picks map[pickKey]*layerPick
+	// now is the clock the tracks stamp their layers' packets with.
+	now func() time.Time
 	// onSenders, if set, is called after a track was added or removed or
 	// its member changed subgroup (SetOnSenders).
 	onSenders      func()
@@ -157,7 +162,8 @@ func (r *Room) touch(id string) {
 
 // NewRoom returns an empty room.
 func NewRoom(id string) *Room {
-	r := &Room{id: id, members: map[string]Member{}, tracks: map[string]*Track{}, watched: map[*Track]func(int){}}
+	r := &Room{id: id, members: map[string]Member{}, tracks: map[string]*Track{}, watched: map[*Track]func(int){},
+		picks: map[pickKey]*layerPick{}, now: time.Now}
 	for k := range r.rtcp {
 		r.rtcp[k].Store(&[]rtcpSub{})
 	}
@@ -184,7 +190,7 @@ func (r *Room) Join(m Member) (*Track, error) {
 	if m.Receives && m.Sink != nil {
 		for pub, t := range r.tracks {
 			if hears(m, m.ID, r.members[pub], pub) {
-				t.subscribe(m.ID, m.Sink)
+				r.subscribeLocked(t, m.ID, m)
 				r.touch(m.ID)
 			}
 		}
@@ -196,9 +202,10 @@ func (r *Room) Join(m Member) (*Track, error) {
 		own.info = m.Info
 		own.owner = m.Owner
 		own.keyframe = m.Keyframe
+		own.now = r.now
 		for id, o := range r.members {
 			if hears(o, id, m, m.ID) {
-				own.subscribe(id, o.Sink)
+				r.subscribeLocked(own, id, o)
 				r.touch(id)
 			}
 		}
@@ -229,6 +236,7 @@ func (r *Room) Leave(id string) {
 	if own := r.tracks[id]; own != nil {
 		for _, s := range *own.subs.Load() {
 			r.touch(s.member)
+			r.dropLayerLocked(pickKey{s.member, SourceOf(own)}, own)
 		}
 		delete(r.watched, own)
 		r.sendersChanged = true
@@ -237,7 +245,7 @@ func (r *Room) Leave(id string) {
 	delete(r.tracks, id)
 	for _, t := range r.tracks {
 		if t.kind == m.Kind {
-			t.unsubscribe(id)
+			r.unsubscribeLocked(t, id)
 		}
 	}
 	if m.RTCPSink != nil {
@@ -270,9 +278,9 @@ func (r *Room) SetGroup(id, group string) {
 			continue
 		}
 		if hears(m, id, r.members[pub], pub) {
-			t.subscribe(id, m.Sink)
+			r.subscribeLocked(t, id, m)
 		} else {
-			t.unsubscribe(id)
+			r.unsubscribeLocked(t, id)
 		}
 	}
 	r.touch(id)
@@ -283,9 +291,9 @@ func (r *Room) SetGroup(id, group string) {
 				continue
 			}
 			if hears(o, oid, m, id) {
-				own.subscribe(oid, o.Sink)
+				r.subscribeLocked(own, oid, o)
 			} else {
-				own.unsubscribe(oid)
+				r.unsubscribeLocked(own, oid)
 			}
 			r.touch(oid)
 		}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/convene/convene/internal/media"
 )
@@ -49,6 +50,11 @@ type Track struct {
 	keyframe func()       // Member.Keyframe
 	firstPT  atomic.Int32 // the first packet's payload type + 1; 0 before it
 	told     int          // subscribers last told to Member.OnSubscribers; guarded by the room's mu
+
+	// A simulcast layer's last packet, Unix ns by now (the room's clock),
+	// for Recent; 0 before the first. Tracks without simulcast keep none.
+	heard atomic.Int64
+	now   func() time.Time
 }
 
 // Owner returns the session member whose endpoint publishes the track ("" for none).
@@ -72,7 +78,7 @@ func (t *Track) RequestKeyframe() {
 }
 
 func newTrack(id, publisher string, kind media.Kind) *Track {
-	t := &Track{id: id, kind: kind, publisher: publisher, subscribed: map[string]struct{}{}}
+	t := &Track{id: id, kind: kind, publisher: publisher, subscribed: map[string]struct{}{}, now: time.Now}
 	t.subs.Store(&[]subscriber{})
 	return t
 }
@@ -106,6 +112,9 @@ func (t *Track) Publish(p *media.Packet) {
 	}
 	t.packets.Add(1)
 	t.bytes.Add(uint64(p.Len()))
+	if t.info.Layer != 0 {
+		t.heard.Store(t.now().UnixNano())
+	}
 	subs := *t.subs.Load()
 	if len(subs) == 0 {
 		p.Release()

@@ -25,10 +25,6 @@ const (
 	// settle is the least time between two changes of the cameras shown
 	// (each starts a new child).
 	settle = 2 * time.Second
-	// keyAgain is how long a child may go without making a frame before
-	// the feeds ask their cameras for keyframes again (it probes its
-	// inputs for a second first).
-	keyAgain = 2 * time.Second
 )
 
 // Composite is one running composite of a session.
@@ -56,12 +52,8 @@ type Composite struct {
 	speakers []string
 	heard    map[*broker.Track]heard
 	changed  time.Time // when the cameras shown last changed
-	// asked is when the feeds last asked for keyframes (a child started,
-	// or it had made no frame yet), framesAt the output's frames then.
-	asked    time.Time
-	framesAt uint64
-	graph    string // the child's filter graph for the slots
-	inputs   int    // m-lines in its SDP
+	graph    string    // the child's filter graph for the slots
+	inputs   int       // m-lines in its SDP
 }
 
 // slot is what one cell shows.
@@ -191,21 +183,14 @@ func (c *Composite) step(now time.Time) {
 	if first {
 		c.startLocked()
 	}
-	feeds := c.feedsLocked()
-	// A keyframe that reaches the child's port before ffmpeg binds it is
-	// lost, and its frame sync waits for every input: a child that made
-	// no frame since the feeds last asked has them ask again.
-	again := !c.asked.IsZero() && now.Sub(c.asked) >= keyAgain && c.out.Frames() == c.framesAt
-	if again {
-		c.asked, c.framesAt = now, c.out.Frames()
-	}
+	feeds, proc := c.feedsLocked(), c.proc
 	c.mu.Unlock()
 	for _, f := range feeds {
-		if again {
-			f.Restarted()
-		}
 		f.Report(now)
 	}
+	// A keyframe that reaches the child's port before ffmpeg binds it is
+	// lost, and its frame sync waits for every input.
+	proc.CheckKeyframes(now)
 }
 
 // feedsLocked are the feeds of the cells that show a camera (under mu).
@@ -222,7 +207,7 @@ func (c *Composite) feedsLocked() []*ffmpeg.Feed {
 // startLocked starts the child and puts it under the supervisor (under mu).
 func (c *Composite) startLocked() {
 	c.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "composite " + c.id, Path: c.s.o.FFmpeg, Args: c.args,
-		OnStart: c.onStart, Logger: c.s.o.Logger})
+		OnStart: c.onStart, Rekey: c.askKeyframes, Logger: c.s.o.Logger})
 	if c.s.o.Supervisor != nil {
 		proc := c.proc
 		c.unwatch = c.s.o.Supervisor.Add("composite", "composite:"+c.id, c.status, proc.Kill)
@@ -236,10 +221,20 @@ func (c *Composite) onStart() {
 	c.s.o.Metrics.starts.Inc()
 	c.mu.Lock()
 	feeds := c.feedsLocked()
-	c.asked, c.framesAt = time.Now(), c.out.Frames()
 	c.mu.Unlock()
 	for _, f := range feeds {
 		f.Restarted()
+	}
+}
+
+// askKeyframes has the feeds ask the cameras for keyframes again: the
+// child has made no frame since they last asked (ffmpeg.Proc.Rekey).
+func (c *Composite) askKeyframes() {
+	c.mu.Lock()
+	feeds := c.feedsLocked()
+	c.mu.Unlock()
+	for _, f := range feeds {
+		f.AskKeyframe()
 	}
 }
 
@@ -282,10 +277,10 @@ func (c *Composite) choose(now time.Time) []choice {
 		}
 	}
 	c.heard = seen
-	best := bestLayers(live)
+	best := broker.HighestOf(live) // of a simulcast camera, its highest layer heard
 	var cams []*broker.Track
 	for _, t := range live {
-		if best[source(t)] == t {
+		if best[broker.SourceOf(t)] == t {
 			cams = append(cams, t)
 		}
 	}
@@ -302,7 +297,7 @@ func (c *Composite) choose(now time.Time) []choice {
 		// names the one shown.
 		for i, id := range c.req.Tracks {
 			for _, t := range all {
-				if b := best[source(t)]; b != nil && (t.ID() == id || t.Publisher() == id) {
+				if b := best[broker.SourceOf(t)]; b != nil && (t.ID() == id || t.Publisher() == id) {
 					out[i].track = b
 				}
 			}
@@ -335,36 +330,6 @@ func (c *Composite) choose(now time.Time) []choice {
 		}
 	}
 	return out
-}
-
-// sourceKey names a camera: a track of its own, or the simulcast source
-// whose layer it is.
-type sourceKey struct {
-	track         *broker.Track // without simulcast
-	owner, stream string        // a layer's
-}
-
-func source(t *broker.Track) sourceKey {
-	if t.Info().Layer == 0 {
-		return sourceKey{track: t}
-	}
-	return sourceKey{owner: t.Owner(), stream: t.Info().Stream}
-}
-
-// bestLayers picks each camera's track to show: of a simulcast source's
-// layers that were heard, the highest. Not the primary layer as such: a
-// browser sends its top layer only from a camera large enough and with
-// bandwidth to spare (Chromium sends two of the web app's three layers
-// from a 640×360 camera, and none of the top one).
-func bestLayers(live []*broker.Track) map[sourceKey]*broker.Track {
-	best := make(map[sourceKey]*broker.Track, len(live))
-	for _, t := range live {
-		k := source(t)
-		if b := best[k]; b == nil || t.Info().Layer > b.Info().Layer {
-			best[k] = t
-		}
-	}
-	return best
 }
 
 // speakersFirst moves the speakers' cameras to the front, in speaker

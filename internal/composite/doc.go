@@ -29,12 +29,13 @@
 //
 // Only cameras that sent within the last 2 s are shown: ffmpeg's frame
 // sync waits for every input, so a silent camera would freeze the whole
-// picture. Of a simulcast camera, the highest layer heard is shown.
+// picture. Of a simulcast camera, the highest layer heard is shown
+// (broker.HighestOf).
 //
 // Each feed asks its camera's publisher for a keyframe (a PLI to a
 // browser) when tapped and when a child starts; while a child has made
 // no frame, every 2 s again (a keyframe sent before ffmpeg bound its
-// port is lost).
+// port is lost; ffmpeg.Proc.CheckKeyframes).
 //
 // At most Options.Max composites run on a node (composite.max, ErrLimit);
 // a new one is also refused when the running composites' measured CPU

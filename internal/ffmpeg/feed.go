@@ -185,6 +185,18 @@ func (f *Feed) Restarted() {
 	}
 }
 
+// AskKeyframe asks the source for a keyframe and, unlike Restarted, drops
+// nothing meanwhile: a child still probing its input may have had the
+// last keyframe and need what follows it.
+func (f *Feed) AskKeyframe() {
+	f.mu.Lock()
+	src := f.src
+	f.mu.Unlock()
+	if src != nil {
+		src.RequestKeyframe()
+	}
+}
+
 // ntp is t as a 64-bit NTP timestamp (seconds since 1900, 32.32).
 func ntp(t time.Time) uint64 {
 	const offset = 2208988800 // 1900 to 1970

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,20 +33,34 @@ type ProcOptions struct {
 	Grace time.Duration
 	// OnStart, if set, runs after each start (a feed asks for a keyframe).
 	OnStart func()
-	Logger  *slog.Logger
+	// Rekey, if set, has the child's video feeds ask their sources for
+	// keyframes again (Feed.AskKeyframe); CheckKeyframes calls it.
+	Rekey  func()
+	Logger *slog.Logger
 }
+
+// KeyAgain is how long a child may go without making a frame before its
+// feeds ask their sources for keyframes again (CheckKeyframes): a
+// keyframe that reaches the child's port before ffmpeg binds it is lost,
+// and a browser sends the next only when asked.
+const KeyAgain = 2 * time.Second
 
 // Proc keeps one child process running until Stop.
 type Proc struct {
 	o ProcOptions
 
-	beats    atomic.Uint64
-	killed   atomic.Bool // the child's end was asked for
-	starts   atomic.Uint64
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	started  time.Time
-	alive    time.Time // the running child's first beat (zero before it)
+	beats   atomic.Uint64
+	killed  atomic.Bool // the child's end was asked for
+	starts  atomic.Uint64
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	started time.Time
+	alive   time.Time // the running child's first beat (zero before it)
+	// frames is the running child's last "frame=" progress line; asked
+	// is when its feeds last asked for keyframes (its start, Rekey).
+	frames   atomic.Uint64
+	asked    time.Time
+	framesAt uint64
 	stopping bool
 	stop     chan struct{}
 	done     chan struct{}
@@ -69,12 +84,18 @@ func Start(o ProcOptions) *Proc {
 // as its beats, four times a second.
 var ProgressArgs = []string{"-progress", "pipe:3", "-stats_period", "0.25"}
 
-// progressLines beats for every progress report of ffmpeg -progress.
-func progressLines(r io.Reader, beat func()) {
+// progressLines beats for every progress report of ffmpeg -progress and
+// hands on its count of frames made.
+func progressLines(r io.Reader, beat func(), frames func(uint64)) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "progress=") {
+		line := sc.Text()
+		if strings.HasPrefix(line, "progress=") {
 			beat()
+		} else if n, ok := strings.CutPrefix(line, "frame="); ok {
+			if v, err := strconv.ParseUint(strings.TrimSpace(n), 10, 64); err == nil {
+				frames(v)
+			}
 		}
 	}
 }
@@ -139,6 +160,8 @@ func (p *Proc) once() error {
 		return err
 	}
 	p.cmd, p.started, p.alive = cmd, time.Now(), time.Time{}
+	p.frames.Store(0)
+	p.asked, p.framesAt = p.started, 0 // OnStart asks
 	p.mu.Unlock()
 	p.starts.Add(1)
 	if p.o.OnStart != nil {
@@ -147,7 +170,7 @@ func (p *Proc) once() error {
 	progress := make(chan struct{})
 	go func() {
 		defer close(progress)
-		progressLines(pr, p.beat)
+		progressLines(pr, p.beat, p.frames.Store)
 	}()
 	if out != nil {
 		p.o.Stdout(out)
@@ -157,6 +180,7 @@ func (p *Proc) once() error {
 	err = cmd.Wait()
 	p.mu.Lock()
 	p.cmd = nil
+	p.frames.Store(0)
 	p.mu.Unlock()
 	if s := tail.String(); s != "" && err != nil {
 		p.o.Logger.Warn("ffmpeg child said", "child", p.o.Name, "stderr", s)
@@ -172,6 +196,26 @@ func (p *Proc) beat() {
 		p.alive = time.Now()
 	}
 	p.mu.Unlock()
+}
+
+// Frames is the running child's count of frames made, from its progress
+// reports (0 before the first, and between children).
+func (p *Proc) Frames() uint64 { return p.frames.Load() }
+
+// CheckKeyframes calls Rekey when the running child has made no frame
+// since its feeds last asked for keyframes (its start) and KeyAgain has
+// passed since; the owner calls it from its own ticker. Once the child
+// makes frames it asks no more.
+func (p *Proc) CheckKeyframes(now time.Time) {
+	p.mu.Lock()
+	due := p.cmd != nil && p.o.Rekey != nil && now.Sub(p.asked) >= KeyAgain && p.frames.Load() == p.framesAt
+	if due {
+		p.asked = now
+	}
+	p.mu.Unlock()
+	if due {
+		p.o.Rekey()
+	}
 }
 
 // Beats counts the child's signs of life, and the quarter seconds from

@@ -1,6 +1,7 @@
 package ffmpeg
 
 import (
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,5 +32,46 @@ func TestProcRestarts(t *testing.T) {
 	p.Stop()
 	if p.PID() != 0 {
 		t.Errorf("a child runs after Stop: %d", p.PID())
+	}
+}
+
+// TestProcRekey: while a child has made no frame, CheckKeyframes calls
+// Rekey once KeyAgain has passed since its start, and again KeyAgain after
+// that, not sooner; a child that reports frames is not asked.
+func TestProcRekey(t *testing.T) {
+	sh := testutil.NeedBinary(t, "sh")
+	var rekeys atomic.Int32
+	var script atomic.Value
+	script.Store("exec sleep 30")
+	started := make(chan time.Time, 4)
+	p := Start(ProcOptions{Name: "test", Path: sh, Rekey: func() { rekeys.Add(1) },
+		OnStart: func() { started <- time.Now() },
+		Args:    func() []string { return []string{"-c", script.Load().(string)} }})
+	defer p.Stop()
+	at := <-started // the start was noted before OnStart ran
+	p.CheckKeyframes(at)
+	if n := rekeys.Load(); n != 0 {
+		t.Fatalf("asked %d times at the child's start", n)
+	}
+	p.CheckKeyframes(at.Add(KeyAgain))
+	p.CheckKeyframes(at.Add(KeyAgain + KeyAgain/2))
+	if n := rekeys.Load(); n != 1 {
+		t.Fatalf("asked %d times within KeyAgain after the first, want 1", n)
+	}
+	p.CheckKeyframes(at.Add(2 * KeyAgain))
+	if n := rekeys.Load(); n != 2 {
+		t.Fatalf("asked %d times after twice KeyAgain, want 2", n)
+	}
+
+	// A child that makes frames.
+	script.Store("echo frame=3 >&3; echo progress=continue >&3; exec sleep 30")
+	pid := p.PID()
+	p.Kill()
+	testutil.WaitFor(t, 5*time.Second, "a new child", func() bool { return p.PID() != 0 && p.PID() != pid })
+	at = <-started
+	testutil.WaitFor(t, 5*time.Second, "its frames", func() bool { return p.Frames() == 3 })
+	p.CheckKeyframes(at.Add(10 * KeyAgain))
+	if n := rekeys.Load(); n != 2 {
+		t.Errorf("a child that made frames was asked again (%d)", n-2)
 	}
 }

@@ -324,7 +324,7 @@ func (s *Service) start(session string, room *broker.Room, so StartOptions) (*St
 		return nil, fmt.Errorf("hls: the session's mix: %w", err)
 	}
 	st.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "hls " + session, Path: s.o.FFmpeg, Args: st.args,
-		OnStart: st.onStart, Logger: s.o.Logger})
+		OnStart: st.onStart, Rekey: st.askKeyframe, Logger: s.o.Logger})
 	if s.o.Supervisor != nil {
 		st.unwatch = s.o.Supervisor.Add("hls", "hls:"+session, st.status, st.proc.Kill)
 	}
@@ -364,6 +364,17 @@ func (st *Stream) onStart() {
 	st.mu.Unlock()
 	if v != nil {
 		v.Restarted()
+	}
+}
+
+// askKeyframe has the camera's feed ask for a keyframe again: the child
+// has made no frame since it last asked (ffmpeg.Proc.Rekey).
+func (st *Stream) askKeyframe() {
+	st.mu.Lock()
+	v := st.vfeed
+	st.mu.Unlock()
+	if v != nil {
+		v.AskKeyframe()
 	}
 }
 
@@ -434,13 +445,17 @@ func (st *Stream) run() {
 			if v != nil {
 				v.Report(now)
 			}
+			st.proc.CheckKeyframes(now)
 		}
 	}
 }
 
 // pickVideo taps the camera to show: the pinned composite's track, else
 // the first speaker's that has one, else the one shown now, else the
-// first video track of the main session.
+// first video track of the main session; of a simulcast camera, the layer
+// broker.Room.Best names (the highest heard in the last 2 s), so it
+// changes layers when that changes (the feed waits for the new one's
+// keyframe and asks for it).
 func (st *Stream) pickVideo() {
 	var cams []*broker.Track
 	for _, t := range st.room.Tracks() {
@@ -467,6 +482,9 @@ func (st *Stream) pickVideo() {
 	}
 	if want == nil && len(cams) > 0 {
 		want = cams[0]
+	}
+	if want != nil {
+		want = st.room.Best(want)
 	}
 	if want == st.video {
 		return

@@ -525,6 +525,29 @@ func (c *Client) LocalTracks() (audio *webrtc.TrackLocalStaticRTP, video []*webr
 	return c.audio, c.video
 }
 
+// SimulcastExtensions returns the published video's MID and the IDs of
+// the MID and RID header extensions its packets carry: pion's sender
+// writes neither itself (a browser does, and the node tells simulcast
+// layers apart by them), so a caller that writes its own packets sets
+// them (Media does).
+func (c *Client) SimulcastExtensions() (mid string, midExt, ridExt uint8) {
+	for _, tr := range c.Pub.GetTransceivers() {
+		if tr.Kind() != webrtc.RTPCodecTypeVideo {
+			continue
+		}
+		mid = tr.Mid()
+		for _, h := range tr.Sender().GetParameters().HeaderExtensions {
+			switch h.URI {
+			case sdp.SDESMidURI:
+				midExt = uint8(h.ID)
+			case sdp.SDESRTPStreamIDURI:
+				ridExt = uint8(h.ID)
+			}
+		}
+	}
+	return mid, midExt, ridExt
+}
+
 // ChannelFrames are the frames the conversation channel received
 // (Options.Conversation), in the order they came.
 func (c *Client) ChannelFrames() <-chan webrtc.DataChannelMessage { return c.dcIn }
@@ -637,20 +660,7 @@ func (c *Client) Media(ctx context.Context) {
 	var midExt, ridExt uint8
 	var mid string
 	if c.opt.Simulcast && c.Pub != nil {
-		for _, tr := range c.Pub.GetTransceivers() {
-			if tr.Kind() != webrtc.RTPCodecTypeVideo {
-				continue
-			}
-			mid = tr.Mid()
-			for _, h := range tr.Sender().GetParameters().HeaderExtensions {
-				switch h.URI {
-				case sdp.SDESMidURI:
-					midExt = uint8(h.ID)
-				case sdp.SDESRTPStreamIDURI:
-					ridExt = uint8(h.ID)
-				}
-			}
-		}
+		mid, midExt, ridExt = c.SimulcastExtensions()
 	}
 	var levelExt uint8
 	if c.opt.Level != 0 && c.Pub != nil {

@@ -69,7 +69,25 @@ func (r *recoder) Deliver(pk *media.Packet, from *broker.Track) {
 		return
 	}
 	r.subs[from] = &recodeSub{}
-	go r.start(from, l)
+	// Of a simulcast camera the room hands the link one layer at a time
+	// (broker's layerPick): a packet of a new layer means it changed, and
+	// the old layer's transcoder goes.
+	var stops []func()
+	src := broker.SourceOf(from)
+	for t, s := range r.subs {
+		if t != from && broker.SourceOf(t) == src {
+			delete(r.subs, t)
+			if s.stop != nil {
+				stops = append(stops, s.stop)
+			}
+		}
+	}
+	go func() {
+		for _, stop := range stops {
+			stop()
+		}
+		r.start(from, l)
+	}()
 }
 
 // start subscribes the link to a transcoder of t.

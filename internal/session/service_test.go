@@ -34,6 +34,14 @@ func newService(t testing.TB, dsn string) (*Service, *events) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cat.Close() })
+	ev := &events{}
+	return New(Options{Catalog: cat, Broker: broker.New(), Sockets: testSockets(t), Events: ev}), ev
+}
+
+// testSockets are a node's shared RTP and RTCP sockets on 127.0.0.1,
+// closed when the test ends.
+func testSockets(t testing.TB) rtplink.Sockets {
+	t.Helper()
 	var socks rtplink.Sockets
 	for _, p := range []**udpmux.Socket{&socks.RTP, &socks.RTCP} {
 		s, err := udpmux.Listen("127.0.0.1:0", udpmux.Options{})
@@ -43,8 +51,7 @@ func newService(t testing.TB, dsn string) (*Service, *events) {
 		t.Cleanup(func() { s.Close() })
 		*p = s
 	}
-	ev := &events{}
-	return New(Options{Catalog: cat, Broker: broker.New(), Sockets: socks, Events: ev}), ev
+	return socks
 }
 
 func TestLifecycleEventsAndRetiredCounters(t *testing.T) {

@@ -59,7 +59,10 @@ func contains(ts []*broker.Track, t *broker.Track) bool {
 
 // candidates are the inputs the downTrack may forward: all of them for a
 // browser's (they are one source's layers), one source's for a WHEP
-// viewer's.
+// viewer's; of those, the layers heard within broker.Recent, so that a
+// layer the publisher stopped sending (or never sent: the top layer of
+// a small camera) is not chosen, its measured rate of 0 fitting any
+// estimate.
 func (d *downTrack) candidates() []*broker.Track {
 	in := d.inputs.Load()
 	if in == nil {
@@ -67,7 +70,7 @@ func (d *downTrack) candidates() []*broker.Track {
 	}
 	ins := *in
 	if d.p.mode != modeWHEP || len(ins) == 0 {
-		return ins
+		return broker.HeardOf(ins, time.Now())
 	}
 	want := d.p.pin
 	if want == "" && d.p.room != nil {
@@ -86,7 +89,7 @@ func (d *downTrack) candidates() []*broker.Track {
 			out = append(out, t)
 		}
 	}
-	return out
+	return broker.HeardOf(out, time.Now())
 }
 
 func (d *downTrack) setTarget(t *broker.Track) {

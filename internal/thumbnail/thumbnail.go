@@ -134,8 +134,15 @@ func (s *Service) grabber(session, track string) (*Grabber, error) {
 	k := key{session, track}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g := s.grabbers[k]; g != nil && g.track == t {
-		return g, nil
+	if g := s.grabbers[k]; g != nil {
+		if broker.SourceOf(g.track) == broker.SourceOf(t) {
+			return g, nil // the same camera, maybe by another of its layers
+		}
+		// Another track by that name now: the old grabber would never be
+		// closed once out of the map (remove closes only its own).
+		delete(s.grabbers, k)
+		s.o.Metrics.grabbers.Dec()
+		go g.close()
 	}
 	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
@@ -194,7 +201,8 @@ type Grabber struct {
 	s       *Service
 	k       key
 	room    *broker.Room
-	track   *broker.Track
+	track   *broker.Track // the track asked for
+	cur     *broker.Track // the one tapped: of a simulcast camera, the layer Best names; run's
 	sdp     string
 	feed    *ffmpeg.Feed
 	untap   func()
@@ -228,9 +236,10 @@ func (s *Service) start(k key, room *broker.Room, t *broker.Track) (*Grabber, er
 		g.feed.Close()
 		return nil, fmt.Errorf("thumbnail: %w", err)
 	}
-	g.untap = room.Tap(t, "thumbnail:"+k.track, g.feed)
+	g.cur = room.Best(t)
+	g.untap = room.Tap(g.cur, "thumbnail:"+k.track, g.feed)
 	g.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "thumbnail " + k.session + "/" + k.track, Path: s.o.FFmpeg,
-		Args: g.args, Stdout: g.read, OnStart: g.feed.Restarted, Logger: s.o.Logger})
+		Args: g.args, Stdout: g.read, OnStart: g.feed.Restarted, Rekey: g.feed.AskKeyframe, Logger: s.o.Logger})
 	if s.o.Supervisor != nil {
 		g.unwatch = s.o.Supervisor.Add("thumbnail", "thumbnail:"+k.session+"/"+k.track, g.status, g.proc.Kill)
 	}
@@ -386,7 +395,10 @@ func (g *Grabber) status() supervise.Status {
 }
 
 // run stops the grabber when nobody asked for it in Idle or its track
-// left the room.
+// (of a simulcast camera, all its layers) left the room. Every second it
+// taps the layer Best names if that changed (the feed waits for its
+// keyframe and asks for it), and has the feed ask for keyframes again
+// while the child has made no image (Proc.CheckKeyframes).
 func (g *Grabber) run() {
 	defer close(g.done)
 	t := time.NewTicker(time.Second)
@@ -395,15 +407,16 @@ func (g *Grabber) run() {
 		select {
 		case <-g.stop:
 			return
-		case <-t.C:
+		case now := <-t.C:
 			g.mu.Lock()
 			idle := time.Since(g.lastAsked) > g.s.o.Idle
 			g.mu.Unlock()
 			gone := g.s.o.Rooms(g.k.session) != g.room
 			if !gone {
 				gone = true
+				src := broker.SourceOf(g.track)
 				for _, c := range g.room.Tracks() {
-					if c == g.track {
+					if broker.SourceOf(c) == src {
 						gone = false
 					}
 				}
@@ -412,6 +425,12 @@ func (g *Grabber) run() {
 				go g.s.remove(g)
 				return
 			}
+			if b := g.room.Best(g.track); b != g.cur {
+				g.untap()
+				g.cur = b
+				g.untap = g.room.Tap(b, "thumbnail:"+g.k.track, g.feed)
+			}
+			g.proc.CheckKeyframes(now)
 		}
 	}
 }

@@ -20,11 +20,6 @@ const (
 	// tick is how often it sends its feed's sender report and measures
 	// its child's CPU.
 	tick = 500 * time.Millisecond
-	// keyAgain: a child that made no frame this long after the feed asked
-	// for a keyframe has it ask again. The keyframe may have reached the
-	// child's port before ffmpeg bound it (it probes its input for a
-	// second first), and a browser sends the next only when asked.
-	keyAgain = 2 * time.Second
 )
 
 // h264Fmtp is what a transcoder's H.264 says of itself: constrained
@@ -59,8 +54,6 @@ type Transcoder struct {
 	// the statuses at which it had not moved: a child with nothing to
 	// decode reports no progress, and is not hung.
 	srcPackets, idle uint64
-	asked            time.Time // when the feed last asked for a keyframe for a new child
-	framesAt         uint64    // the output's frames then
 }
 
 func newTranscoder(h *Hub, id string, room *broker.Room, src *broker.Track, c Target) (*Transcoder, error) {
@@ -96,7 +89,7 @@ func newTranscoder(h *Hub, id string, room *broker.Room, src *broker.Track, c Ta
 	}
 	t.untap = room.Tap(src, "vtranscode:"+id, t.feed)
 	t.proc = ffmpeg.Start(ffmpeg.ProcOptions{Name: "vtranscode " + id, Path: h.o.FFmpeg, Args: t.args,
-		OnStart: t.onStart, Logger: h.o.Logger})
+		OnStart: t.onStart, Rekey: t.feed.AskKeyframe, Logger: h.o.Logger})
 	if h.o.Supervisor != nil {
 		t.unwatch = h.o.Supervisor.Add("vtranscoder", "vtranscode:"+id, t.status, t.proc.Kill)
 	}
@@ -146,24 +139,7 @@ func (t *Transcoder) keyframe() {
 // onStart runs when a child starts: it decodes from a keyframe.
 func (t *Transcoder) onStart() {
 	t.h.o.Metrics.starts.Inc()
-	t.mu.Lock()
-	t.asked, t.framesAt = time.Now(), t.out.Frames()
-	t.mu.Unlock()
 	t.feed.Restarted()
-}
-
-// askAgain has the feed ask for a keyframe again when the child made no
-// frame within keyAgain of the last ask.
-func (t *Transcoder) askAgain(now time.Time) {
-	t.mu.Lock()
-	again := !t.asked.IsZero() && now.Sub(t.asked) >= keyAgain && t.out.Frames() == t.framesAt
-	if again {
-		t.asked = now
-	}
-	t.mu.Unlock()
-	if again {
-		t.feed.Restarted()
-	}
 }
 
 func (t *Transcoder) cores() float64 { return float64(t.load.Load()) / 1000 }
@@ -204,7 +180,10 @@ func (t *Transcoder) run() {
 		case <-t.stop:
 			return
 		case now := <-tk.C:
-			t.askAgain(now)
+			// The keyframe may have reached the child's port before
+			// ffmpeg bound it, and a browser sends the next only when
+			// asked.
+			t.proc.CheckKeyframes(now)
 			t.feed.Report(now)
 			if pid := t.proc.PID(); pid != 0 {
 				if cores, ok := cpu.Smooth(pid, now); ok {
