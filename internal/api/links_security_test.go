@@ -75,7 +75,7 @@ func TestLinkDestinationPolicy(t *testing.T) {
 		{"node's RTP port", linkBody(ownRTP, mid, `,"rtcp_mux":true`)},
 		{"node's RTCP port", linkBody(ownRTCP, mid, `,"rtcp_mux":true`)},
 		{"node's SIP port", linkBody(sipPort.String(), mid, `,"rtcp_mux":true`)},
-		{"node's HTTP port on any address", linkBody("127.0.0.1:18080", mid, `,"rtcp_mux":true`)},
+		{"a port of the node's on any address", linkBody("127.0.0.1:18080", mid, `,"rtcp_mux":true`)},
 		{"cloud metadata", linkBody("169.254.169.254:80", mid, `,"rtcp_mux":true`)},
 		{"limited broadcast", linkBody("255.255.255.255:5004", mid, "")},
 		{"multicast", linkBody("224.0.0.251:5353", mid, "")},

@@ -360,6 +360,9 @@ func (n *Node) load() bus.Load {
 func (n *Node) Drain(ctx context.Context) error {
 	n.stopOnce.Do(func() {
 		n.log.Info("node draining", "node", n.cfg.NodeID)
+		if n.rtc != nil {
+			n.rtc.GoingAway() // the sessions' draining below hangs members up: 1001
+		}
 		if err := n.bus.NodeEvent(bus.EventDraining, nil); err != nil {
 			n.log.Warn("publish draining", "err", err)
 		}

@@ -6,22 +6,22 @@ import (
 	"strconv"
 )
 
-// ownAddrs are the node's SIP and HTTP addresses as bound (or as
-// configured before they are), for the links' destination policy.
+// ownAddrs are the node's SIP address as bound (or as configured before
+// it is), for the links' destination policy. A link sends UDP, so only
+// the node's UDP listeners besides its media sockets (those the policy
+// knows already) could make a loop: SIP. The HTTP port is TCP's alone; a
+// datagram sent to its number reaches whatever UDP socket has that number
+// (an endpoint on the same host may), never the node.
 func (n *Node) ownAddrs() []netip.AddrPort {
-	sipAddr, httpAddr := n.cfg.SIP.Listen, n.cfg.HTTP.Addr
+	sipAddr := n.cfg.SIP.Listen
 	if n.sip != nil {
 		sipAddr = n.sip.Addr()
 	}
-	if n.ln != nil {
-		httpAddr = n.ln.Addr().String()
-	}
-	return ownAddrs(sipAddr, httpAddr)
+	return ownAddrs(sipAddr)
 }
 
-// ownAddrs are the node's listening addresses besides its media sockets
-// (SIP, HTTP), for the links' destination policy: no link may send to
-// them. A host name or an empty host stands for every address of the host.
+// ownAddrs parses the node's listening addresses besides its media
+// sockets, for the links' destination policy: no link may send to them. A host name or an empty host stands for every address of the host.
 func ownAddrs(hostports ...string) []netip.AddrPort {
 	var out []netip.AddrPort
 	for _, hp := range hostports {

@@ -39,6 +39,10 @@ type SFU struct {
 	rooms  map[string]*room // by session ID
 	closed bool
 	pcs    atomic.Int64 // open peer connections
+	// going is set when the node starts to drain (GoingAway): sockets
+	// closed from then on say 1001 even if their member's session ends
+	// before Close.
+	going atomic.Bool
 
 	// workers forward packets to subscribers (SFU.work), peers assigned
 	// round robin; done stops them.
@@ -111,10 +115,19 @@ func (s *SFU) Close() {
 // member's socket that ends now should say so (1001), so the web app
 // rejoins on another node.
 func (s *SFU) Closing() bool {
+	if s.going.Load() {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
 }
+
+// GoingAway tells the SFU its node has begun to drain: every member's
+// socket it closes from now on ends with 1001, so the web app rejoins on
+// another node, though the node's sessions end (and its members leave)
+// before Close.
+func (s *SFU) GoingAway() { s.going.Store(true) }
 
 // takePC reserves n peer connections under MaxPeers.
 func (s *SFU) takePC(n int) error {
