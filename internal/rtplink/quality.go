@@ -93,24 +93,25 @@ type quality struct {
 	rtt     time.Duration
 }
 
-// firstType is the packet type of a compound packet's first packet; a
-// compound packet with a report in it starts with an SR or RR
-// (RFC 3550 section 6.1).
-func firstType(b []byte) uint8 {
-	if len(b) < 8 {
-		return 0
+// parse returns the packets of compound packet b when its first packet is
+// an SR (or, with rr, an RR): a compound packet with a report in it
+// starts with one (RFC 3550 section 6.1), so nothing else is parsed.
+func parse(b []byte, rr bool) []rtcp.Packet {
+	if len(b) < 8 || (b[1] != uint8(rtcp.TypeSenderReport) && (!rr || b[1] != uint8(rtcp.TypeReceiverReport))) {
+		return nil
 	}
-	return b[1]
+	pkts, err := rtcp.Unmarshal(b)
+	if err != nil {
+		return nil
+	}
+	return pkts
 }
 
 // noteSent notes the sender reports in a compound packet sent to the
 // endpoint at now.
 func (q *quality) noteSent(b []byte, now time.Time) {
-	if firstType(b) != uint8(rtcp.TypeSenderReport) {
-		return
-	}
-	pkts, err := rtcp.Unmarshal(b)
-	if err != nil {
+	pkts := parse(b, false)
+	if pkts == nil {
 		return
 	}
 	q.mu.Lock()
@@ -126,11 +127,8 @@ func (q *quality) noteSent(b []byte, now time.Time) {
 // received takes the report blocks of a compound packet the endpoint sent,
 // arrived at now.
 func (q *quality) received(b []byte, now time.Time) {
-	if t := firstType(b); t != uint8(rtcp.TypeSenderReport) && t != uint8(rtcp.TypeReceiverReport) {
-		return
-	}
-	pkts, err := rtcp.Unmarshal(b)
-	if err != nil {
+	pkts := parse(b, true)
+	if pkts == nil {
 		return
 	}
 	q.mu.Lock()
