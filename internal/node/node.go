@@ -194,9 +194,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.vtranscode != nil {
 		video = linkTranscoder{n.vtranscode}
 	}
+	linkMetrics := rtplink.NewMetrics()
 	n.sessions = session.New(session.Options{Video: video, Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
-		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
-		Node:    leaseHolder(cfg),
+		LinkMetrics: linkMetrics,
+		OnDigit:     func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
+		Node:        leaseHolder(cfg),
 		OnTakeOver: func(sessionID, from string) {
 			if f := n.failover; f != nil {
 				f.session(context.Background(), sessionID, from)
@@ -214,6 +216,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	vtMetrics.Register(reg)
+	linkMetrics.Register(reg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), n.peers.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
@@ -361,7 +364,7 @@ func (n *Node) load() bus.Load {
 	return bus.Load{Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
 		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
 		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel,
-		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS, Peers: n.peers.Peers()}
+		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS, Peers: n.peers.Peers(), RTPLinks: linkSummary(ld.Quality, time.Now())}
 }
 
 // Drain stops the node gracefully: no new requests, every session's media

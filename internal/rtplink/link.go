@@ -70,6 +70,8 @@ type Config struct {
 	// Now is the clock receiver reports and the sender reports sent to
 	// the endpoint are timed by (default time.Now; quality.go).
 	Now func() time.Time
+	// Metrics, if set, take the endpoint's reports (shared by all links).
+	Metrics *Metrics
 }
 
 // Sockets are the node's shared media sockets.
@@ -150,7 +152,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 		cfg.Now = time.Now
 	}
 	l := &Link{cfg: cfg, socks: socks, room: room}
-	l.q.clock = float64(cfg.Info.ClockRate)
+	l.q.clock, l.q.m = float64(cfg.Info.ClockRate), cfg.Metrics
 	if l.q.clock == 0 {
 		l.q.clock = 8000
 		if cfg.Kind == media.Video {

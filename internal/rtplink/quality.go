@@ -83,7 +83,8 @@ type sentSR struct {
 // quality keeps a link's reports. Its methods take the raw compound
 // packet; the caller keeps the buffer (it is parsed, not kept).
 type quality struct {
-	clock float64 // the streams' RTP clock rate, for jitter in seconds
+	clock float64  // the streams' RTP clock rate, for jitter in seconds
+	m     *Metrics // nil: none
 
 	mu      sync.Mutex
 	reports uint64
@@ -150,6 +151,10 @@ func (q *quality) received(b []byte, now time.Time) {
 // take records one report block. q.mu is held.
 func (q *quality) take(rb rtcp.ReceptionReport, now time.Time) {
 	q.reports++
+	if q.m != nil {
+		q.m.lost.Observe(float64(rb.FractionLost) / 256)
+		q.m.jitter.Observe(float64(rb.Jitter) / q.clock)
+	}
 	sr := streamReport{ssrc: rb.SSRC, fraction: rb.FractionLost, lost: rb.TotalLost, jitter: rb.Jitter, at: now}
 	i := q.stream(rb.SSRC)
 	switch {
@@ -178,6 +183,9 @@ func (q *quality) take(rb rtcp.ReceptionReport, now time.Time) {
 		rtt := now.Sub(s.at) - dlsr
 		if rtt <= 0 { // a DLSR longer than the time since we sent it: not ours
 			return
+		}
+		if q.m != nil {
+			q.m.rtt.Observe(rtt.Seconds())
 		}
 		if q.rtt == 0 {
 			q.rtt = rtt

@@ -1,10 +1,13 @@
 package rtplink
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pion/rtcp"
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // stepClock returns base + 10 ms, + 20 ms, … at each call.
@@ -28,7 +31,8 @@ func TestQualityFromReceiverReports(t *testing.T) {
 	v := newEnv(t)
 	s, r := newPairEndpoint(t, "sender"), newPairEndpoint(t, "receiver")
 	v.open(t, s, Config{})
-	lr := v.open(t, r, Config{Now: stepClock()})
+	m := NewMetrics()
+	lr := v.open(t, r, Config{Now: stepClock(), Metrics: m})
 	if q := lr.Stats().Quality; q != (Quality{}) {
 		t.Fatalf("before any report: %+v", q)
 	}
@@ -49,6 +53,30 @@ func TestQualityFromReceiverReports(t *testing.T) {
 		RTTSeconds: (10*time.Millisecond - 3906250*time.Nanosecond).Seconds(), LastReport: q.LastReport}
 	if q != want || q.LastReport.IsZero() {
 		t.Errorf("quality %+v\nwant    %+v", q, want)
+	}
+	reg := prometheus.NewRegistry()
+	m.Register(reg)
+	wantMetrics := `
+# HELP convene_rtplink_rtt_seconds Round trips between the node and plain RTP endpoints, from their reports' LSR and DLSR.
+# TYPE convene_rtplink_rtt_seconds histogram
+convene_rtplink_rtt_seconds_bucket{le="0.001"} 0
+convene_rtplink_rtt_seconds_bucket{le="0.005"} 0
+convene_rtplink_rtt_seconds_bucket{le="0.01"} 1
+convene_rtplink_rtt_seconds_bucket{le="0.02"} 1
+convene_rtplink_rtt_seconds_bucket{le="0.05"} 1
+convene_rtplink_rtt_seconds_bucket{le="0.1"} 1
+convene_rtplink_rtt_seconds_bucket{le="0.2"} 1
+convene_rtplink_rtt_seconds_bucket{le="0.5"} 1
+convene_rtplink_rtt_seconds_bucket{le="1"} 1
+convene_rtplink_rtt_seconds_bucket{le="+Inf"} 1
+convene_rtplink_rtt_seconds_sum 0.00609375
+convene_rtplink_rtt_seconds_count 1
+`
+	if err := promtest.GatherAndCompare(reg, strings.NewReader(wantMetrics), "convene_rtplink_rtt_seconds"); err != nil {
+		t.Error(err)
+	}
+	if n := promtest.CollectAndCount(m.lost); n != 1 {
+		t.Errorf("%d fraction-lost series, want 1 (no per-link labels)", n)
 	}
 }
 
