@@ -54,6 +54,17 @@ export type Floor = { name: string; style: string; auto: boolean; tokens: FloorT
 
 export const floorStyles = ['none', 'floor_control', 'brainstorming', 'chalkboard', 'discussion_groups', 'activity_sensing'];
 
+// A node of the cluster as the serving node hears its heartbeats
+// (GET /nodes); peers is its measured round trip to each other node.
+export type PeerDelay = { node: string; rtt_seconds: number; loss: number };
+export type ClusterNode = {
+  id: string;
+  state: string;
+  stale: boolean;
+  heartbeat: { peers?: PeerDelay[]; rtp_links?: { reporting: number; lossy: number; lossiest?: string[] } };
+};
+export const listNodes = (c: Creds) => api<{ nodes: ClusterNode[] }>('GET', '/nodes', c).then((r) => r.nodes ?? []);
+
 export const listSessions = (c: Creds) => api<{ sessions: Session[] }>('GET', '/sessions', c).then((r) => r.sessions ?? []);
 export const getSession = (c: Creds, id: string) => api<Session>('GET', '/sessions/' + id, c);
 export const createSession = (c: Creds, name: string, startAt?: string, endAt?: string) =>

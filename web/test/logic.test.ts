@@ -3,7 +3,7 @@ import { EventCursor, reconnectDelay } from '../src/events';
 import { joinLink, parseRoute } from '../src/route';
 import { describeStreams } from '../src/rtc';
 import { qualityLabel } from '../src/quality';
-import { duration, size } from '../src/format';
+import { delay, duration, size } from '../src/format';
 
 describe('routes', () => {
   it('parses a join link and keeps the token out of the path', () => {
@@ -65,5 +65,14 @@ describe('signalling', () => {
   it('formats quality', () => {
     expect(qualityLabel(undefined)).toBe('no report yet');
     expect(qualityLabel({ score: 'fair', loss: 0.031, rtt_ms: 120.4, jitter_ms: 3 })).toBe('fair, 3.1% loss, 120 ms');
+  });
+});
+
+describe('node delay', () => {
+  it('says a round trip, its loss, and when there is none', () => {
+    expect(delay(0.00042, 0)).toBe('0.4 ms');
+    expect(delay(0.0384, 0.25)).toBe('38 ms, 25 % lost');
+    expect(delay(0, 0)).toBe('not measured yet');
+    expect(delay(0, 1)).toBe('no reply');
   });
 });
