@@ -134,3 +134,34 @@ func FuzzQuality(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkQuality: what a link spends on the RTCP it forwards to its
+// endpoint (an SR with SDES, noted) and on the RR it takes from it.
+func BenchmarkQuality(b *testing.B) {
+	sr, _ := rtcp.Marshal([]rtcp.Packet{&rtcp.SenderReport{SSRC: 5, NTPTime: 1 << 40, PacketCount: 10},
+		&rtcp.SourceDescription{Chunks: []rtcp.SourceDescriptionChunk{{Source: 5, Items: []rtcp.SourceDescriptionItem{{Type: rtcp.SDESCNAME, Text: "sender"}}}}}})
+	rr, _ := rtcp.Marshal([]rtcp.Packet{&rtcp.ReceiverReport{SSRC: 6, Reports: []rtcp.ReceptionReport{{SSRC: 5, FractionLost: 3, LastSenderReport: 1 << 24, Delay: 10}}}})
+	now := time.Unix(1000, 0)
+	b.Run("sent SR", func(b *testing.B) {
+		q := quality{clock: 8000}
+		b.ReportAllocs()
+		for b.Loop() {
+			q.noteSent(sr, now)
+		}
+	})
+	b.Run("received RR", func(b *testing.B) {
+		q := quality{clock: 8000}
+		b.ReportAllocs()
+		for b.Loop() {
+			q.received(rr, now)
+		}
+	})
+	b.Run("other RTCP", func(b *testing.B) {
+		q := quality{clock: 8000}
+		bye, _ := rtcp.Marshal([]rtcp.Packet{&rtcp.Goodbye{Sources: []uint32{5}}})
+		b.ReportAllocs()
+		for b.Loop() {
+			q.noteSent(bye, now)
+		}
+	})
+}
