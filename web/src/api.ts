@@ -36,11 +36,17 @@ export async function api<T>(method: string, path: string, creds: Creds, body?: 
   return data as T;
 }
 
+// LinkQuality is what a plain RTP endpoint's receiver reports say of the
+// streams the node sends it (a link's stats.quality).
+export type LinkQuality = { reports: number; fraction_lost: number; cumulative_lost: number; jitter_seconds: number; rtt_seconds: number };
+export type SessionLink = { id: string; type: string; member?: string; stats?: { quality?: LinkQuality } };
+
 export type Session = {
   id: string;
   name: string;
   state: string;
   members: number;
+  links?: SessionLink[];
   start_at?: string;
   end_at?: string;
   created_at: string;

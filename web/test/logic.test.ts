@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EventCursor, reconnectDelay } from '../src/events';
 import { joinLink, parseRoute } from '../src/route';
 import { describeStreams } from '../src/rtc';
-import { qualityLabel } from '../src/quality';
+import { qualityLabel, rtpQuality, rtpQualityLabel } from '../src/quality';
 import { delay, duration, size } from '../src/format';
 
 describe('routes', () => {
@@ -74,5 +74,24 @@ describe('node delay', () => {
     expect(delay(0.0384, 0.25)).toBe('38 ms, 25 % lost');
     expect(delay(0, 0)).toBe('not measured yet');
     expect(delay(0, 1)).toBe('no reply');
+  });
+});
+
+describe('RTP link quality', () => {
+  const q = (fraction_lost: number, rtt_seconds = 0) => ({ reports: 1, fraction_lost, cumulative_lost: 3, jitter_seconds: 0.012, rtt_seconds });
+  it('takes each member\'s worst RTP link and skips links without reports or member', () => {
+    const got = rtpQuality([
+      { id: 'l1', type: 'rtp', member: 'm1', stats: { quality: q(0.01) } },
+      { id: 'l2', type: 'rtp', member: 'm1', stats: { quality: q(0.25) } },
+      { id: 'l3', type: 'rtp', member: 'm2', stats: {} },
+      { id: 'l4', type: 'rtp', stats: { quality: q(0.5) } },
+      { id: 'l5', type: 'multicast', member: 'm3', stats: { quality: q(0.5) } },
+    ]);
+    expect(Object.keys(got)).toEqual(['m1']);
+    expect(got.m1.fraction_lost).toBe(0.25);
+  });
+  it('says loss, jitter and the round trip when known', () => {
+    expect(rtpQualityLabel(q(0.25))).toBe('RTP 25.0% loss, jitter 12 ms');
+    expect(rtpQualityLabel(q(0, 0.035))).toBe('RTP 0.0% loss, jitter 12 ms, 35 ms');
   });
 });
