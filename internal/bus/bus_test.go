@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -247,7 +248,7 @@ func TestHeartbeat(t *testing.T) {
 		if err := json.Unmarshal(ev.Data, &hb); err != nil {
 			t.Fatal(err)
 		}
-		if hb.Load != want || hb.Public != pub || hb.Version != "1.2.3" || hb.CapacityPPS != 500000 || hb.Rates != (Rates{}) {
+		if !reflect.DeepEqual(hb.Load, want) || hb.Public != pub || hb.Version != "1.2.3" || hb.CapacityPPS != 500000 || hb.Rates != (Rates{}) {
 			t.Errorf("heartbeat = %+v", hb)
 		}
 		if hb.UptimeSeconds < 0 || hb.UptimeSeconds > time.Since(start).Seconds() {
@@ -372,7 +373,7 @@ func TestHeartbeatStopsOnClose(t *testing.T) {
 	}()
 	ev, _ := decode(t, next(t, sub))
 	var hb Heartbeat
-	if err := json.Unmarshal(ev.Data, &hb); err != nil || hb.Load != (Load{}) || hb.Version != "dev" {
+	if err := json.Unmarshal(ev.Data, &hb); err != nil || !reflect.DeepEqual(hb.Load, Load{}) || hb.Version != "dev" {
 		t.Errorf("heartbeat = %+v, %v", hb, err)
 	}
 	b.Close()

@@ -30,6 +30,8 @@
 //	convene.node.<nodeID>.heartbeat   published every heartbeat interval; Data is a [Heartbeat]
 //	convene.node.<nodeID>.draining    the node accepts no new sessions
 //	convene.node.<nodeID>.stopped     the node has shut down its control plane
+//	convene.ping.<nodeID>             request/reply: answered at once with an empty
+//	                                  reply; other nodes time it (package peerdelay)
 //
 // Useful wildcards: [AllSessionEvents] (convene.session.>), [AllNodeEvents]
 // (convene.node.>), [AllHeartbeats] (convene.node.*.heartbeat) and

@@ -33,6 +33,38 @@ type Load struct {
 	// tell from the heartbeat whether it has room (package registry).
 	AdmitPPS     float64 `json:"admit_pps"`
 	CommittedPPS float64 `json:"committed_pps"`
+	// Peers is the node's measured delay to each other node it knows
+	// (package peerdelay), by node ID; placement prefers the nearer
+	// (registry.Choose).
+	Peers []PeerRTT `json:"peers,omitempty"`
+	// RTPLinks sums what the node's plain RTP endpoints' receiver reports
+	// say of the streams it sends them (package rtplink).
+	RTPLinks *LinkQuality `json:"rtp_links,omitempty"`
+}
+
+// PeerRTT is one node's measured round trip to another over NATS: a
+// request on the other's PingSubject and its reply.
+type PeerRTT struct {
+	Node string `json:"node"`
+	// RTTSeconds is the smoothed round-trip time (RFC 6298's SRTT, gain
+	// 1/8); 0 until a reply came.
+	RTTSeconds float64 `json:"rtt_seconds"`
+	// Loss is the share of the last probes (16 at most) that got no
+	// reply within the timeout.
+	Loss float64 `json:"loss"`
+}
+
+// LinkQuality is the summary of the node's plain RTP links' receiver
+// reports in a heartbeat.
+type LinkQuality struct {
+	// Reporting is how many links sent a receiver report lately; Lossy
+	// how many of them reported more than 5 % lost (fraction lost of
+	// their last report); Lossiest their IDs, 8 at most.
+	Reporting int      `json:"reporting"`
+	Lossy     int      `json:"lossy"`
+	Lossiest  []string `json:"lossiest,omitempty"`
+	// MaxJitterSeconds is the largest interarrival jitter reported.
+	MaxJitterSeconds float64 `json:"max_jitter_seconds"`
 }
 
 // Public is where clients reach a node, as it publishes it so that a node

@@ -23,7 +23,21 @@ const (
 	AllNodeEvents = NodePrefix + ".>"
 	// AllHeartbeats matches the heartbeats of every node.
 	AllHeartbeats = NodePrefix + ".*." + EventHeartbeat
+
+	// PingPrefix is the subject prefix of the nodes' delay probes
+	// (PingSubject); outside convene.node so that watchers of node events
+	// do not get a probe from every node every 2 s.
+	PingPrefix = "convene.ping"
 )
+
+// PingSubject returns convene.ping.<nodeID>: a request there is answered
+// at once with an empty reply by that node (package peerdelay).
+func PingSubject(nodeID string) (string, error) {
+	if err := ValidateToken(nodeID); err != nil {
+		return "", fmt.Errorf("node id: %w", err)
+	}
+	return PingPrefix + "." + nodeID, nil
+}
 
 // Session event types are event.Type values (package event); their names
 // are the subject suffix after convene.session.<sessionID>.

@@ -27,6 +27,7 @@ import (
 	"github.com/convene/convene/internal/events"
 	"github.com/convene/convene/internal/hls"
 	"github.com/convene/convene/internal/mixer"
+	"github.com/convene/convene/internal/peerdelay"
 	"github.com/convene/convene/internal/playback"
 	"github.com/convene/convene/internal/recording"
 	"github.com/convene/convene/internal/registry"
@@ -56,6 +57,10 @@ type Node struct {
 	cat      *catalog.Store
 	bus      *bus.Bus
 	registry *registry.Registry // the cluster's nodes, from their heartbeats
+	// peers measures the delay to the other nodes; pingStop ends the
+	// answers to their probes (peers.go).
+	peers    *peerdelay.Pinger
+	pingStop func()
 	// bridge spans the sessions' rooms across the cluster's nodes;
 	// bridgeConns are its audio and video connections.
 	bridge       *bridge.Bridge
@@ -152,6 +157,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.registry, err = registry.New(registry.Options{Watcher: n.bus, Logger: log}); err != nil {
 		return nil, err
 	}
+	if n.peers, n.pingStop, err = startPeerDelay(n.bus, n.registry, cfg.HeartbeatInterval.Std()); err != nil {
+		return nil, err
+	}
 	rooms := broker.New()
 	if n.bridge, n.bridgeConns, err = startBridge(n.bus, log); err != nil {
 		return nil, err
@@ -186,9 +194,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.vtranscode != nil {
 		video = linkTranscoder{n.vtranscode}
 	}
+	linkMetrics := rtplink.NewMetrics()
 	n.sessions = session.New(session.Options{Video: video, Catalog: n.cat, Broker: rooms, Events: recordingEvents{Publisher: floorTones{Publisher: n.events, mixers: n.mixers}, n: n}, Sockets: n.socks, Mixers: n.mixers,
-		OnDigit: func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
-		Node:    leaseHolder(cfg),
+		LinkMetrics: linkMetrics,
+		OnDigit:     func(sessionID, member string, d byte) { n.dtmf.digit(sessionID, member, d) },
+		Node:        leaseHolder(cfg),
 		OnTakeOver: func(sessionID, from string) {
 			if f := n.failover; f != nil {
 				f.session(context.Background(), sessionID, from)
@@ -206,8 +216,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.dtmf = newDTMF(n.sessions, log)
 	reg := prometheus.NewRegistry()
 	vtMetrics.Register(reg)
+	linkMetrics.Register(reg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
+		newMediaCollector(n.sessions, n.socks), n.registry.Collector(), n.peers.Collector(), capacity.NewCollector(n.gov), newClusterCollector(n.bridge, n.sessions))
 	if n.recordings, err = startRecordings(ctx, cfg, n.cat, n.sessions, n.events, reg, log); err != nil {
 		return nil, fmt.Errorf("recordings: %w", err)
 	}
@@ -304,6 +315,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() { defer wg.Done(); n.sessions.RunLeases(hbCtx) }()
+		wg.Add(1)
+		go func() { defer wg.Done(); n.peers.Run(hbCtx) }()
 		n.bus.RunHeartbeat(hbCtx, cfg.HeartbeatInterval.Std(), n.load)
 		wg.Wait()
 	}()
@@ -351,7 +364,7 @@ func (n *Node) load() bus.Load {
 	return bus.Load{Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
 		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
 		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel,
-		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS}
+		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS, Peers: n.peers.Peers(), RTPLinks: linkSummary(ld.Quality, time.Now())}
 }
 
 // Drain stops the node gracefully: no new requests, every session's media
@@ -435,6 +448,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.socks.RTCP != nil {
 		errs = append(errs, n.socks.RTCP.Close())
+	}
+	if n.pingStop != nil {
+		n.pingStop()
 	}
 	if n.registry != nil {
 		n.registry.Close()

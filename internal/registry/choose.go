@@ -3,10 +3,35 @@ package registry
 import (
 	"math"
 	"sort"
+
+	"github.com/convene/convene/internal/bus"
 )
 
 // MaxChoices is how many nodes a refusal names at most.
 const MaxChoices = 3
+
+// DelayBand is the width of the bands Choose sorts measured delays into:
+// nodes whose round trips from the refusing node differ by less are
+// equally near (on one LAN they all are), and room decides among them.
+const DelayBand = 0.005 // seconds
+
+// Delays is the refusing node's measured round trip to other nodes, by
+// node ID (its heartbeat's bus.Load.Peers; package peerdelay).
+type Delays map[string]bus.PeerRTT
+
+// band is the delay class of node id: 0, 1, … by DelayBand for a node
+// that answered; unknown (never measured, or no reply yet) after every
+// measured one; unreachable (no reply to any of the last probes) last.
+func (d Delays) band(id string) float64 {
+	p, ok := d[id]
+	switch {
+	case ok && p.Loss >= 1:
+		return math.Inf(1)
+	case !ok || p.RTTSeconds <= 0:
+		return math.MaxFloat64
+	}
+	return math.Floor(p.RTTSeconds / DelayBand)
+}
 
 // Room is the packets/s the node would still admit by its last heartbeat,
 // the way its governor admits (package capacity): what it admits up to
@@ -24,13 +49,16 @@ func (n Node) Room() float64 {
 // Choose picks from nodes the ones a refusal for pps packets/s may send
 // a client to: up (not draining, not stopped), not stale, not self, that
 // publish an address for clients (a URL or a SIP address), whose Room is
-// at least pps (and more than none); most room first (by ID among
-// equals), at most max.
+// at least pps (and more than none); nearest first by delays (the
+// refusing node's measured round trips, in DelayBand bands; nodes not
+// measured after those measured, nodes that answer no probe last), most
+// room first within a band (by ID among equals), at most max. With no
+// delays (nil) the order is by room alone.
 //
 // The heartbeats it goes by are up to a heartbeat interval old, so a
 // node chosen may refuse after all (and name others): its own admission
 // decides.
-func Choose(nodes []Node, self string, pps float64, max int) []Node {
+func Choose(nodes []Node, self string, pps float64, max int, delays Delays) []Node {
 	var out []Node
 	for _, n := range nodes {
 		room := n.Room()
@@ -41,6 +69,9 @@ func Choose(nodes []Node, self string, pps float64, max int) []Node {
 		out = append(out, n)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
+		if bi, bj := delays.band(out[i].ID), delays.band(out[j].ID); bi != bj {
+			return bi < bj
+		}
 		ri, rj := out[i].Room(), out[j].Room()
 		if ri != rj {
 			return ri > rj
@@ -53,7 +84,23 @@ func Choose(nodes []Node, self string, pps float64, max int) []Node {
 	return out
 }
 
-// WithRoom is Choose over the registry's nodes now, at most MaxChoices.
+// WithRoom is Choose over the registry's nodes now, at most MaxChoices,
+// by the delays in self's own last heartbeat.
 func (r *Registry) WithRoom(self string, pps float64) []Node {
-	return Choose(r.Nodes(), self, pps, MaxChoices)
+	return Choose(r.Nodes(), self, pps, MaxChoices, r.delaysFrom(self))
+}
+
+// delaysFrom is the delay table in node id's last heartbeat.
+func (r *Registry) delaysFrom(id string) Delays {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.nodes[id]
+	if n == nil || len(n.Heartbeat.Peers) == 0 {
+		return nil
+	}
+	d := make(Delays, len(n.Heartbeat.Peers))
+	for _, p := range n.Heartbeat.Peers {
+		d[p.Node] = p
+	}
+	return d
 }

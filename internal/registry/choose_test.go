@@ -74,7 +74,7 @@ func TestChooseSkipsSelfStaleDrainingAndFull(t *testing.T) {
 	if got := ids(r.WithRoom("self", 150)); !slices.Equal(got, []string{"c", "b", "d"}) {
 		t.Errorf("for 150 packets/s: %v, want c, b, d", got)
 	}
-	if got := ids(Choose(r.Nodes(), "self", 150, 10)); !slices.Equal(got, []string{"c", "b", "d", "phone", "e"}) {
+	if got := ids(Choose(r.Nodes(), "self", 150, 10, nil)); !slices.Equal(got, []string{"c", "b", "d", "phone", "e"}) {
 		t.Errorf("uncapped: %v", got)
 	}
 	// Room at least the request: 3500 leaves only b and c.
@@ -86,12 +86,49 @@ func TestChooseSkipsSelfStaleDrainingAndFull(t *testing.T) {
 	}
 	// Equal room: by ID. A node alone in its registry names none.
 	if got := ids(Choose([]Node{{ID: "y", State: StateUp, Heartbeat: roomy("y", 10, 0, 0).Heartbeat},
-		{ID: "x", State: StateUp, Heartbeat: roomy("x", 10, 0, 0).Heartbeat}}, "self", 0, 3)); !slices.Equal(got, []string{"x", "y"}) {
+		{ID: "x", State: StateUp, Heartbeat: roomy("x", 10, 0, 0).Heartbeat}}, "self", 0, 3, nil)); !slices.Equal(got, []string{"x", "y"}) {
 		t.Errorf("equal room: %v, want x, y", got)
 	}
 	lone, lw, _ := newTest(t)
 	lw.fn(roomy("self", 100_000, 0, 0))
 	if got := lone.WithRoom("self", 1); len(got) != 0 {
 		t.Errorf("a lone node names %v", ids(got))
+	}
+}
+
+// TestChooseNearestFirst: among nodes with room, the ones nearer the
+// refusing node by its measured delays come first; room decides within a
+// delay band; nodes not measured follow, nodes that answer no probe come
+// last; a node without room stays out however near. WithRoom takes the
+// table from the refusing node's own heartbeat.
+func TestChooseNearestFirst(t *testing.T) {
+	r, w, _ := newTest(t)
+	w.fn(roomy("far", 100_000, 0, 0))       // most room, 40 ms away
+	w.fn(roomy("near", 2000, 0, 0))         // 1 ms
+	w.fn(roomy("near2", 3000, 0, 0))        // 3 ms: same band as near, more room
+	w.fn(roomy("full", 1000, 990, 0))       // 0.2 ms but no room
+	w.fn(roomy("unmeasured", 50_000, 0, 0)) // not in the table
+	w.fn(roomy("cut", 90_000, 0, 0))        // no reply to any probe
+	delays := Delays{
+		"far":   {Node: "far", RTTSeconds: 0.040},
+		"near":  {Node: "near", RTTSeconds: 0.001},
+		"near2": {Node: "near2", RTTSeconds: 0.003, Loss: 0.25},
+		"full":  {Node: "full", RTTSeconds: 0.0002},
+		"cut":   {Node: "cut", Loss: 1},
+	}
+	want := []string{"near2", "near", "far", "unmeasured", "cut"}
+	if got := ids(Choose(r.Nodes(), "self", 100, 10, delays)); !slices.Equal(got, want) {
+		t.Errorf("by delay: %v, want %v", got, want)
+	}
+	if got := ids(Choose(r.Nodes(), "self", 100, 10, nil)); !slices.Equal(got, []string{"far", "cut", "unmeasured", "near2", "near"}) {
+		t.Errorf("without delays: %v, want by room", got)
+	}
+	self := roomy("self", 1000, 0, 0)
+	for _, p := range delays {
+		self.Heartbeat.Peers = append(self.Heartbeat.Peers, p)
+	}
+	w.fn(self)
+	if got := ids(r.WithRoom("self", 100)); !slices.Equal(got, want[:MaxChoices]) {
+		t.Errorf("WithRoom: %v, want %v", got, want[:MaxChoices])
 	}
 }

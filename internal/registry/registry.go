@@ -10,7 +10,9 @@
 //
 // Choose (WithRoom) picks the nodes an over-capacity refusal names: up,
 // fresh, not the refusing node, with room for the request by their last
-// heartbeat, most room first.
+// heartbeat; nearest first by the refusing node's measured delays (its
+// own heartbeat's peers, package peerdelay), most room first among equally
+// near ones.
 //
 // The registry's state is guarded by one mutex, held only to read or write
 // the map; the watch callback runs on the NATS subscription's goroutine.

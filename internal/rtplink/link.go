@@ -67,6 +67,11 @@ type Config struct {
 	// (broker.Member.OnChange).
 	Receive  broker.Sink
 	OnChange func()
+	// Now is the clock receiver reports and the sender reports sent to
+	// the endpoint are timed by (default time.Now; quality.go).
+	Now func() time.Time
+	// Metrics, if set, take the endpoint's reports (shared by all links).
+	Metrics *Metrics
 }
 
 // Sockets are the node's shared media sockets.
@@ -81,6 +86,8 @@ type Stats struct {
 	Out                udpmux.DestStats // RTP sent to the endpoint
 	RTCPOut            udpmux.DestStats
 	Dropped            map[string]uint64 // by reason
+	// Quality is what the endpoint's receiver reports say (quality.go).
+	Quality Quality
 }
 
 // Link is one plain RTP endpoint in a room.
@@ -99,6 +106,9 @@ type Link struct {
 	rtcpSock       *udpmux.Socket
 	// End the latches still waiting (latch.go).
 	unlatchRTP, unlatchRTCP atomic.Pointer[func()]
+
+	// q keeps the endpoint's receiver reports and the SRs sent to it.
+	q quality
 
 	packetsIn, bytesIn, rtcpIn atomic.Uint64
 	truncated, badVersion, dir atomic.Uint64
@@ -138,7 +148,17 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 			cfg.RemoteRTCP = netip.AddrPortFrom(cfg.Remote.Addr(), cfg.Remote.Port()+1)
 		}
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	l := &Link{cfg: cfg, socks: socks, room: room}
+	l.q.clock, l.q.m = float64(cfg.Info.ClockRate), cfg.Metrics
+	if l.q.clock == 0 {
+		l.q.clock = 8000
+		if cfg.Kind == media.Video {
+			l.q.clock = 90000
+		}
+	}
 	l.digits.PT = cfg.TelephoneEvent
 	l.dest.Store(udpmux.NewDest(cfg.Remote, cfg.Queue))
 	l.rtcpDest.Store(udpmux.NewDest(cfg.RemoteRTCP, cfg.Queue))
@@ -265,6 +285,7 @@ func (l *Link) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
 	case media.ClassRTCP:
 		l.hear()
 		l.rtcpIn.Add(1)
+		l.q.received(p.Bytes(), l.cfg.Now())
 		l.room.PublishRTCP(l.cfg.ID, l.cfg.Kind, p)
 	case media.ClassTruncated:
 		l.truncated.Add(1)
@@ -284,6 +305,7 @@ func (h rtcpHandler) HandleDatagram(p *media.Packet, _ netip.AddrPort) {
 	case media.ClassRTCP:
 		h.l.hear()
 		h.l.rtcpIn.Add(1)
+		h.l.q.received(p.Bytes(), h.l.cfg.Now())
 		h.l.room.PublishRTCP(h.l.cfg.ID, h.l.cfg.Kind, p)
 	case media.ClassTruncated:
 		h.l.truncated.Add(1)
@@ -308,6 +330,7 @@ func (l *Link) deliverRTCP(p *media.Packet, _ *broker.Track) {
 		p.Release()
 		return
 	}
+	l.q.noteSent(p.Bytes(), l.cfg.Now())
 	l.rtcpSock.Send(p, l.rtcpDest.Load())
 }
 
@@ -325,6 +348,7 @@ func (l *Link) Stats() Stats {
 			media.DropDirection:  l.dir.Load(),
 			media.DropConsent:    l.noConsent.Load(),
 		},
+		Quality: l.q.snapshot(),
 	}
 }
 

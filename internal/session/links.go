@@ -159,7 +159,7 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		info.Info = mixInfo(spec)
 	}
 	cfg := rtplink.Config{ID: rec.ID, Kind: kind, Direction: dir, Remote: remote, RTCPMux: rec.RTCPMux, Queue: s.o.Queue, Info: info.Info,
-		Group: at.group, Gated: at.gated, Owner: at.member, Mixed: mixed}
+		Group: at.group, Gated: at.gated, Owner: at.member, Mixed: mixed, Metrics: s.o.LinkMetrics}
 	if te != 0 && at.member != "" && s.o.OnDigit != nil {
 		sid, member := rec.SessionID, at.member
 		cfg.TelephoneEvent = te
@@ -418,6 +418,9 @@ type Load struct {
 	PacketsIn, PacketsOut   uint64
 	BytesIn, BytesOut       uint64
 	Dropped                 map[string]uint64
+	// Quality is every live link's that has one (plain RTP links whose
+	// endpoint sent a receiver report), by link ID.
+	Quality map[string]rtplink.Quality
 }
 
 // Load sums the counters of every link this node has run.
@@ -441,6 +444,12 @@ func (s *Service) Load() Load {
 			ld.BytesOut += st.BytesOut
 			for k, v := range st.Dropped {
 				ld.Dropped[k] += v
+			}
+			if st.Quality != nil {
+				if ld.Quality == nil {
+					ld.Quality = map[string]rtplink.Quality{}
+				}
+				ld.Quality[l.rec.ID] = *st.Quality
 			}
 		}
 	}
@@ -489,9 +498,13 @@ func (m rtpMedia) Local() Local {
 
 func (m rtpMedia) Stats() LinkStats {
 	st := m.l.Stats()
-	return LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
+	ls := LinkStats{PacketsIn: st.PacketsIn, BytesIn: st.BytesIn, RTCPIn: st.RTCPIn,
 		PacketsOut: st.Out.Packets, BytesOut: st.Out.Bytes, RTCPOut: st.RTCPOut.Packets,
 		Dropped: withQueueDrops(st.Dropped, st.Out.Drops+st.RTCPOut.Drops)}
+	if st.Quality.Reports > 0 {
+		ls.Quality = &st.Quality
+	}
+	return ls
 }
 
 // DropFloor is the drop reason of media sent without holding the floor:

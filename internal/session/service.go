@@ -29,6 +29,8 @@ type Options struct {
 	Broker  *broker.Broker
 	Events  Publisher
 	Sockets rtplink.Sockets
+	// LinkMetrics, if set, take the plain RTP links' receiver reports.
+	LinkMetrics *rtplink.Metrics
 	// Queue bounds the packets in flight to each endpoint.
 	Queue int
 	// MaxSessions caps the sessions not over (scheduled or live) and

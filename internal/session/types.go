@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/floor"
+	"github.com/convene/convene/internal/rtplink"
 )
 
 // Session states (the XGSP lifecycle of the global-mmcs seed).
@@ -110,6 +111,10 @@ type LinkStats struct {
 	BytesOut   uint64            `json:"bytes_out"`
 	RTCPOut    uint64            `json:"rtcp_out"`
 	Dropped    map[string]uint64 `json:"dropped"`
+	// Quality is what a plain RTP endpoint's receiver reports say of the
+	// streams the node sends it (rtplink.Quality); absent for other
+	// kinds of link and before its first report.
+	Quality *rtplink.Quality `json:"quality,omitempty"`
 }
 
 // NewRTPLink is a request to attach a plain RTP endpoint.

@@ -36,11 +36,17 @@ export async function api<T>(method: string, path: string, creds: Creds, body?: 
   return data as T;
 }
 
+// LinkQuality is what a plain RTP endpoint's receiver reports say of the
+// streams the node sends it (a link's stats.quality).
+export type LinkQuality = { reports: number; fraction_lost: number; cumulative_lost: number; jitter_seconds: number; rtt_seconds: number };
+export type SessionLink = { id: string; type: string; member?: string; stats?: { quality?: LinkQuality } };
+
 export type Session = {
   id: string;
   name: string;
   state: string;
   members: number;
+  links?: SessionLink[];
   start_at?: string;
   end_at?: string;
   created_at: string;
@@ -53,6 +59,17 @@ export type FloorToken = { id: string; holder?: string };
 export type Floor = { name: string; style: string; auto: boolean; tokens: FloorToken[]; queue: FloorRequest[] };
 
 export const floorStyles = ['none', 'floor_control', 'brainstorming', 'chalkboard', 'discussion_groups', 'activity_sensing'];
+
+// A node of the cluster as the serving node hears its heartbeats
+// (GET /nodes); peers is its measured round trip to each other node.
+export type PeerDelay = { node: string; rtt_seconds: number; loss: number };
+export type ClusterNode = {
+  id: string;
+  state: string;
+  stale: boolean;
+  heartbeat: { peers?: PeerDelay[]; rtp_links?: { reporting: number; lossy: number; lossiest?: string[] } };
+};
+export const listNodes = (c: Creds) => api<{ nodes: ClusterNode[] }>('GET', '/nodes', c).then((r) => r.nodes ?? []);
 
 export const listSessions = (c: Creds) => api<{ sessions: Session[] }>('GET', '/sessions', c).then((r) => r.sessions ?? []);
 export const getSession = (c: Creds, id: string) => api<Session>('GET', '/sessions/' + id, c);

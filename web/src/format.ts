@@ -14,3 +14,14 @@ export function size(bytes: number): string {
   if (bytes < 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MB`;
   return `${(bytes / 1024 ** 3).toFixed(2)} GB`;
 }
+
+// delay says a measured round trip between nodes: "0.4 ms", "38 ms",
+// "no reply" when every recent probe was lost, "not measured yet", and
+// the share lost when some were.
+export function delay(rttSeconds: number, loss: number): string {
+  if (loss >= 1) return 'no reply';
+  if (rttSeconds <= 0) return 'not measured yet';
+  const ms = rttSeconds * 1000;
+  const d = ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms)} ms`;
+  return loss > 0 ? `${d}, ${Math.round(loss * 100)} % lost` : d;
+}

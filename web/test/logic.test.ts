@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { EventCursor, reconnectDelay } from '../src/events';
 import { joinLink, parseRoute } from '../src/route';
 import { describeStreams } from '../src/rtc';
-import { qualityLabel } from '../src/quality';
-import { duration, size } from '../src/format';
+import { qualityLabel, rtpQuality, rtpQualityLabel } from '../src/quality';
+import { delay, duration, size } from '../src/format';
 
 describe('routes', () => {
   it('parses a join link and keeps the token out of the path', () => {
@@ -65,5 +65,33 @@ describe('signalling', () => {
   it('formats quality', () => {
     expect(qualityLabel(undefined)).toBe('no report yet');
     expect(qualityLabel({ score: 'fair', loss: 0.031, rtt_ms: 120.4, jitter_ms: 3 })).toBe('fair, 3.1% loss, 120 ms');
+  });
+});
+
+describe('node delay', () => {
+  it('says a round trip, its loss, and when there is none', () => {
+    expect(delay(0.00042, 0)).toBe('0.4 ms');
+    expect(delay(0.0384, 0.25)).toBe('38 ms, 25 % lost');
+    expect(delay(0, 0)).toBe('not measured yet');
+    expect(delay(0, 1)).toBe('no reply');
+  });
+});
+
+describe('RTP link quality', () => {
+  const q = (fraction_lost: number, rtt_seconds = 0) => ({ reports: 1, fraction_lost, cumulative_lost: 3, jitter_seconds: 0.012, rtt_seconds });
+  it('takes each member\'s worst RTP link and skips links without reports or member', () => {
+    const got = rtpQuality([
+      { id: 'l1', type: 'rtp', member: 'm1', stats: { quality: q(0.01) } },
+      { id: 'l2', type: 'rtp', member: 'm1', stats: { quality: q(0.25) } },
+      { id: 'l3', type: 'rtp', member: 'm2', stats: {} },
+      { id: 'l4', type: 'rtp', stats: { quality: q(0.5) } },
+      { id: 'l5', type: 'multicast', member: 'm3', stats: { quality: q(0.5) } },
+    ]);
+    expect(Object.keys(got)).toEqual(['m1']);
+    expect(got.m1.fraction_lost).toBe(0.25);
+  });
+  it('says loss, jitter and the round trip when known', () => {
+    expect(rtpQualityLabel(q(0.25))).toBe('RTP 25.0% loss, jitter 12 ms');
+    expect(rtpQualityLabel(q(0, 0.035))).toBe('RTP 0.0% loss, jitter 12 ms, 35 ms');
   });
 });

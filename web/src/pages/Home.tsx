@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { createSession, issueToken, listSessions, sessionAction, type Session } from '../api';
 import { joinLink, navigate, watchLink } from '../route';
 import { VIEWER_LINK_TTL } from '../broadcast';
+import { NodesPanel } from '../components/NodesPanel';
 
 export const KEY = 'convene.apiKey';
 
@@ -194,6 +195,7 @@ function Sessions({ apiKey, onForget }: { apiKey: string; onForget: () => void }
           ))}
         </ul>
       )}
+      <NodesPanel creds={creds} />
     </main>
   );
 }

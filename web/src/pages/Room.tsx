@@ -3,6 +3,7 @@ import {
   callPhone,
   floorAction,
   getBroadcast,
+  getSession,
   issueToken,
   leaveSession,
   listFloors,
@@ -15,6 +16,7 @@ import {
   stopRecording,
   type Broadcast,
   type Floor,
+  type LinkQuality,
   type Member,
   type Recording,
 } from '../api';
@@ -32,7 +34,7 @@ import { Thumb } from '../components/Thumb';
 import { Tile } from '../components/Tile';
 import { EventStream, type SessionEvent } from '../events';
 import { openLocal, takeOver } from '../media';
-import { qualityLabel } from '../quality';
+import { qualityLabel, rtpQuality, rtpQualityLabel } from '../quality';
 import { RTC, type Quality, type Remote } from '../rtc';
 import type { TransportKind } from '../transport';
 import { navigate, watchLink } from '../route';
@@ -63,6 +65,8 @@ export function Room({ session }: { session: string }) {
   const [camOff, setCamOff] = useState<Record<string, boolean>>({});
   const [speakers, setSpeakers] = useState<string[]>([]);
   const [quality, setQuality] = useState<Record<string, Quality>>({});
+  // The members' plain RTP links' quality (phones, RTP tools), polled.
+  const [rtpQ, setRtpQ] = useState<Record<string, LinkQuality>>({});
   const [local, setLocal] = useState<MediaStream>();
   const [mic, setMic] = useState(true);
   const [camera, setCamera] = useState(true);
@@ -99,6 +103,14 @@ export function Room({ session }: { session: string }) {
   const refreshBroadcast = () => getBroadcast(creds, session).then(setBroadcast, () => {});
   const refreshRecording = () =>
     listSessionRecordings(creds, session).then((rs) => setRecording(rs.find((r) => r.state === 'recording')), () => {});
+
+  useEffect(() => {
+    if (!token) return;
+    const poll = () => getSession(creds, session).then((s) => setRtpQ(rtpQuality(s.links)), () => {});
+    poll();
+    const t = setInterval(poll, 5000);
+    return () => clearInterval(t);
+  }, [token, session]);
 
   useEffect(() => {
     if (!token) return;
@@ -460,7 +472,7 @@ export function Room({ session }: { session: string }) {
                     <Icon name="micOff" />
                   </span>
                 )}
-                <span class="muted quality"> · {m.id === me ? 'you' : qualityLabel(quality[m.id])}</span>
+                <span class="muted quality"> · {m.id === me ? 'you' : !quality[m.id] && rtpQ[m.id] ? rtpQualityLabel(rtpQ[m.id]) : qualityLabel(quality[m.id])}</span>
               </li>
             ))}
           </ul>
