@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/convene/convene/internal/bench/clusterbench"
@@ -20,6 +21,7 @@ func benchClusterCmd(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 5*time.Second, "warm-up of each layout before its window")
 	window := fs.Duration("window", 20*time.Second, "measuring window of each layout")
 	quick := fs.Bool("quick", false, "20 sessions, 8 s windows")
+	profile := fs.Bool("profile", false, "save each node's CPU profile over each layout's window in -out")
 	note := fs.String("note", "", "a note for the report (the machine's state, say)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
@@ -44,9 +46,17 @@ func benchClusterCmd(args []string, stdout, stderr io.Writer) int {
 	defer h.release()
 	start := time.Now()
 	res, err := clusterbench.Run(h.Ctx, clusterbench.Config{Convene: bin, Tmp: h.Tmp, Sessions: *sessions, Members: *members,
-		Warmup: *warmup, Window: *window, Notes: nonEmpty(*note), Log: func(f string, a ...any) {
+		Warmup: *warmup, Window: *window, Notes: nonEmpty(*note), Profile: profilePrefix(*profile, *out), Log: func(f string, a ...any) {
 			fmt.Fprintf(stdout, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
 		}})
 	return report("cluster", stdout, stderr, err, func() (string, error) { return clusterbench.Write(*out, res) },
 		func() string { return clusterbench.Format(res) })
+}
+
+// profilePrefix is where the cluster's profiles go: <out>/<time>-cluster.
+func profilePrefix(on bool, out string) string {
+	if !on {
+		return ""
+	}
+	return filepath.Join(out, time.Now().Format("2006-01-02-150405")+"-cluster")
 }

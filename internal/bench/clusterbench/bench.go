@@ -33,6 +33,8 @@ type Config struct {
 	Window   time.Duration
 	Log      func(format string, a ...any)
 	Notes    []string
+	// Profile is a path prefix for the nodes' CPU profiles ("": none).
+	Profile string
 }
 
 // Prediction is the model's answer for one scenario.
@@ -110,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	logf("idle CPU per node: %.3f %.3f %.3f cores", res.Idle[0], res.Idle[1], res.Idle[2])
 	var all []NodeUse
 	for _, l := range Layouts(cfg.Sessions, cfg.Members) {
-		p, err := Measure(ctx, c, l, res.Idle, Options{Warmup: cfg.Warmup, Window: cfg.Window})
+		p, err := Measure(ctx, c, l, res.Idle, Options{Warmup: cfg.Warmup, Window: cfg.Window, Profile: cfg.Profile})
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", l.Name, err)
 		}

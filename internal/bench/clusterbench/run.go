@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,9 @@ type Point struct {
 type Options struct {
 	Warmup, Window time.Duration
 	Log            func(format string, a ...any)
+	// Profile, when set, is where each node's CPU profile over the
+	// window goes: Profile + "-<layout>-<node>.pprof".
+	Profile string
 }
 
 // snapshot is one node's counters at an instant.
@@ -224,10 +228,21 @@ func Measure(ctx context.Context, c *Cluster, l Layout, idle []float64, o Option
 		before[i] = take(n)
 	}
 	natsBefore, natsAt := c.natsCPU(), time.Now()
+	var profiles sync.WaitGroup
+	if o.Profile != "" {
+		for i, n := range nodes {
+			profiles.Add(1)
+			go func() {
+				defer profiles.Done()
+				n.Profile(int(o.Window.Seconds())-1, fmt.Sprintf("%s-%s-n%d.pprof", o.Profile, strings.ReplaceAll(l.Name, " ", ""), i+1))
+			}()
+		}
+	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(o.Window):
 	}
+	profiles.Wait()
 	for i, v := range c.natsCPU() {
 		p.NATS = append(p.NATS, (v-natsBefore[i])/time.Since(natsAt).Seconds())
 	}
