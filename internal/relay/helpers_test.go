@@ -60,15 +60,26 @@ type endpoint struct {
 func newEndpoint(t testing.TB) *endpoint { return newEndpointOn(t, "127.0.0.1") }
 
 // newEndpointOn is an endpoint on another loopback address, such as a third
-// party's (127.0.0.66): not the IP any test SDP announces.
+// party's (127.0.0.66): not the IP any test SDP announces. Its port is
+// never one of the test relays' (testPortBase on): the kernel's ephemeral
+// range can reach into theirs, and an endpoint there would take a port a
+// relay wants, or receive a spray meant for the relay's ports itself.
 func newEndpointOn(t testing.TB, ip string) *endpoint {
 	t.Helper()
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
-	if err != nil {
-		t.Fatal(err)
+	for range 20 {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(ip), 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := c.LocalAddr().(*net.UDPAddr).Port; p >= testPortBase && p <= testPortBase+199 {
+			defer c.Close() // held until another port is found
+			continue
+		}
+		t.Cleanup(func() { c.Close() })
+		return &endpoint{t: t, conn: c}
 	}
-	t.Cleanup(func() { c.Close() })
-	return &endpoint{t: t, conn: c}
+	t.Fatal("no ephemeral UDP port outside the relays' range")
+	return nil
 }
 
 func (e *endpoint) addr() netip.AddrPort { return e.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
