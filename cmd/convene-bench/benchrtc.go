@@ -25,7 +25,7 @@ func benchRTCCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench/results", "directory for the report (.md, .json)")
 	systems := fs.String("systems", "convene,janus", "SFUs to measure: convene, janus (Debian's janus package, VideoRoom)")
 	scenarios := fs.String("scenarios", "audio,av", "audio (Opus) and av (Opus and three-layer simulcast VP8)")
-	stepList := fs.String("steps", "25,50,100,150,200,250,300,400,500,600,800", "subscriber counts, in order; a system stops at the first that misses the quality bar")
+	stepList := fs.String("steps", "25,50,100,150,200,250,300,400,500,600,800,1000,1200,1500,2000", "subscriber counts, in order; a system stops at the first that misses the quality bar")
 	window := fs.Duration("window", 10*time.Second, "measuring window of each step")
 	budget := fs.Duration("budget", 28*time.Minute, "time for the whole run, shared equally by the series (system × scenario)")
 	serveArgs := fs.String("serve-args", "", "more flags for `convene serve`, space-separated (e.g. \"-webrtc-udp-port 0\")")
