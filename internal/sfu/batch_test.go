@@ -72,3 +72,58 @@ func read(t *testing.T, c *net.UDPConn) uint32 {
 	}
 	return binary.BigEndian.Uint32(b)
 }
+
+// TestBatchConnReadsQueuedDatagrams: datagrams that queued on the socket
+// (more than one recvmmsg takes) come out one a read, once each, in order,
+// with their own sources and lengths; a reader's short buffer gets the
+// datagram's head, as recvfrom gives; a read deadline still ends a read
+// on an empty socket.
+func TestBatchConnReadsQueuedDatagrams(t *testing.T) {
+	a, rx := udpPair(t)
+	b, _ := udpPair(t)
+	c := newBatchConn(rx)
+	to := rx.LocalAddr().(*net.UDPAddr)
+	const n = 3*readBatchMax + 7
+	for i := range n {
+		src := a
+		if i%3 == 0 {
+			src = b
+		}
+		d := binary.BigEndian.AppendUint32(make([]byte, 0, 4+i), uint32(i))
+		d = append(d, make([]byte, i)...) // datagram i is 4+i bytes
+		if _, err := src.WriteToUDP(d, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 1500)
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for i := range n {
+		k, from, err := c.ReadFromAddrPort(buf)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		want := a.LocalAddr().(*net.UDPAddr).AddrPort()
+		if i%3 == 0 {
+			want = b.LocalAddr().(*net.UDPAddr).AddrPort()
+		}
+		if got := binary.BigEndian.Uint32(buf); got != uint32(i) || k != 4+i || from != want {
+			t.Fatalf("read %d: datagram %d of %d bytes from %v, want %d bytes from %v", i, got, k, from, 4+i, want)
+		}
+	}
+	if c.rb.datagrams.Load() != n || c.rb.calls.Load() >= n {
+		t.Fatalf("%d datagrams in %d recvmmsg calls: not batched", c.rb.datagrams.Load(), c.rb.calls.Load())
+	}
+
+	if _, err := a.WriteToUDP(binary.BigEndian.AppendUint32(nil, 0xabcdef01), to); err != nil {
+		t.Fatal(err)
+	}
+	short := make([]byte, 2)
+	if k, _, err := c.ReadFrom(short); err != nil || k != 2 || short[0] != 0xab || short[1] != 0xcd {
+		t.Fatalf("short read: %d bytes %x, %v", k, short, err)
+	}
+
+	_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if _, _, err := c.ReadFromAddrPort(buf); err == nil {
+		t.Fatal("a read on an empty socket past its deadline returned no error")
+	}
+}
