@@ -29,6 +29,13 @@
 // dropped at the server's sockets and at the load's (proc.UDPDrops), and
 // how late the load sent against its schedule.
 //
+// A third series, convene-rtp (plain.go), feeds the same node the way
+// Voyager's streams came: each stream plain RTP from a socket of its own,
+// a link of the session with its codec named, and each room's listener a
+// plain RTP link; the listener counts what it gets with rtctest's Recv,
+// so both transports meet one bar. Janus's VideoRoom takes only WebRTC
+// publishers, so the comparison with Janus is the WebRTC series.
+//
 // The number of streams grows step by step, rooms added to those already
 // running, each system from its own fresh process pinned to a CPU of its
 // own (proc.ServerCPU) while the publishers and listeners run in this

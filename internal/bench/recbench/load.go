@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
-	"github.com/pion/webrtc/v4"
 
 	"github.com/convene/convene/internal/bench/rtcbench"
 	"github.com/convene/convene/internal/rtctest"
@@ -56,12 +55,19 @@ func (s Shape) PacketsPerSecond() float64 {
 // BitsPerSecond is the stream's payload bit rate.
 func (s Shape) BitsPerSecond() float64 { return s.PacketsPerSecond() * float64(s.Payload) * 8 }
 
+// rtpWriter is where a stream's packets go: a publisher's WebRTC track
+// (which sets the payload type and SSRC it negotiated), or a plain RTP
+// socket (rtpSender).
+type rtpWriter interface {
+	WriteRTP(*rtp.Packet) error
+}
+
 // stream is one publisher's track: the packets the pump writes to it.
 // Only its pump worker touches it, except next (read to set windows).
 type stream struct {
 	id    uint32
 	shape *Shape
-	track *webrtc.TrackLocalStaticRTP
+	track rtpWriter
 	close func() // hangs its publisher up
 	seq   uint16
 	ts    uint32
@@ -74,7 +80,7 @@ type stream struct {
 	failed atomic.Uint64
 }
 
-func newStream(id uint32, shape *Shape, track *webrtc.TrackLocalStaticRTP) *stream {
+func newStream(id uint32, shape *Shape, track rtpWriter) *stream {
 	s := &stream{id: id, shape: shape, track: track, seq: uint16(rand.Uint32()), ts: rand.Uint32(),
 		pl: make([]byte, max(shape.Payload, minPayload(shape.Video)))}
 	for i := minPayload(shape.Video); i < len(s.pl); i++ {
@@ -185,8 +191,15 @@ func (p *pump) run(w int) {
 	}
 }
 
+// liveListener is a room's live listener: a member receiving every
+// stream (rtctest.Client over WebRTC, plainListener over plain RTP).
+type liveListener interface {
+	Received() map[string]*rtctest.Recv
+	Close()
+}
+
 // listeners are the rooms' live listeners: what they received.
-type listeners []*rtctest.Client
+type listeners []liveListener
 
 // listen is what the listeners received by a moment: packets, packets
 // expected (from the sequence numbers), and one-way latency by ms.

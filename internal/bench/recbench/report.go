@@ -26,6 +26,14 @@ func Format(res Result) string {
 		"(`POST /api/v1/sessions/{id}/recordings`, rtpdump files), Janus VideoRoom rooms created with record=true (.mjr files). "+
 		"In every room a live listener receives every stream. %d CPUs; each step measured over %s after %s of warm-up, rooms added to those running.\n\n",
 		res.CPUs, res.Window, res.Warmup)
+	for _, s := range res.Series {
+		if s.System == PlainSystem {
+			fmt.Fprintf(&b, "%s is the same node fed the way Voyager's streams came: each stream plain RTP from a socket of its own (a link of the session, "+
+				"with its codec named), each room's listener a plain RTP link receiving every stream. No SRTP and no ICE, so the broker, the recorder "+
+				"and the kernel are what is measured; Janus's VideoRoom takes WebRTC publishers only, so the comparison with Janus is the WebRTC series.\n\n", PlainSystem)
+			break
+		}
+	}
 	fmt.Fprintf(&b, "Every packet carries its send time and its stream and number; after each window the benchmark reads the files each server wrote "+
 		"and counts the packets of the window that are not in them. A step passes when **none is missing**, **no listener packet arrived more than %d ms "+
 		"after it was sent** (rtcbench's latency bar) and the listeners together lost under %.0f%% (rtcbench's loss bar); "+
@@ -92,12 +100,15 @@ func Format(res Result) string {
 			fmt.Fprintf(&b, "- Convene / Janus streams: Janus passed no step (its first, %d streams, did not), so no ratio (target %.1f×)\n", j.Points[0].Streams, TargetRatio)
 		}
 		if hasC {
-			fmt.Fprintf(&b, "- Convene: %d streams (target %d; Voyager's node: %s)\n", c.MaxOK, Target[name], Voyager[name])
+			fmt.Fprintf(&b, "- Convene over WebRTC: %d streams (target %d; Voyager's node: %s)\n", c.MaxOK, Target[name], Voyager[name])
+		}
+		if p, ok := bySystem[PlainSystem]; ok {
+			fmt.Fprintf(&b, "- Convene over plain RTP (Voyager's kind of stream): %d streams (target %d; Voyager's node: %s)\n", p.MaxOK, Target[name], Voyager[name])
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\"not recorded\" counts the window's packets missing from the files; \"server's drops\" is what Convene itself counted over the window "+
-		"as not recorded (convene_recorder_dropped_packets_total) and as not forwarded to a listener (convene_webrtc_dropped_packets_total); Janus does not say. "+
+		"as not recorded (convene_recorder_dropped_packets_total) and as not forwarded to a listener (convene_webrtc_dropped_packets_total; over plain RTP convene_media_dropped_packets_total); Janus does not say. "+
 		"\"kernel's drops\" are the datagrams the kernel dropped at the server's sockets and at the load's, their receive buffers full (/proc/net/udp): a server, or a load, that did not read in time. \"late\" counts listener packets over the bar; latency is from the send time in the payload to the listener's read; "+
 		"\"node's own delay\" is the share of it Convene spent queueing for the listener (convene_webrtc_forward_delay_seconds, as the upper bound of its bucket; Janus does not say): latency beyond it is spent outside the node (the kernel, the load's process). "+
 		"\"load's lag\" is how late, at worst, the load sent a frame against its schedule. "+

@@ -16,7 +16,6 @@ import (
 	"github.com/convene/convene/internal/bench/proc"
 	"github.com/convene/convene/internal/bench/results"
 	"github.com/convene/convene/internal/bench/rtcbench"
-	"github.com/convene/convene/internal/rtctest"
 )
 
 // LateAfter is when a listener's packet is late, in ms after it was sent:
@@ -225,6 +224,8 @@ func runSeries(ctx context.Context, cfg Config, sys string, sh Shape, end time.T
 		s.srv, err = startConvene(cfg, dir)
 	case "janus":
 		s.srv, err = startJanus(ctx, cfg, sh.Name, dir)
+	case PlainSystem:
+		s.srv, err = startPlain(cfg, dir)
 	default:
 		return out, fmt.Errorf("unknown system %q", sys)
 	}
@@ -285,7 +286,7 @@ func (s *series) grow(ctx context.Context, n int) error {
 		}
 		rooms = append(rooms, r)
 	}
-	ls := make([]*rtctest.Client, len(rooms))
+	ls := make([]liveListener, len(rooms))
 	ids := make(chan int)
 	errs := make(chan error, setupWorkers)
 	for range setupWorkers {

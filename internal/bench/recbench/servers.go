@@ -20,7 +20,7 @@ type server interface {
 	// addRoom sets up room id with a publisher for each stream (it sets
 	// the stream's track and close), records it, and returns its live
 	// listener. ctx bounds the setup only.
-	addRoom(ctx context.Context, id int, ss []*stream) (*rtctest.Client, error)
+	addRoom(ctx context.Context, id int, ss []*stream) (liveListener, error)
 	pid() int
 	version() string
 	// recordings is the directory the recordings are written under.
@@ -57,7 +57,7 @@ func trackOf(c *rtctest.Client, video bool) *webrtc.TrackLocalStaticRTP {
 }
 
 // waitTracks waits until the listener receives n tracks.
-func waitTracks(ctx context.Context, l *rtctest.Client, n int) error {
+func waitTracks(ctx context.Context, l liveListener, n int) error {
 	err := rtctest.WaitFor(ctx, func() bool {
 		k := 0
 		for _, r := range l.Received() {
@@ -123,7 +123,7 @@ func (c *conveneRecorder) member(sid string) (string, error) {
 	return j.Token.Token, err
 }
 
-func (c *conveneRecorder) addRoom(ctx context.Context, id int, ss []*stream) (*rtctest.Client, error) {
+func (c *conveneRecorder) addRoom(ctx context.Context, id int, ss []*stream) (liveListener, error) {
 	var s struct{ ID string }
 	if err := c.n.API("POST", "/api/v1/sessions", map[string]string{"name": "rec-" + strconv.Itoa(id)}, &s); err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (r *janusRecorder) stop() {
 	r.j.Stop()
 }
 
-func (r *janusRecorder) addRoom(ctx context.Context, id int, ss []*stream) (*rtctest.Client, error) {
+func (r *janusRecorder) addRoom(ctx context.Context, id int, ss []*stream) (liveListener, error) {
 	room := 1000 + id
 	if err := r.admin.CreateRoom(ctx, room, map[string]any{"record": true, "rec_dir": r.dir, "publishers": len(ss),
 		"audiocodec": "opus", "videocodec": "vp8", "bitrate": 0, "fir_freq": 0, "notify_joining": false, "permanent": false}); err != nil {
