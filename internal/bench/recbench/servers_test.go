@@ -87,19 +87,27 @@ func TestConveneRecords(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/convene/convene/cmd/convene").CombinedOutput(); err != nil {
 		t.Fatalf("building convene: %v\n%s", err, out)
 	}
-	for _, shape := range []string{"128k", "5M"} {
-		t.Run(shape, func(t *testing.T) {
-			rec := filepath.Join(t.TempDir(), "rec")
-			os.MkdirAll(rec, 0o755)
-			c, err := startConvene(Config{Convene: bin, Tmp: t.TempDir()}, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.stop()
-			recordOneRoom(t, c, shape)
-			if d, _ := c.drops(); d != 0 {
-				t.Errorf("the recorder says it dropped %v packets", d)
-			}
-		})
+	for _, sys := range []string{"convene", PlainSystem} {
+		for _, shape := range []string{"128k", "5M"} {
+			t.Run(sys+"/"+shape, func(t *testing.T) {
+				rec := filepath.Join(t.TempDir(), "rec")
+				os.MkdirAll(rec, 0o755)
+				var srv server
+				var err error
+				if sys == PlainSystem {
+					srv, err = startPlain(Config{Convene: bin, Tmp: t.TempDir()}, rec)
+				} else {
+					srv, err = startConvene(Config{Convene: bin, Tmp: t.TempDir()}, rec)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer srv.stop()
+				recordOneRoom(t, srv, shape)
+				if d, f := srv.drops(); d != 0 || f != 0 {
+					t.Errorf("the node says it dropped %v packets it should have recorded, %v it should have forwarded", d, f)
+				}
+			})
+		}
 	}
 }
