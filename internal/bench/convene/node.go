@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -252,7 +253,10 @@ func (n *Node) Histogram(name string) map[float64]float64 {
 
 // HistogramPct is the p-th percentile, in ms, of what a histogram in
 // seconds (Histogram) counted between snapshots a and b, as the upper
-// bound of the bucket it falls in; 0 when it counted nothing.
+// bound of the bucket it falls in; 0 when it counted nothing. In the
+// +Inf bucket it is the negative of the last finite bound: more than
+// that (JSON has no infinity, and a report that could not be written
+// lost a whole run once). BoundMs spells it.
 func HistogramPct(a, b map[float64]float64, p float64) float64 {
 	var bounds []float64
 	for k := range b {
@@ -266,10 +270,28 @@ func HistogramPct(a, b map[float64]float64, p float64) float64 {
 	if total <= 0 {
 		return 0
 	}
-	for _, k := range bounds {
+	for i, k := range bounds {
 		if b[k]-a[k] >= p*total {
+			if math.IsInf(k, 1) {
+				if i == 0 {
+					return 0
+				}
+				return -bounds[i-1] * 1000
+			}
 			return k * 1000
 		}
 	}
 	return bounds[len(bounds)-1] * 1000
+}
+
+// BoundMs spells a HistogramPct: "≤ 10", "> 1000" past the last finite
+// bucket, "–" when nothing was counted.
+func BoundMs(ms float64) string {
+	switch {
+	case ms > 0:
+		return fmt.Sprintf("≤ %g", ms)
+	case ms < 0:
+		return fmt.Sprintf("> %g", -ms)
+	}
+	return "–"
 }

@@ -2,6 +2,7 @@ package recbench
 
 import (
 	"fmt"
+	"github.com/convene/convene/internal/bench/convene"
 	"strconv"
 	"strings"
 
@@ -69,10 +70,7 @@ func Format(res Result) string {
 				if p.Nominal > 0 {
 					sent = fmt.Sprintf("%.1f%%", 100*float64(p.Sent)/p.Nominal)
 				}
-				own := "–"
-				if p.NodeDelayP99 > 0 {
-					own = fmt.Sprintf("≤ %g", p.NodeDelayP99)
-				}
+				own := convene.BoundMs(p.NodeDelayP99)
 				pass := results.Pass(p.OK)
 				if !p.OK && p.Why != "" {
 					pass += " (" + p.Why + ")"

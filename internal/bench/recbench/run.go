@@ -349,9 +349,9 @@ func (s *series) grow(ctx context.Context, n int) error {
 }
 
 func logPoint(w io.Writer, s Series, p Point) {
-	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f kernel-drops=%d/%d live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%gms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
+	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f kernel-drops=%d/%d live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%s ms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
 		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, p.ForwardDrops, p.ServerUDPDrops, p.LoadUDPDrops, 100*p.Live.Loss, p.Live.Late,
-		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.NodeDelayP99, p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
+		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, convene.BoundMs(p.NodeDelayP99), p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
 }
 
 // step measures the server over a window after the warm-up: the

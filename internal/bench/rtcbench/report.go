@@ -2,6 +2,7 @@ package rtcbench
 
 import (
 	"fmt"
+	"github.com/convene/convene/internal/bench/convene"
 	"github.com/convene/convene/internal/bench/proc"
 	"github.com/convene/convene/internal/bench/results"
 	"strconv"
@@ -42,10 +43,7 @@ func Format(res Result) string {
 				if p.Load.Lossy > 0 {
 					loss += fmt.Sprintf(" (%d over 1%%)", p.Load.Lossy)
 				}
-				own := "–"
-				if p.NodeDelayP95 > 0 {
-					own = fmt.Sprintf("≤ %g", p.NodeDelayP95)
-				}
+				own := convene.BoundMs(p.NodeDelayP95)
 				fmt.Fprintf(&b, "| %s | %s | %d | %s | %.1f / %.1f / %.1f | %s | %.2f | %.2f | %.0f | %.0f%% | %.0f | %s |\n", s.System, n, p.Load.Joined,
 					loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, own, p.CPU, p.CPUPerSub, p.PPSPerCore, p.MachineBusy, p.Load.JoinP50, results.Pass(p.OK))
 			}

@@ -277,8 +277,8 @@ func steps(ctx context.Context, cfg Config, s Series, srv server, base LoadConfi
 			return s, err
 		}
 		s.Points = append(s.Points, p)
-		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms lossy=%d node-p95=%.1fms cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
-			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.Load.Lossy, p.NodeDelayP95, p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
+		fmt.Fprintf(cfg.Log, "  %s/%s n=%d joined=%d loss=%.2f%% p50/p95/p99=%.1f/%.1f/%.1fms lossy=%d node-p95=%s ms cpu=%.2f cores %.0f pps/core machine %.0f%% busy ok=%v\n",
+			s.System, s.Scenario, n, p.Load.Joined, 100*p.Load.Loss, p.Load.LatP50, p.Load.LatP95, p.Load.LatP99, p.Load.Lossy, convene.BoundMs(p.NodeDelayP95), p.CPU, p.PPSPerCore, p.MachineBusy, p.OK)
 		if !p.OK {
 			break
 		}
