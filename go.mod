@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/at-wat/ebml-go v0.19.4
+	github.com/bluenviron/gohlslib/v2 v2.2.3
 	github.com/cilium/ebpf v0.22.0
 	github.com/coder/websocket v1.8.14
 	github.com/emiago/sipgo v1.7.2
@@ -38,7 +39,6 @@ require (
 	github.com/asticode/go-astikit v0.30.0 // indirect
 	github.com/asticode/go-astits v1.13.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/bluenviron/gohlslib/v2 v2.2.3 // indirect
 	github.com/bluenviron/mediacommon/v2 v2.4.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
