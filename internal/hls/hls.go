@@ -306,7 +306,9 @@ func (s *Service) start(session string, room *broker.Room, so StartOptions) (*St
 			return nil, fmt.Errorf("hls: the composite: %w", err)
 		}
 	}
-	st.mux, err = newMuxer(s.o.Segment, s.o.Part, s.o.Logger.With("session", session))
+	// The child makes a keyframe every Segment; a keyframe a little
+	// early (the timelines' jitter) still starts the next segment.
+	st.mux, err = newMuxer(s.o.Segment*9/10, s.o.Part, s.o.Logger.With("session", session))
 	if err != nil {
 		st.dropPin()
 		return nil, err
@@ -378,8 +380,8 @@ func (st *Stream) askKeyframe() {
 }
 
 // Card is what the stream shows while the session has no camera: a
-// black 640×360 picture at 15 frames a second.
-const Card = "color=c=black:s=640x360:r=15"
+// black 480×270 picture at 15 frames a second.
+const Card = "color=c=black:s=480x270:r=15"
 
 // args are the child's arguments for the SDP written last: it decodes the
 // camera (or makes the card), encodes H.264 with a keyframe every segment
@@ -401,7 +403,7 @@ func (st *Stream) args() []string {
 	} else {
 		a = append(a, "-re", "-f", "lavfi", "-i", Card)
 	}
-	return append(a, "-map", "0:v", "-an", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
+	return append(a, "-map", "0:v", "-an", "-fps_mode", "vfr", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
 		"-profile:v", "high", "-bf", "0", "-pix_fmt", "yuv420p", "-b:v", "800k", "-maxrate", "1200k", "-bufsize", "1600k",
 		"-force_key_frames", "expr:gte(t,n_forced*"+seg+")", "-sc_threshold", "0", "-flags:v", "-global_header",
 		"-bsf:v", "dump_extra=freq=keyframe",
