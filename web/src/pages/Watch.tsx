@@ -42,8 +42,10 @@ export function Watch({ session, token }: { session: string; token: string }) {
         // fatally is not reused.
         const open = () => {
           hls?.destroy();
-          // No worker: the page's CSP allows no blob: scripts.
-          const h = new Hls({ enableWorker: false, lowLatencyMode: true });
+          // No worker: the page's CSP allows no blob: scripts. A player
+          // that fell behind its target (the playlist's PART-HOLD-BACK)
+          // plays a little faster until it is back.
+          const h = new Hls({ enableWorker: false, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5 });
           hls = h;
           h.on(Hls.Events.ERROR, (_e, d) => {
             if (!d.fatal || h !== hls) return;
