@@ -410,14 +410,19 @@ func (st *Stream) args() []string {
 		"-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:"+strconv.Itoa(st.mux.Port())+"?pkt_size=1200")
 }
 
-// writeSDP writes the child's input: the camera, if there is one.
+// writeSDP writes the child's input: the camera, if there is one (the
+// card needs none: the file goes).
 func (st *Stream) writeSDP() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	path := filepath.Join(st.dir, "stream.sdp")
 	if st.sdpVideo == "" || st.vfeed == nil {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
 		return nil
 	}
-	return os.WriteFile(filepath.Join(st.dir, "stream.sdp"), []byte(ffmpeg.SDP(st.vfeed.Stream())), 0o640)
+	return os.WriteFile(path, []byte(ffmpeg.SDP(st.vfeed.Stream())), 0o640)
 }
 
 // run watches the room every half second: the camera to show, sender
