@@ -387,7 +387,10 @@ const Card = "color=c=black:s=480x270:r=15"
 // camera (or makes the card), encodes H.264 with a keyframe every segment
 // and no B-frames (so its decode and presentation orders agree), and
 // sends it back to the muxer over RTP, its parameter sets in band before
-// every keyframe.
+// every keyframe. The frames keep their times (-fps_mode vfr: no frame
+// is duplicated to a constant rate); -r 30 is the rate the encoder plans
+// its bits for (and the most it passes), since the camera's own rate is
+// not probed and ffmpeg would take the RTP clock's 90,000 instead.
 func (st *Stream) args() []string {
 	seg := strconv.FormatFloat(st.s.o.Segment.Seconds(), 'f', -1, 64)
 	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
@@ -403,7 +406,7 @@ func (st *Stream) args() []string {
 	} else {
 		a = append(a, "-re", "-f", "lavfi", "-i", Card)
 	}
-	return append(a, "-map", "0:v", "-an", "-fps_mode", "vfr", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
+	return append(a, "-map", "0:v", "-an", "-fps_mode", "vfr", "-r", "30", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
 		"-profile:v", "high", "-bf", "0", "-pix_fmt", "yuv420p", "-b:v", "800k", "-maxrate", "1200k", "-bufsize", "1600k",
 		"-force_key_frames", "expr:gte(t,n_forced*"+seg+")", "-sc_threshold", "0", "-flags:v", "-global_header",
 		"-bsf:v", "dump_extra=freq=keyframe",
