@@ -49,8 +49,9 @@ const producerWindow = 3 * time.Second
 // second may come before the series stops there.
 const LimitShare = 0.9
 
-// hlsSegment and hlsList are the node's HLS settings (hls.Options'
-// defaults), which the peer's ffmpeg is given too.
+// hlsSegment and hlsList are the peer's ffmpeg HLS settings: the node's
+// before its HLS became LL-HLS (gohlslib: about 1 s fMP4 segments, 7 in
+// the playlists), kept so that the peer's runs compare with earlier ones.
 const (
 	hlsSegment = "2"
 	hlsList    = 6
