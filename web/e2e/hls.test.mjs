@@ -69,7 +69,14 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
     throw new Error(`${e.message}; the page's latencies ${seen.join(' ')}`);
   });
   const parts = asked.filter((u) => /_part\d+\.mp4/.test(u)).length;
-  console.log(`viewer: ${latency.toFixed(2)} s behind the live edge; ${parts} parts fetched; playing ${((Date.now() - opened) / 1000).toFixed(1)} s after the page opened`);
+  const playing = (Date.now() - opened) / 1000;
+  // Where it settles: five more readings, a second apart.
+  const settled = [];
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    settled.push(Number(await page.getByTestId('watch-latency').getAttribute('data-seconds')));
+  }
+  console.log(`viewer: ${latency.toFixed(2)} s behind the live edge ${playing.toFixed(1)} s after the page opened, then ${settled.join(' ')} s; ${parts} parts fetched`);
 
   const bad = await (await browser.newContext()).newPage();
   await bad.goto(`${node.url}/watch/${s.id}#t=cv1.forged`);
