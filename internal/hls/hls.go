@@ -380,8 +380,15 @@ func (st *Stream) askKeyframe() {
 }
 
 // Card is what the stream shows while the session has no camera: a
-// black 480×270 picture at 15 frames a second.
-const Card = "color=c=black:s=480x270:r=15"
+// black picture of Frame's size at 15 frames a second.
+const Card = "color=c=black:s=640x360:r=15"
+
+// Frame is every stream's picture size: a camera is scaled to fit it
+// and padded. gohlslib names one init section for a stream's whole life
+// (a new SPS replaces it under the same URI, which players do not fetch
+// again), and MSE's avc1 takes no new parameter sets in band: a camera of
+// another size, the card, a new child must not change them.
+const Frame = "scale=640:360:force_original_aspect_ratio=decrease:force_divisible_by=2:flags=bilinear,pad=640:360:-1:-1,setsar=1"
 
 // args are the child's arguments for the SDP written last: it decodes the
 // camera (or makes the card), encodes H.264 with a keyframe every segment
@@ -406,7 +413,7 @@ func (st *Stream) args() []string {
 	} else {
 		a = append(a, "-re", "-f", "lavfi", "-i", Card)
 	}
-	return append(a, "-map", "0:v", "-an", "-fps_mode", "vfr", "-r", "30", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
+	return append(a, "-map", "0:v", "-an", "-vf", Frame, "-fps_mode", "vfr", "-r", "30", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
 		"-profile:v", "high", "-bf", "0", "-pix_fmt", "yuv420p", "-b:v", "800k", "-maxrate", "1200k", "-bufsize", "1600k",
 		"-force_key_frames", "expr:gte(t,n_forced*"+seg+")", "-sc_threshold", "0", "-flags:v", "-global_header",
 		"-bsf:v", "dump_extra=freq=keyframe",

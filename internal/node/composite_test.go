@@ -355,8 +355,9 @@ func TestCompositeFFmpeg(t *testing.T) {
 }
 
 // TestHLSComposite: an HLS stream started with "video":"composite" shows
-// a 2×2 composite of the session's cameras (a 640×360 picture where the
-// one camera is 320×240) and stops it when it stops; another video is 400.
+// a 2×2 composite of the session's cameras (its track is the one the
+// stream shows; every stream's picture is 640×360, the composite's own
+// size) and stops it when it stops; another video is 400.
 func TestHLSComposite(t *testing.T) {
 	ffprobe := testutil.NeedBinary(t, "ffprobe")
 	n := startNode(t, testConfig(t, t.TempDir()))

@@ -220,7 +220,8 @@ func timing(t *testing.T, ffprobe, path string) (start, end float64) {
 // video (H.264) and the mix (an Opus rendition); the media playlists can
 // block (CAN-BLOCK-RELOAD=YES) and list parts with a preload hint; a
 // blocking request for the next part returns once it is made; ffprobe
-// reads the stream as a viewer (h264 and opus) and its segments (about
+// reads the stream as a viewer (h264 and opus, the card in the 640×360
+// frame) and its segments (about
 // 1 s each, each starting where the one before ended, the mix loud). A
 // request without a valid token gets 401, a file outside a signed prefix
 // 403; a second stream beyond streaming.hls_max is 503. Killing the
@@ -366,8 +367,8 @@ func TestHLSFFmpeg(t *testing.T) {
 	var codecs []string
 	for _, st := range pr.Streams {
 		codecs = append(codecs, st.CodecName)
-		if st.CodecType == "video" && st.Width != 320 {
-			t.Errorf("video %d wide, want 320", st.Width)
+		if st.CodecType == "video" && st.Width != 640 {
+			t.Errorf("video %d wide, want the 320×240 card in the 640×360 frame", st.Width)
 		}
 	}
 	slices.Sort(codecs)
@@ -485,7 +486,7 @@ func TestHLSFFmpeg(t *testing.T) {
 	})
 	t.Logf("segments up to %d before the kill, up to %d %v after it", before, after.lastMSN(), time.Since(killed).Round(time.Millisecond))
 	last := after.segments[len(after.segments)-1]
-	if sp := probe(t, ffprobe, fmp4File(t, prefix, after.init, last)); len(sp.Streams) != 1 || sp.Streams[0].Width != 320 {
+	if sp := probe(t, ffprobe, fmp4File(t, prefix, after.init, last)); len(sp.Streams) != 1 || sp.Streams[0].Width != 640 {
 		t.Errorf("a segment of the new child: %+v", sp.Streams)
 	}
 	probe(t, ffprobe, view+"?token="+viewer)
