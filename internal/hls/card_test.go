@@ -1,11 +1,13 @@
 package hls
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
+	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/mixer"
 	tu "github.com/convene/convene/internal/testutil"
 )
@@ -42,4 +44,51 @@ func TestCardLL(t *testing.T) {
 	svc.mu.Unlock()
 	t.Logf("frames %d, audio packets %d, first frame %v after the start", st.mux.frames.Load(), st.mux.samples.Load(),
 		time.Unix(0, st.mux.firstAU.Load()).Sub(t0))
+}
+
+// TestSilentCameraShowsCard: a camera that sends only frames ffmpeg
+// cannot decode (no keyframe ever) would stall the stream, the mix too;
+// after Stall the child shows the card, and the muxer gets frames.
+func TestSilentCameraShowsCard(t *testing.T) {
+	ff := tu.NeedBinary(t, "ffmpeg")
+	b := broker.New()
+	room := b.Open("s_1")
+	tr, err := room.Join(broker.Member{ID: "cam", Kind: media.Video, Sends: true, Owner: "m_a",
+		Info: broker.TrackInfo{Codec: "video/VP8", ClockRate: 90000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // VP8 interframes, never a keyframe
+		for seq := uint16(1); ctx.Err() == nil; seq++ {
+			pk := media.NewPacket()
+			copy(pk.Buffer(), []byte{0x80, 96, byte(seq >> 8), byte(seq), 0, 0, byte(seq >> 8), byte(seq), 0, 0, 0, 9, 0x10, 0x01, 0x01, 0x02})
+			pk.SetLen(20)
+			tr.Publish(pk)
+			time.Sleep(66 * time.Millisecond)
+		}
+	}()
+	svc := NewService(Options{Dir: t.TempDir(), FFmpeg: ff, Rooms: b.Room, Mixers: mixer.NewService(mixer.Options{})})
+	defer svc.Close()
+	t0 := time.Now()
+	if _, _, err := svc.Start("s_1", StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	st := svc.streams["s_1"]
+	svc.mu.Unlock()
+	tu.WaitFor(t, Stall+8*time.Second, "the card's frames", func() bool { return st.mux.frames.Load() > 10 })
+	st.mu.Lock()
+	card := st.childCard
+	st.mu.Unlock()
+	if !card {
+		t.Error("frames, but not from the card")
+	}
+	t.Logf("the card's frames %v after the start", time.Since(t0).Round(time.Millisecond))
+	srv := serveStreams(svc)
+	defer srv.Close()
+	if code, _, pl := fetch(t, srv.URL+"/hls/s_1/video1_stream.m3u8"); code != 200 || !strings.Contains(pl, "#EXT-X-PART:") {
+		t.Errorf("the media playlist: %d\n%s", code, pl)
+	}
 }

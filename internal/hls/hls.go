@@ -283,7 +283,26 @@ type Stream struct {
 	// unpin stops that composite.
 	pin   string
 	unpin func()
+
+	// A camera that makes no frame for Stall (it stopped sending, or
+	// sends no keyframe) would stall the whole stream, the mix too (the
+	// video leads the segments): the child shows the card until
+	// cardUntil, then tries the camera again. childCard is what the
+	// running child was started with; frames and framesAt the muxer's
+	// count of frames and when it last grew (the run goroutine's).
+	cardUntil time.Time
+	childCard bool
+	frames    uint64
+	framesAt  time.Time
 }
+
+// Stall is how long a camera may make no frame before the stream shows
+// the card instead; CardFor is how long it does before it tries the
+// camera again.
+const (
+	Stall   = 6 * time.Second
+	CardFor = 10 * time.Second
+)
 
 func (s *Service) start(session string, room *broker.Room, so StartOptions) (*Stream, error) {
 	dir := filepath.Join(s.o.Dir, session)
@@ -402,7 +421,8 @@ func (st *Stream) args() []string {
 	seg := strconv.FormatFloat(st.s.o.Segment.Seconds(), 'f', -1, 64)
 	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
 	st.mu.Lock()
-	video := st.sdpVideo != ""
+	video := st.sdpVideo != "" && !time.Now().Before(st.cardUntil)
+	st.childCard = !video
 	st.mu.Unlock()
 	if video {
 		// The camera: a frame is enough to know its size (no frame rate
@@ -469,8 +489,36 @@ func (st *Stream) run() {
 				v.Report(now)
 			}
 			st.proc.CheckKeyframes(now)
+			st.checkStall(now)
 		}
 	}
+}
+
+// checkStall shows the card while the camera makes no frame, and the
+// camera again after CardFor.
+func (st *Stream) checkStall(now time.Time) {
+	if f := st.mux.frames.Load(); f != st.frames || st.framesAt.IsZero() {
+		st.frames, st.framesAt = f, now
+	}
+	st.mu.Lock()
+	camera, card := st.sdpVideo != "", st.childCard
+	switch {
+	case camera && !card && now.Sub(st.framesAt) >= Stall:
+		st.cardUntil = now.Add(CardFor)
+	case camera && card && !st.cardUntil.IsZero() && !now.Before(st.cardUntil):
+		st.cardUntil = time.Time{}
+		st.framesAt = now // the camera's child has Stall to make a frame
+	default:
+		st.mu.Unlock()
+		return
+	}
+	st.mu.Unlock()
+	if card {
+		st.s.o.Logger.Info("hls: the camera again after the card", "session", st.session)
+	} else {
+		st.s.o.Logger.Warn("hls: the camera made no frame; the card for a while", "session", st.session, "for", CardFor)
+	}
+	st.proc.Kill()
 }
 
 // pickVideo taps the camera to show: the pinned composite's track, else

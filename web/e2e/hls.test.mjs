@@ -54,7 +54,7 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
   const opened = Date.now();
   await page.goto(link);
   const { st, later } = await watchPlays(page, node, s.id);
-  assert.equal(st.w, 640, 'the video is the stream'''s 640×360 frame (the 320×240 test card scaled to fit)');
+  assert.equal(st.w, 640, 'the video is the stream’s 640×360 frame (the 320×240 test card scaled to fit)');
   assert.ok(later.frames > st.frames, 'frames go on being decoded');
   assert.ok(asked.some((u) => /_stream\.m3u8\?.*_HLS_msn=\d+&_HLS_part=\d+/.test(u)), 'blocking playlist reloads for parts');
   assert.ok(asked.some((u) => /_part\d+\.mp4/.test(u)), 'parts fetched');
