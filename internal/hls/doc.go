@@ -4,7 +4,9 @@
 // encodes the video: one camera (the active speaker's, else the first
 // video track; of a simulcast camera the layer broker.Room.Best names,
 // the highest heard in the last 2 s; or a grid composite), fed over local
-// RTP, or a black card while the session has none. The child encodes
+// RTP, or a black card while the session has none (or its camera made no
+// frame for Stall: then for CardFor). Every picture is 640×360 (Frame),
+// so the parameter sets never change. The child encodes
 // H.264 (libx264, zerolatency, no B-frames, a keyframe every segment) and
 // sends it back to the node over local RTP; the node rebuilds its access
 // units and muxes them, with the session's audio mix as it is (a mixer
