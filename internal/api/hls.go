@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -23,7 +20,9 @@ import (
 //	view   GET    /hls/{id}/index.m3u8?token=…      a join or member token of the session (a listener's
 //	                                                is enough, such as a chair's viewer link; not a
 //	                                                revoked one): 302 to /hls/{id}/{stamp}/index.m3u8
-//	       GET    /hls/{id}/{stamp}/{file}          the playlist and segments under the signed prefix
+//	       GET    /hls/{id}/{stamp}/{file}          the playlists, init sections, segments and parts
+//	                                                (LL-HLS: fMP4; blocking reloads ?_HLS_msn=&_HLS_part=)
+//	                                                under the signed prefix
 //	thumb  GET    /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg   a token of the session or the operator
 //
 // Players cannot set headers, so the viewer's token comes in the query,
@@ -38,9 +37,6 @@ const viewStampMax = 12 * time.Hour
 
 // thumbnailWait is how long a request waits for a track's first image.
 const thumbnailWait = 8 * time.Second
-
-// hlsFile are the names a stream's directory serves.
-var hlsFile = regexp.MustCompile(`^(index\.m3u8|seg[0-9]{1,10}\.ts)$`)
 
 func (s *Server) hlsService(w http.ResponseWriter) bool {
 	if s.o.HLS == nil {
@@ -151,7 +147,9 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/hls/"+sid+"/"+s.signer().Stamp("hls/"+sid, exp)+"/"+hls.Playlist, http.StatusFound)
 }
 
-// serveHLS serves a stream's playlist and segments under a signed prefix.
+// serveHLS serves a stream's playlists, init sections, segments and
+// parts under a signed prefix (hls.Service.Serve: a blocking playlist
+// reload or a preload hint is held, within bounds).
 func (s *Server) serveHLS(w http.ResponseWriter, r *http.Request) {
 	sid, file := r.PathValue("id"), r.PathValue("file")
 	if err := s.signer().CheckStamp("hls/"+sid, r.PathValue("stamp")); err != nil {
@@ -161,31 +159,9 @@ func (s *Server) serveHLS(w http.ResponseWriter, r *http.Request) {
 	if !s.hlsService(w) {
 		return
 	}
-	dir, ok := s.o.HLS.Dir(sid)
-	if !ok || !hlsFile.MatchString(file) {
-		writeError(w, http.StatusNotFound, "not_found", "no such HLS file")
-		return
-	}
-	f, err := os.Open(filepath.Join(dir, file))
-	if err != nil {
+	if err := s.o.HLS.Serve(sid, file, w, r); err != nil {
 		writeError(w, http.StatusNotFound, "not_found", "no such HLS file (yet, or any more)")
-		return
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		writeError(w, http.StatusNotFound, "not_found", "no such HLS file")
-		return
-	}
-	h := w.Header()
-	if file == hls.Playlist {
-		h.Set("Content-Type", "application/vnd.apple.mpegurl")
-		h.Set("Cache-Control", "no-cache")
-	} else {
-		h.Set("Content-Type", "video/mp2t")
-		h.Set("Cache-Control", "private, max-age=60")
-	}
-	http.ServeContent(w, r, file, st.ModTime(), f)
 }
 
 func (s *Server) trackThumbnail(w http.ResponseWriter, r *http.Request) {

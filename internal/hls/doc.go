@@ -1,21 +1,42 @@
-// Package hls makes a session an HLS stream for passive viewers: the
-// seed's streaming producer. The chair starts it; the node then runs one
-// ffmpeg child per session (package ffmpeg), fed over local RTP with the
-// session's audio mix (a mixer output, Opus) and one camera (the active
-// speaker's, else the first video track; of a simulcast camera the layer
-// broker.Room.Best names, the highest heard in the last 2 s), which encodes H.264 and AAC and
-// writes 2 s MPEG-TS segments and a rolling playlist into the stream's
-// directory, which the API serves.
+// Package hls makes a session a low-latency HLS stream for passive
+// viewers: the seed's streaming producer. The chair starts it; the node
+// then runs one ffmpeg child per session (package ffmpeg) that only
+// encodes the video: one camera (the active speaker's, else the first
+// video track; of a simulcast camera the layer broker.Room.Best names,
+// the highest heard in the last 2 s; or a grid composite), fed over local
+// RTP, or a black card while the session has none (or its camera made no
+// frame for Stall: then for CardFor). Every picture is 640×360 (Frame),
+// so the parameter sets never change. The child encodes
+// H.264 (libx264, zerolatency, no B-frames, a keyframe every segment) and
+// sends it back to the node over local RTP; the node rebuilds its access
+// units and muxes them, with the session's audio mix as it is (a mixer
+// output, Opus), in gohlslib's low-latency muxer: fMP4 segments of about
+// 1 s made of parts of about 200 ms, blocking playlist reloads
+// (_HLS_msn, _HLS_part, _HLS_skip) and preload hints, which the API
+// serves from memory.
 //
-//	room ──▶ mixer (main session) ──Opus──▶ Feed ──RTP──▶ ┐
-//	room ──▶ Tap(speaker's video)  ──VP8──▶ Feed ──RTP──▶ ffmpeg -i stream.sdp ──▶ <dir>/<session>/index.m3u8, seg*.ts
-//	                                                      (libx264, aac, -f hls)
+//	room ──▶ mixer (main session) ──Opus RTP──────────────────────────────────▶ ┐
+//	room ──▶ Tap(speaker's video) ──VP8/H.264──▶ Feed ──RTP──▶ ffmpeg -i stream.sdp   gohlslib.Muxer ──▶ Serve
+//	                           (or -f lavfi color, no camera)  (libx264) ──RTP H.264──▶ ┘ (index.m3u8, video1_stream.m3u8,
+//	                                                                                    audio2_stream.m3u8, init, seg, part)
+//
+// Both inputs go through a timeline each (their RTP timestamps, anchored
+// to one epoch's wall clock; a new child or a jump starts a new run, a
+// burst closes in), so audio and video share one time line. Every viewer
+// gets the same playlists: a player with LL-HLS reloads them blocking and
+// fetches parts; one without fetches whole segments. The multivariant
+// playlist names the video and the mix as an audio rendition.
 //
 // The child beats with its -progress lines; it is started again when it
-// exits and killed when its beats stand still (package supervise). A new
-// child appends to the playlist after a discontinuity. A change between
-// having a camera and having none starts a new child with the other SDP.
-// While a child has made no frame, its camera's feed asks for a keyframe
-// every 2 s (ffmpeg.Proc.CheckKeyframes).
-// At most Options.Max streams (streaming.hls_max) run on a node (ErrCapacity).
+// exits and killed when its beats stand still (package supervise); the
+// muxer, and so the playlists, go on across children. A change between
+// having a camera and having none, or of the camera's codec, starts a new
+// child. While a child has made no frame, its camera's feed asks for a
+// keyframe every 2 s (ffmpeg.Proc.CheckKeyframes).
+//
+// A request that may wait on the muxer (a playlist, a part) is held at
+// most Options.Hold (503 after) and a stream holds at most
+// Options.HeldMax of them (503 beyond), counted by
+// convene_hls_held_requests. At most Options.Max streams
+// (streaming.hls_max) run on a node (ErrCapacity).
 package hls

@@ -29,7 +29,7 @@ var (
 	ErrNoFFmpeg  = errors.New("hls: ffmpeg is not installed (streaming.ffmpeg)")
 )
 
-// Playlist is the file name of a stream's playlist.
+// Playlist is the file name of a stream's (multivariant) playlist.
 const Playlist = "index.m3u8"
 
 // Options configure the Service.
@@ -40,10 +40,17 @@ type Options struct {
 	FFmpeg string
 	// Max is how many streams the node runs at once; 4.
 	Max int
-	// Segment is the segments' target duration; 2 s.
+	// Segment is the segments' least duration (the child makes a
+	// keyframe every Segment, which starts the next); 1 s.
 	Segment time.Duration
-	// ListSize is how many segments the playlist names; 6.
-	ListSize int
+	// Part is the LL-HLS parts' least duration; 200 ms.
+	Part time.Duration
+	// Hold bounds how long a blocking playlist reload or a preload
+	// hint's part is held before it is answered 503; 6 s.
+	Hold time.Duration
+	// HeldMax is how many such requests a stream holds at once (more
+	// are 503 at once); 4000: an LL-HLS viewer holds two.
+	HeldMax int
 	// Rooms finds an active session's broker room (nil: not active).
 	Rooms func(session string) *broker.Room
 	// Mixers mix the session's audio for the stream.
@@ -90,10 +97,16 @@ func NewService(o Options) *Service {
 		o.Max = 4
 	}
 	if o.Segment <= 0 {
-		o.Segment = 2 * time.Second
+		o.Segment = time.Second
 	}
-	if o.ListSize <= 0 {
-		o.ListSize = 6
+	if o.Part <= 0 {
+		o.Part = 200 * time.Millisecond
+	}
+	if o.Hold <= 0 {
+		o.Hold = 6 * time.Second
+	}
+	if o.HeldMax <= 0 {
+		o.HeldMax = 4000
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
@@ -206,17 +219,6 @@ func (s *Service) Get(session string) (Info, bool) {
 	return st.info(), true
 }
 
-// Dir is the directory a session's stream writes, if it runs.
-func (s *Service) Dir(session string) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.streams[session]
-	if st == nil {
-		return "", false
-	}
-	return st.dir, true
-}
-
 // PID is the process ID of a session's ffmpeg child (0 if none runs):
 // for tests and drills that kill it.
 func (s *Service) PID(session string) int {
@@ -262,7 +264,8 @@ type Stream struct {
 	dir     string
 	started time.Time
 	clock   *ffmpeg.Clock
-	audio   *ffmpeg.Feed
+	mux     *muxer
+	held    holds
 	vport   int
 	detach  func()
 	proc    *ffmpeg.Proc
@@ -280,7 +283,26 @@ type Stream struct {
 	// unpin stops that composite.
 	pin   string
 	unpin func()
+
+	// A camera that makes no frame for Stall (it stopped sending, or
+	// sends no keyframe) would stall the whole stream, the mix too (the
+	// video leads the segments): the child shows the card until
+	// cardUntil, then tries the camera again. childCard is what the
+	// running child was started with; frames and framesAt the muxer's
+	// count of frames and when it last grew (the run goroutine's).
+	cardUntil time.Time
+	childCard bool
+	frames    uint64
+	framesAt  time.Time
 }
+
+// Stall is how long a camera may make no frame before the stream shows
+// the card instead; CardFor is how long it does before it tries the
+// camera again.
+const (
+	Stall   = 6 * time.Second
+	CardFor = 10 * time.Second
+)
 
 func (s *Service) start(session string, room *broker.Room, so StartOptions) (*Stream, error) {
 	dir := filepath.Join(s.o.Dir, session)
@@ -292,19 +314,20 @@ func (s *Service) start(session string, room *broker.Room, so StartOptions) (*St
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("hls: %w", err)
 	}
-	ports, err := ffmpeg.FreePorts(2)
+	ports, err := ffmpeg.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
 	st := &Stream{s: s, session: session, room: room, dir: dir, started: time.Now(), clock: ffmpeg.NewClock(),
-		vport: ports[1], stop: make(chan struct{}), done: make(chan struct{})}
+		vport: ports[0], held: holds{max: s.o.HeldMax}, stop: make(chan struct{}), done: make(chan struct{})}
 	if so.Video == VideoComposite {
 		if st.pin, st.unpin, err = s.o.Composite(session); err != nil {
 			return nil, fmt.Errorf("hls: the composite: %w", err)
 		}
 	}
-	st.audio, err = ffmpeg.NewFeed(ffmpeg.Stream{Kind: media.Audio, PT: codec.Opus.PT, Codec: "opus/48000/2",
-		Rate: 48000, Port: ports[0]}, st.clock)
+	// The child makes a keyframe every Segment; a keyframe a little
+	// early (the timelines' jitter) still starts the next segment.
+	st.mux, err = newMuxer(s.o.Segment*9/10, s.o.Part, s.o.Logger.With("session", session))
 	if err != nil {
 		st.dropPin()
 		return nil, err
@@ -312,14 +335,16 @@ func (s *Service) start(session string, room *broker.Room, so StartOptions) (*St
 	st.pickVideo()
 	st.sdpVideo = st.sdpVideoLocked()
 	if err := st.writeSDP(); err != nil {
-		st.audio.Close()
+		st.dropVideo()
+		st.mux.close()
 		st.dropPin()
 		return nil, err
 	}
-	st.detach, err = s.o.Mixers.Attach(session, "", room, &mixer.Output{ID: "hls:" + session, Codec: codec.Opus, Sink: st.audio})
+	// The mix goes into the muxer as it is: Opus in fMP4.
+	st.detach, err = s.o.Mixers.Attach(session, "", room, &mixer.Output{ID: "hls:" + session, Codec: codec.Opus, Sink: st.mux})
 	if err != nil {
 		st.dropVideo()
-		st.audio.Close()
+		st.mux.close()
 		st.dropPin()
 		return nil, fmt.Errorf("hls: the session's mix: %w", err)
 	}
@@ -346,14 +371,9 @@ func (st *Stream) info() Info {
 	return i
 }
 
+// status: the child's input is the camera, or its own card without one.
 func (st *Stream) status() supervise.Status {
-	in := 1
-	st.mu.Lock()
-	if st.vfeed != nil {
-		in++
-	}
-	st.mu.Unlock()
-	return supervise.Status{Kind: "hls", ID: "hls:" + st.session, Session: st.session, Beats: st.proc.Beats(), Inputs: in, Outputs: 1}
+	return supervise.Status{Kind: "hls", ID: "hls:" + st.session, Session: st.session, Beats: st.proc.Beats(), Inputs: 1, Outputs: 1}
 }
 
 // onStart runs when a child starts: it decodes video from a keyframe.
@@ -378,37 +398,61 @@ func (st *Stream) askKeyframe() {
 	}
 }
 
-// args are the child's arguments for the SDP written last.
+// Card is what the stream shows while the session has no camera: a
+// black picture of Frame's size at 15 frames a second.
+const Card = "color=c=black:s=640x360:r=15"
+
+// Frame is every stream's picture size: a camera is scaled to fit it
+// and padded. gohlslib names one init section for a stream's whole life
+// (a new SPS replaces it under the same URI, which players do not fetch
+// again), and MSE's avc1 takes no new parameter sets in band: a camera of
+// another size, the card, a new child must not change them.
+const Frame = "scale=640:360:force_original_aspect_ratio=decrease:force_divisible_by=2:flags=bilinear,pad=640:360:-1:-1,setsar=1"
+
+// args are the child's arguments for the SDP written last: it decodes the
+// camera (or makes the card), encodes H.264 with a keyframe every segment
+// and no B-frames (so its decode and presentation orders agree), and
+// sends it back to the muxer over RTP, its parameter sets in band before
+// every keyframe. The frames keep their times (-fps_mode vfr: no frame
+// is duplicated to a constant rate); -r 30 is the rate the encoder plans
+// its bits for (and the most it passes), since the camera's own rate is
+// not probed and ffmpeg would take the RTP clock's 90,000 instead.
 func (st *Stream) args() []string {
 	seg := strconv.FormatFloat(st.s.o.Segment.Seconds(), 'f', -1, 64)
 	a := append([]string{"-hide_banner", "-nostdin", "-loglevel", "warning"}, ffmpeg.ProgressArgs...)
-	a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts", "-reorder_queue_size", "64",
-		"-analyzeduration", "2000000", "-probesize", "1000000",
-		"-i", filepath.Join(st.dir, "stream.sdp"),
-		"-map", "0:a", "-c:a", "aac", "-b:a", "96k", "-ar", "48000", "-ac", "2")
 	st.mu.Lock()
-	video := st.sdpVideo != ""
+	video := st.sdpVideo != "" && !time.Now().Before(st.cardUntil)
+	st.childCard = !video
 	st.mu.Unlock()
 	if video {
-		a = append(a, "-map", "0:v", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
-			"-pix_fmt", "yuv420p", "-b:v", "800k", "-maxrate", "1200k", "-bufsize", "1600k",
-			"-force_key_frames", "expr:gte(t,n_forced*"+seg+")", "-sc_threshold", "0")
+		// The camera: a frame is enough to know its size (no frame rate
+		// probing), so the first frames do not wait.
+		a = append(a, "-protocol_whitelist", "file,udp,rtp", "-fflags", "+genpts+nobuffer", "-reorder_queue_size", "64",
+			"-analyzeduration", "500000", "-probesize", "500000", "-fpsprobesize", "0",
+			"-i", filepath.Join(st.dir, "stream.sdp"))
+	} else {
+		a = append(a, "-re", "-f", "lavfi", "-i", Card)
 	}
-	return append(a, "-f", "hls", "-hls_time", seg, "-hls_list_size", strconv.Itoa(st.s.o.ListSize),
-		"-hls_flags", "delete_segments+append_list+independent_segments+omit_endlist+program_date_time",
-		"-hls_delete_threshold", "2",
-		"-hls_segment_filename", filepath.Join(st.dir, "seg%d.ts"), filepath.Join(st.dir, Playlist))
+	return append(a, "-map", "0:v", "-an", "-vf", Frame, "-fps_mode", "vfr", "-r", "30", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency",
+		"-profile:v", "high", "-bf", "0", "-pix_fmt", "yuv420p", "-b:v", "800k", "-maxrate", "1200k", "-bufsize", "1600k",
+		"-force_key_frames", "expr:gte(t,n_forced*"+seg+")", "-sc_threshold", "0", "-flags:v", "-global_header",
+		"-bsf:v", "dump_extra=freq=keyframe",
+		"-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:"+strconv.Itoa(st.mux.Port())+"?pkt_size=1200")
 }
 
-// writeSDP writes the child's input: the mix, and the camera if any.
+// writeSDP writes the child's input: the camera, if there is one (the
+// card needs none: the file goes).
 func (st *Stream) writeSDP() error {
-	streams := []ffmpeg.Stream{st.audio.Stream()}
 	st.mu.Lock()
-	if st.sdpVideo != "" && st.vfeed != nil {
-		streams = append(streams, st.vfeed.Stream())
+	defer st.mu.Unlock()
+	path := filepath.Join(st.dir, "stream.sdp")
+	if st.sdpVideo == "" || st.vfeed == nil {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
 	}
-	st.mu.Unlock()
-	return os.WriteFile(filepath.Join(st.dir, "stream.sdp"), []byte(ffmpeg.SDP(streams...)), 0o640)
+	return os.WriteFile(path, []byte(ffmpeg.SDP(st.vfeed.Stream())), 0o640)
 }
 
 // run watches the room every half second: the camera to show, sender
@@ -441,13 +485,40 @@ func (st *Stream) run() {
 					st.proc.Kill()
 				}
 			}
-			st.audio.Report(now)
 			if v != nil {
 				v.Report(now)
 			}
 			st.proc.CheckKeyframes(now)
+			st.checkStall(now)
 		}
 	}
+}
+
+// checkStall shows the card while the camera makes no frame, and the
+// camera again after CardFor.
+func (st *Stream) checkStall(now time.Time) {
+	if f := st.mux.frames.Load(); f != st.frames || st.framesAt.IsZero() {
+		st.frames, st.framesAt = f, now
+	}
+	st.mu.Lock()
+	camera, card := st.sdpVideo != "", st.childCard
+	switch {
+	case camera && !card && now.Sub(st.framesAt) >= Stall:
+		st.cardUntil = now.Add(CardFor)
+	case camera && card && !st.cardUntil.IsZero() && !now.Before(st.cardUntil):
+		st.cardUntil = time.Time{}
+		st.framesAt = now // the camera's child has Stall to make a frame
+	default:
+		st.mu.Unlock()
+		return
+	}
+	st.mu.Unlock()
+	if card {
+		st.s.o.Logger.Info("hls: the camera again after the card", "session", st.session)
+	} else {
+		st.s.o.Logger.Warn("hls: the camera made no frame; the card for a while", "session", st.session, "for", CardFor)
+	}
+	st.proc.Kill()
 }
 
 // pickVideo taps the camera to show: the pinned composite's track, else
@@ -556,7 +627,7 @@ func (st *Stream) close() {
 	st.dropVideo()
 	st.dropPin()
 	st.proc.Stop()
-	st.audio.Close()
+	st.mux.close()
 	if err := os.RemoveAll(st.dir); err != nil {
 		st.s.o.Logger.Warn("hls: remove directory", "dir", st.dir, "err", err)
 	}

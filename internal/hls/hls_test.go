@@ -36,7 +36,7 @@ func camera(t *testing.T, room *broker.Room, id, owner string) {
 
 // TestStreamFollowsSpeaker: a stream shows the first camera, then the
 // active speaker's; when the last camera goes, its child is started
-// again with an SDP without video; a second stream beyond Max is
+// again to encode the card (no SDP); a second stream beyond Max is
 // refused; the session's room going away stops the stream and removes
 // its directory. The session's events say hls.started, then hls.stopped.
 func TestStreamFollowsSpeaker(t *testing.T) {
@@ -84,9 +84,10 @@ func TestStreamFollowsSpeaker(t *testing.T) {
 	pid := svc.PID("s_1")
 	room.Leave("link-a")
 	room.Leave("link-b")
-	testutil.WaitFor(t, 5*time.Second, "a child for an SDP without video", func() bool {
+	testutil.WaitFor(t, 5*time.Second, "a child of the card (no SDP)", func() bool {
 		p := svc.PID("s_1")
-		return p != 0 && p != pid && !strings.Contains(sdp(), "m=video")
+		_, err := os.Stat(filepath.Join(dir, "s_1", "stream.sdp"))
+		return p != 0 && p != pid && os.IsNotExist(err)
 	})
 	if i, _ := svc.Get("s_1"); i.Video != "" || i.Restarts != 1 {
 		t.Errorf("after the cameras left: %+v", i)

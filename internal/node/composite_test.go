@@ -355,8 +355,9 @@ func TestCompositeFFmpeg(t *testing.T) {
 }
 
 // TestHLSComposite: an HLS stream started with "video":"composite" shows
-// a 2×2 composite of the session's cameras (a 640×360 picture where the
-// one camera is 320×240) and stops it when it stops; another video is 400.
+// a 2×2 composite of the session's cameras (its track is the one the
+// stream shows; every stream's picture is 640×360, the composite's own
+// size) and stops it when it stops; another video is 400.
 func TestHLSComposite(t *testing.T) {
 	ffprobe := testutil.NeedBinary(t, "ffprobe")
 	n := startNode(t, testConfig(t, t.TempDir()))
@@ -376,16 +377,9 @@ func TestHLSComposite(t *testing.T) {
 	if code := call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l); code != 200 || len(l.Composites) != 1 {
 		t.Fatalf("composites: %d, %+v", code, l.Composites)
 	}
-	dir, _ := n.hls.Dir(s.ID)
-	var seg string
-	testutil.WaitFor(t, 40*time.Second, "a segment", func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "seg*.ts"))
-		if len(m) < 2 {
-			return false
-		}
-		seg = m[0]
-		return true
-	})
+	prefix := signedView(t, n, s.ID, joinToken(t, n, s.ID, "listener"))
+	p := waitHLSMedia(t, prefix, "video1_stream.m3u8", 2, 40*time.Second)
+	seg := fmp4File(t, prefix, p.init, p.segments[len(p.segments)-1])
 	out, err := exec.Command(ffprobe, "-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,width,height",
 		"-of", "csv=p=0", seg).Output()
 	if f := strings.Fields(string(out)); err != nil || len(f) == 0 || f[0] != "h264,640,360" {

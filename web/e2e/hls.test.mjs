@@ -2,8 +2,10 @@
 // ffmpeg sends a tone (PCMU) and a test card (VP8) into a session over
 // plain RTP, the operator starts the session's HLS, and a viewer page
 // opened with the viewer link of the operator's session list (a
-// listener's join token) plays it with hls.js: its time
-// advances and it decodes frames. A page with a bad token says so.
+// listener's join token) plays it with hls.js in its low-latency mode:
+// its time advances, it decodes frames, it reloads the playlist blocking
+// for parts (_HLS_part) and fetches them, and it plays within 3 s of the
+// live edge. A page with a bad token says so.
 //
 // The chair broadcasts the meeting: with the same feed beside two browser
 // members, the chair's page starts the broadcast and copies a viewer link
@@ -45,10 +47,36 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
   assert.match(link, new RegExp(`^${node.url}/watch/${s.id}#t=cv1\\.`));
 
   const page = await (await browser.newContext()).newPage();
+  // The player's requests: LL-HLS has it reload the playlist blocking
+  // (_HLS_msn, _HLS_part) and fetch parts.
+  const asked = [];
+  page.on('request', (r) => asked.push(r.url()));
+  const opened = Date.now();
   await page.goto(link);
   const { st, later } = await watchPlays(page, node, s.id);
-  assert.equal(st.w, 320, 'the video is the test card, 320 wide');
+  assert.equal(st.w, 640, 'the video is the stream’s 640×360 frame (the 320×240 test card scaled to fit)');
   assert.ok(later.frames > st.frames, 'frames go on being decoded');
+  assert.ok(asked.some((u) => /_stream\.m3u8\?.*_HLS_msn=\d+&_HLS_part=\d+/.test(u)), 'blocking playlist reloads for parts');
+  assert.ok(asked.some((u) => /_part\d+\.mp4/.test(u)), 'parts fetched');
+  // Low latency: hls.js plays within 3 s of the live edge (the page
+  // shows how far behind it is).
+  let seen = [];
+  const latency = await waitFor(async () => {
+    const v = Number(await page.getByTestId('watch-latency').getAttribute('data-seconds', { timeout: 1000 }).catch(() => NaN));
+    seen = [...seen.slice(-9), v];
+    return v > 0 && v < 3 ? v : null;
+  }, 20_000, 'the player within 3 s of the live edge').catch((e) => {
+    throw new Error(`${e.message}; the page's latencies ${seen.join(' ')}`);
+  });
+  const parts = asked.filter((u) => /_part\d+\.mp4/.test(u)).length;
+  const playing = (Date.now() - opened) / 1000;
+  // Where it settles: five more readings, a second apart.
+  const settled = [];
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    settled.push(Number(await page.getByTestId('watch-latency').getAttribute('data-seconds')));
+  }
+  console.log(`viewer: ${latency.toFixed(2)} s behind the live edge ${playing.toFixed(1)} s after the page opened, then ${settled.join(' ')} s; ${parts} parts fetched`);
 
   const bad = await (await browser.newContext()).newPage();
   await bad.goto(`${node.url}/watch/${s.id}#t=cv1.forged`);

@@ -41,6 +41,9 @@ export function viewerState(status: number | undefined, details: string, played:
     return played
       ? { message: 'The broadcast has ended.', alert: false, retryMs: 5000 }
       : { message: 'Waiting for the broadcast to start…', alert: false, retryMs: 3000 };
+  // A broadcast just started: the node holds the first playlist until
+  // its first segment is made, and answers 503 if that takes long.
+  if (status === 503 && !played) return { message: 'Waiting for the broadcast to start…', alert: false, retryMs: 2000 };
   // The signed prefix expired: the link's token opens a new one.
   if (status === 403) return { message: 'Reconnecting…', alert: false, retryMs: 1000 };
   if (!status) return { message: 'The connection to the server was lost. Retrying…', alert: false, retryMs: 3000 };

@@ -43,5 +43,9 @@ describe('viewer page', () => {
     expect(viewerState(403, 'levelLoadError', true).retryMs).toBeGreaterThan(0);
     expect(viewerState(undefined, 'fragLoadError', true).message).toMatch(/lost/);
     expect(viewerState(500, 'levelLoadError', true).message).toMatch(/levelLoadError/);
+    // The node held the first playlist past its limit (no segment yet).
+    expect(viewerState(503, 'manifestLoadError', false)).toMatchObject({ message: 'Waiting for the broadcast to start…', alert: false });
+    expect(viewerState(503, 'manifestLoadError', false).retryMs).toBeGreaterThan(0);
+    expect(viewerState(503, 'levelLoadError', true).message).toMatch(/levelLoadError/);
   });
 });

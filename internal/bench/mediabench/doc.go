@@ -18,7 +18,9 @@
 //     muxer into a directory that Debian's nginx serves on loopback. N
 //     viewers, Go clients of this process, follow each playlist as a
 //     player does (Follower: reload the playlist, fetch every new segment
-//     once, at real time); N grows until a viewer misses a segment's
+//     once, at real time; of the node's LL-HLS, the video's media
+//     playlist that the multivariant one names, FirstVariant, in whole
+//     fMP4 segments as a player without LL-HLS); N grows until a viewer misses a segment's
 //     deadline or the bytes a second reach the machine's loopback limit
 //     (LoopbackLimit, measured first).
 //

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +49,9 @@ const producerWindow = 3 * time.Second
 // second may come before the series stops there.
 const LimitShare = 0.9
 
-// hlsSegment and hlsList are the node's HLS settings (hls.Options'
-// defaults), which the peer's ffmpeg is given too.
+// hlsSegment and hlsList are the peer's ffmpeg HLS settings: the node's
+// before its HLS became LL-HLS (gohlslib: about 1 s fMP4 segments, 7 in
+// the playlists), kept so that the peer's runs compare with earlier ones.
 const (
 	hlsSegment = "2"
 	hlsList    = 6
@@ -135,7 +137,32 @@ func runHLS(ctx context.Context, cfg Config, rec *Recording, limit float64, end 
 		if resp.StatusCode != http.StatusFound {
 			return "", fmt.Errorf("%w %d opening the node's playlist", errStatus, resp.StatusCode)
 		}
-		return n.URL + resp.Header.Get("Location"), nil
+		// The node's LL-HLS opens with a multivariant playlist: a viewer
+		// follows its video's media playlist, as a player without LL-HLS
+		// would (whole fMP4 segments; the audio rendition is not fetched).
+		master := n.URL + resp.Header.Get("Location")
+		resp, err = c.Get(master)
+		if err != nil {
+			return "", err
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("%w %d reading the node's playlist", errStatus, resp.StatusCode)
+		}
+		v, err := FirstVariant(b)
+		if err != nil {
+			return "", err
+		}
+		base, err := url.Parse(master)
+		if err != nil {
+			return "", err
+		}
+		ref, err := url.Parse(v)
+		if err != nil {
+			return "", err
+		}
+		return base.ResolveReference(ref).String(), nil
 	}
 	// Both streams running, three segments each, before anyone watches.
 	t0 := time.Now()

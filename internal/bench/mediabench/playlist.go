@@ -172,3 +172,38 @@ func Reload(p Playlist, changed bool) time.Duration {
 	}
 	return t
 }
+
+// ErrNoVariant is a master playlist that names no variant stream.
+var ErrNoVariant = errors.New("hls: a master playlist without a variant stream")
+
+// FirstVariant is the URI of the first variant stream a master
+// (multivariant) playlist names: the URI line after its first
+// EXT-X-STREAM-INF (RFC 8216 §4.3.4.2). Convene's LL-HLS streams open
+// with one: its video's media playlist, beside an audio rendition.
+func FirstVariant(b []byte) (string, error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	first, inf := true, false
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if first {
+			if l != "#EXTM3U" {
+				return "", ErrNotPlaylist
+			}
+			first = false
+			continue
+		}
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "#EXT-X-STREAM-INF:"):
+			inf = true
+		case strings.HasPrefix(l, "#"):
+		case inf:
+			return l, nil
+		}
+	}
+	if first {
+		return "", ErrNotPlaylist
+	}
+	return "", ErrNoVariant
+}

@@ -2,6 +2,7 @@ package mediabench
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -160,6 +161,55 @@ func FuzzParsePlaylist(f *testing.F) {
 		}
 		if d := Reload(p, true); d <= 0 {
 			t.Fatalf("reload after %v", d)
+		}
+	})
+}
+
+// gohlslibMaster is the multivariant playlist of a Convene LL-HLS stream.
+const gohlslibMaster = `#EXTM3U
+#EXT-X-VERSION:9
+#EXT-X-INDEPENDENT-SEGMENTS
+
+#EXT-X-MEDIA:TYPE="AUDIO",GROUP-ID="audio",NAME="mix",AUTOSELECT=YES,DEFAULT=YES,URI="audio2_stream.m3u8"
+
+#EXT-X-STREAM-INF:BANDWIDTH=1165904,AVERAGE-BANDWIDTH=1016472,CODECS="avc1.640016,opus",RESOLUTION=320x240,FRAME-RATE=15.000,AUDIO="audio"
+video1_stream.m3u8
+`
+
+func TestFirstVariant(t *testing.T) {
+	for in, want := range map[string]string{
+		gohlslibMaster: "video1_stream.m3u8",
+		"#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\n\n# a comment\nlow.m3u8\nhigh.m3u8\n": "low.m3u8",
+	} {
+		if got, err := FirstVariant([]byte(in)); err != nil || got != want {
+			t.Errorf("FirstVariant = %q, %v; want %q", got, err, want)
+		}
+	}
+	for in, want := range map[string]error{
+		"":                      ErrNotPlaylist,
+		"index.m3u8":            ErrNotPlaylist,
+		ffmpegPlaylist:          ErrNoVariant,
+		"#EXTM3U\nvideo.m3u8\n": ErrNoVariant,
+	} {
+		if _, err := FirstVariant([]byte(in)); !errors.Is(err, want) {
+			t.Errorf("FirstVariant(%q): %v, want %v", in, err, want)
+		}
+	}
+}
+
+// FuzzFirstVariant: a server's answer never panics it, and a URI it
+// finds is a line of the answer, not a tag.
+func FuzzFirstVariant(f *testing.F) {
+	f.Add([]byte(gohlslibMaster))
+	f.Add([]byte(ffmpegPlaylist))
+	f.Add([]byte("#EXTM3U\n#EXT-X-STREAM-INF:\n#\n \n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, err := FirstVariant(b)
+		if err != nil {
+			return
+		}
+		if u == "" || strings.HasPrefix(u, "#") || !strings.Contains(string(b), u) {
+			t.Fatalf("FirstVariant = %q", u)
 		}
 	})
 }

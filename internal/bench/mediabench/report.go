@@ -216,9 +216,11 @@ func formatThumbnails(b *strings.Builder, ss []ThumbSeries, cpus int) {
 
 func formatHLS(b *strings.Builder, ss []ViewerSeries, limit float64) {
 	b.WriteString("## HLS viewers at full rate\n\n")
-	fmt.Fprintf(b, "One stream (the camera and a PCMU tone → H.264 800 kb/s + AAC 96 kb/s, %s s segments, %d in the playlist). "+
-		"Convene: the node's own HLS (its ffmpeg child, its HTTP server, a viewer redirected once to the signed playlist); "+
-		"the classic pipeline: ffmpeg's HLS muxer with the node's settings, fed the same packets, into a directory Debian's nginx serves. "+
+	fmt.Fprintf(b, "One stream of the camera and a PCMU tone. "+
+		"Convene: the node's own LL-HLS (its ffmpeg child encodes H.264, gohlslib muxes it with the Opus mix into fMP4 segments of about 1 s and parts, "+
+		"served from memory by its HTTP server; a viewer is redirected once to the signed multivariant playlist and follows its video's media playlist "+
+		"in whole segments, as a player without LL-HLS; the audio rendition is not fetched); "+
+		"the classic pipeline: ffmpeg's HLS muxer (H.264 800 kb/s + AAC 96 kb/s, %s s MPEG-TS segments, %d in the playlist), fed the same packets, into a directory Debian's nginx serves. "+
 		"Each viewer is a Go client of this process with its own connection, following the playlist like a player: "+
 		"reloads after the last segment's duration (half the target when nothing changed, RFC 8216 §6.3.4), "+
 		"fetches each new segment once, starting at the newest; new viewers start spread over one segment. "+

@@ -6,8 +6,12 @@ import { viewerState, type ViewerState } from '../broadcast';
 // Extensions, the browser's own HLS (Safari) otherwise. The token from the
 // link's fragment (a listener's join token) goes to the node in the
 // playlist's URL, which answers with a signed prefix for the segments.
-// hls.js (its light build: no subtitles, alternate audio or DRM) is
-// loaded only here, so the meeting's pages do not carry it.
+// The node's stream is low-latency HLS (fMP4 parts, blocking playlist
+// reloads): hls.js plays it in its low-latency mode, a few parts behind
+// the live edge, and the page shows how far behind it is. The session's
+// mix is an audio rendition beside the video, so this is hls.js's full
+// build (its light one plays no alternate audio); it is loaded only here,
+// so the meeting's pages do not carry it.
 //
 // A broadcast that has not started yet, or has ended, answers 404: the
 // page says which and opens the stream again every few seconds, so it
@@ -16,24 +20,32 @@ export function Watch({ session, token }: { session: string; token: string }) {
   const video = useRef<HTMLVideoElement>(null);
   const [state, setState] = useState<ViewerState>();
   const [live, setLive] = useState(false);
+  const [latency, setLatency] = useState<number>();
   useEffect(() => {
     const v = video.current;
     if (!v) return;
     const src = `/hls/${encodeURIComponent(session)}/index.m3u8?token=${encodeURIComponent(token)}`;
     let stop = () => {};
     let gone = false;
-    import('hls.js/light').then(({ default: Hls }) => {
+    import('hls.js').then(({ default: Hls }) => {
       if (gone) return;
       if (Hls.isSupported()) {
         let hls: InstanceType<typeof Hls> | undefined;
         let retry: ReturnType<typeof setTimeout> | undefined;
+        // The player's distance from the live edge, once a second.
+        const tick = setInterval(() => {
+          const l = hls?.latency;
+          setLatency(l !== undefined && Number.isFinite(l) && l > 0 ? l : undefined);
+        }, 1000);
         let played = false;
         // open starts a player of its own each time: one that failed
         // fatally is not reused.
         const open = () => {
           hls?.destroy();
-          // No worker: the page's CSP allows no blob: scripts.
-          const h = new Hls({ enableWorker: false });
+          // No worker: the page's CSP allows no blob: scripts. A player
+          // that fell behind its target (the playlist's PART-HOLD-BACK)
+          // plays a little faster until it is back.
+          const h = new Hls({ enableWorker: false, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5 });
           hls = h;
           h.on(Hls.Events.ERROR, (_e, d) => {
             if (!d.fatal || h !== hls) return;
@@ -54,6 +66,7 @@ export function Watch({ session, token }: { session: string; token: string }) {
         open();
         stop = () => {
           clearTimeout(retry);
+          clearInterval(tick);
           hls?.destroy();
         };
       } else if (v.canPlayType('application/vnd.apple.mpegurl')) {
@@ -75,6 +88,11 @@ export function Watch({ session, token }: { session: string; token: string }) {
         {live && (
           <span class="live-badge" data-testid="watch-live">
             ● Live
+          </span>
+        )}{' '}
+        {live && latency !== undefined && (
+          <span class="latency" data-testid="watch-latency" data-seconds={latency.toFixed(2)}>
+            {latency.toFixed(1)} s behind
           </span>
         )}
       </h1>
