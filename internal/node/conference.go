@@ -70,6 +70,9 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		return netip.AddrPort{}, none, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
 	}
 	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
+	if caller.Video != nil {
+		call.Video, call.VideoDirection = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video)
+	}
 	if c.chat != nil && caller.Say != nil {
 		// The node orders the chat for the phone and sends it each line,
 		// in order, as a MESSAGE (one at a time: the next waits for the
@@ -91,6 +94,27 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		}
 	}
 	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
+}
+
+// phoneVideo publishes a phone's camera into the session: a policed plain
+// RTP video link of the phone's member that the phone sends to (its codec
+// named, so browsers, recordings and transcoders know it) and that
+// receives nothing — the answer says recvonly. A link the session refuses
+// (its caps, the destination policy) refuses the video stream (port 0),
+// not the call. Not yet: sending the phone the session's composite, and
+// latching a video stream behind NAT (the audio link latches; two links
+// latching onto one IP could take each other's packets).
+func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer) (netip.AddrPort, string) {
+	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: v.Media.String(), Kind: "video",
+		Direction: "sendonly", Codec: v.Codec, Member: member, Policed: true})
+	if err != nil {
+		return netip.AddrPort{}, ""
+	}
+	addr, err := netip.ParseAddr(l.Local.Addr)
+	if err != nil {
+		return netip.AddrPort{}, ""
+	}
+	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), "recvonly"
 }
 
 // confErr tells SIP which refusals are for now (503), which name nodes
