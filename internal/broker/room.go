@@ -33,6 +33,9 @@ type Member struct {
 	// Gated starts the member's track with its floor gate closed
 	// (Track.SetGated), so nothing leaks before floor control says so.
 	Gated bool
+	// From, when set, makes a receiving member hear only the tracks of
+	// that owner (a video phone hears its session's composite alone).
+	From string
 	// Owner is the session member the endpoint belongs to ("" for none).
 	// No echo holds per owner: a member's media, from any of its
 	// endpoints, never reaches another endpoint of the same owner.
@@ -87,6 +90,9 @@ type TrackInfo struct {
 // publisher p: same kind, same subgroup, not itself and not the same owner.
 func hears(r Member, rid string, p Member, pid string) bool {
 	if rid == pid || r.Kind != p.Kind || r.Group != p.Group || !r.Receives || r.Sink == nil {
+		return false
+	}
+	if r.From != "" && p.Owner != r.From {
 		return false
 	}
 	return r.Owner == "" || r.Owner != p.Owner

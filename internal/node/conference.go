@@ -7,8 +7,10 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/convene/convene/internal/chat"
+	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
@@ -23,6 +25,7 @@ type conferences struct {
 	dtmf     *dtmf
 	media    netip.AddrPort // the shared RTP socket's address
 	chat     *chat.Service  // the phone takes part in the chat by SIP MESSAGE; nil: it does not
+	phones   *phoneComposites
 }
 
 // phoneSuffix marks the name of a member who dialled in.
@@ -71,7 +74,16 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 	}
 	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
 	if caller.Video != nil {
-		call.Video, call.VideoDirection = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video)
+		var release func()
+		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video)
+		if release != nil {
+			inner := leave
+			leave = func() {
+				inner()
+				release()
+			}
+			call.Leave = leave
+		}
 	}
 	if c.chat != nil && caller.Say != nil {
 		// The node orders the chat for the phone and sends it each line,
@@ -96,25 +108,105 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
 }
 
-// phoneVideo publishes a phone's camera into the session: a policed plain
-// RTP video link of the phone's member that the phone sends to (its codec
-// named, so browsers, recordings and transcoders know it) and that
-// receives nothing — the answer says recvonly. A link the session refuses
-// (its caps, the destination policy) refuses the video stream (port 0),
-// not the call. Not yet: sending the phone the session's composite, and
-// latching a video stream behind NAT (the audio link latches; two links
-// latching onto one IP could take each other's packets).
-func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer) (netip.AddrPort, string) {
-	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: v.Media.String(), Kind: "video",
-		Direction: "sendonly", Codec: v.Codec, Member: member, Policed: true})
-	if err != nil {
-		return netip.AddrPort{}, ""
+// phoneVideo gives a phone's video stream a policed plain RTP video link
+// of its member: the phone's camera goes into the session (its codec
+// named, so browsers, recordings and transcoders know it), and the phone
+// receives the session's composite — one that runs, else one started for
+// the session's phones (phoneComposites), in the phone's codec and
+// payload type (another codec's composite reaches it through a video
+// transcoder, as for any receiving link that names its codec). With no
+// composite (composite.max, composite.cores, the governor, no ffmpeg) the
+// link only takes the camera and the answer says recvonly. A link the
+// session refuses (its caps, the destination policy) refuses the video
+// stream (port 0), not the call. release, if not nil, gives the
+// composite back when the phone leaves. Not yet: the active speaker's
+// camera through a transcoder when composites are refused, and latching
+// a video stream behind NAT (the audio link latches; two links latching
+// onto one IP could take each other's packets).
+func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer) (netip.AddrPort, string, func()) {
+	req := session.NewRTPLink{Remote: v.Media.String(), Kind: "video", Direction: "sendonly", Codec: v.Codec,
+		Member: member, Policed: true}
+	dir := "recvonly"
+	from, release := c.phones.acquire(sessionID, v.Codec)
+	if from != "" {
+		req.Direction, req.From, req.SendPT, dir = "sendrecv", from, v.PT, "sendrecv"
 	}
-	addr, err := netip.ParseAddr(l.Local.Addr)
-	if err != nil {
-		return netip.AddrPort{}, ""
+	l, err := c.sessions.AddRTPLink(ctx, sessionID, req)
+	if err == nil {
+		var addr netip.Addr
+		if addr, err = netip.ParseAddr(l.Local.Addr); err == nil {
+			return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), dir, release
+		}
 	}
-	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), "recvonly"
+	if release != nil {
+		release()
+	}
+	return netip.AddrPort{}, "", nil
+}
+
+// phoneComposites are the composites the node started for video phones,
+// one a session, shared by its phones and stopped when the last leaves.
+type phoneComposites struct {
+	svc *composite.Service
+	mu  sync.Mutex
+	by  map[string]*phoneComposite // by session
+}
+
+type phoneComposite struct {
+	id, member string
+	phones     int
+}
+
+func newPhoneComposites(svc *composite.Service) *phoneComposites {
+	return &phoneComposites{svc: svc, by: map[string]*phoneComposite{}}
+}
+
+// acquire returns the member whose composite a phone of session sid
+// receives ("" for none) and what gives it back (nil for nothing): a
+// composite the phones share, or one that runs for someone else (a chair,
+// HLS), which the phones do not stop.
+func (p *phoneComposites) acquire(sid, codec string) (member string, release func()) {
+	if p == nil || p.svc == nil {
+		return "", nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pc := p.by[sid]; pc != nil {
+		pc.phones++
+		return pc.member, p.releaser(sid, pc)
+	}
+	if running := p.svc.List(sid); len(running) > 0 {
+		return running[0].Member, nil
+	}
+	vc := composite.VP8
+	if strings.HasPrefix(strings.ToUpper(codec), "H264") {
+		vc = composite.H264
+	}
+	info, err := p.svc.Start(sid, composite.Request{Layout: composite.Grid2, Codec: vc})
+	if err != nil {
+		return "", nil
+	}
+	pc := &phoneComposite{id: info.ID, member: info.Member, phones: 1}
+	p.by[sid] = pc
+	return pc.member, p.releaser(sid, pc)
+}
+
+func (p *phoneComposites) releaser(sid string, pc *phoneComposite) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			pc.phones--
+			last := pc.phones == 0 && p.by[sid] == pc
+			if last {
+				delete(p.by, sid)
+			}
+			p.mu.Unlock()
+			if last {
+				_ = p.svc.Stop(sid, pc.id)
+			}
+		})
+	}
 }
 
 // confErr tells SIP which refusals are for now (503), which name nodes

@@ -246,7 +246,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat}, reg, log); err != nil {
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat,
+		phones: newPhoneComposites(n.composites)}, reg, log); err != nil {
 		return nil, err
 	}
 	tcMetrics := transcode.NewMetrics()

@@ -1,11 +1,16 @@
 package node
 
 import (
+	"context"
+	"io"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,20 +18,32 @@ import (
 	"github.com/pion/webrtc/v4"
 	"github.com/pion/webrtc/v4/pkg/media/ivfwriter"
 
+	"github.com/convene/convene/internal/ffmpeg"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 )
 
 // TestVideoPhonePublishesItsCamera: a SIPp phone dials in offering audio
-// and video (H.263, then VP8): the node's 200 answers both m-lines, the
-// video in VP8 at the node's port and recvonly; the phone's camera
+// and video (H.263, then VP8) to a node that can make no composite (no
+// ffmpeg of its own): the node's 200 answers both m-lines, the video in
+// VP8 at the node's port and recvonly (it has nothing to send the phone);
+// the phone's camera
 // (ffmpeg's VP8 test card, 320×240, sent from the port its SDP named)
 // becomes a video track of its member that a WebRTC member (pion, in
 // the session before the phone) receives: ffprobe decodes what it received, 320 wide. Hanging up
 // removes the member.
 func TestVideoPhonePublishesItsCamera(t *testing.T) {
 	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
-	n, ctx := newSIPpNode(t)
+	testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.Streaming.FFmpeg = "/nonexistent/ffmpeg" // the node makes no composite
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
 	s := createSession(t, n, "video phone")
 
 	// A WebRTC member receives it and writes it down; ffprobe decodes it.
@@ -121,4 +138,176 @@ func TestVideoPhonePublishesItsCamera(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestVideoPhoneReceivesTheComposite: four members' solid-colour cameras;
+// a SIPp phone dials in offering VP8 video as payload type 100: the node
+// starts a 2×2 composite for the session's phones and the phone's link
+// sends it, in the phone's payload type, once the phone's own camera
+// (ffmpeg's test card through a socket at the port its SDP named) has
+// given consent; an ffmpeg decoder behind that socket finds each colour
+// in its quadrant. The phone's hang-up stops the composite.
+func TestVideoPhoneReceivesTheComposite(t *testing.T) {
+	bin := testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "video phone composite")
+	sendColours(t, n, s.ID)
+
+	// The phone's media side: a socket at the port its SDP names.
+	vport := freePortPair(t)
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: vport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
+		"-set", "vport", strconv.Itoa(vport), "-trace_msg")
+	var node *net.UDPAddr
+	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
+		var sess struct {
+			Links []struct {
+				Kind, Remote string
+				Local        struct {
+					Addr    string
+					RTPPort int `json:"rtp_port"`
+				}
+			}
+		}
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Remote == "127.0.0.1:"+strconv.Itoa(vport) {
+				node = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+			}
+		}
+		return node != nil
+	})
+	var running struct{ Composites []compositeJSON }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &running)
+	if len(running.Composites) != 1 {
+		t.Fatalf("composites %+v, want the one started for the phone", running.Composites)
+	}
+
+	// The decoder of what the phone receives (payload type 100, VP8).
+	ports, err := ffmpeg.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdpPath := filepath.Join(t.TempDir(), "phone.sdp")
+	if err := os.WriteFile(sdpPath, []byte("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=phone\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"+
+		"m=video "+strconv.Itoa(ports[0])+" RTP/AVP 100\r\na=rtpmap:100 VP8/90000\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const w, h = 640, 360
+	dec := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-protocol_whitelist", "file,udp,rtp",
+		"-reorder_queue_size", "64", "-i", sdpPath, "-fps_mode", "passthrough", "-vf", "scale=640:360", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	out, err := dec.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, dec)
+	frames := make(chan []byte, 1024)
+	go func() {
+		defer close(frames)
+		for {
+			f := make([]byte, w*h*3)
+			if _, err := io.ReadFull(out, f); err != nil {
+				return
+			}
+			select {
+			case frames <- f:
+			default:
+			}
+		}
+	}()
+	var wrongPT, received atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ports[0]}
+		for {
+			k, from, err := sock.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if from.Port != node.Port || k < 12 {
+				continue
+			}
+			received.Add(1)
+			if buf[1]&0x7f != 100 {
+				wrongPT.Add(1)
+			}
+			sock.WriteToUDP(buf[:k], to)
+		}
+	}()
+	// The phone's camera: ffmpeg's test card to a socket relayed from the
+	// phone's port (the node sends nothing before the phone's RTP).
+	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { camIn.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := camIn.Read(buf)
+			if err != nil {
+				return
+			}
+			if k >= 2 && buf[1]&0x7f >= 72 && buf[1]&0x7f <= 76 {
+				continue // RTCP (ffmpeg sends it to the RTP port + 1; dropped)
+			}
+			sock.WriteToUDP(buf[:k], node)
+		}
+	}()
+	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=30",
+		"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "200k", "-g", "15", "-payload_type", "100",
+		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+
+	var f []byte
+	deadline := time.After(30 * time.Second)
+	for f == nil {
+		select {
+		case g, ok := <-frames:
+			if !ok {
+				t.Fatal("the phone's decoder ended")
+			}
+			// The composite shows all four once its child has them: wait
+			// for a frame whose quadrants are the colours.
+			if ok := quadrantsAre(g, w, h); ok {
+				f = g
+			}
+		case <-deadline:
+			t.Fatalf("the phone decoded no frame of the four colours in 30 s (%d packets received)", received.Load())
+		}
+	}
+	checkQuadrants(t, f, w, h, []string{"red", "green", "blue", "white"})
+	if wrongPT.Load() != 0 {
+		t.Errorf("%d of %d packets to the phone were not its payload type 100", wrongPT.Load(), received.Load())
+	}
+	t.Logf("the phone decoded the composite's four colours (%d packets received)", received.Load())
+
+	phone.wait(t)
+	if !strings.Contains(phone.messages(t), "a=sendrecv\r\n") {
+		t.Errorf("the 200 does not answer the phone's video sendrecv")
+	}
+	testutil.WaitFor(t, 10*time.Second, "the phone's composite to stop", func() bool {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l)
+		return len(l.Composites) == 0
+	})
+}
+
+// quadrantsAre reports whether each quadrant's middle of a w×h rgb24
+// frame is within 60 per channel of red, green, blue and white.
+func quadrantsAre(f []byte, w, h int) bool {
+	for i, c := range testColours {
+		cx, cy := (i%2)*w/2+w/4, (i/2)*h/2+h/4-h/16
+		got := mean(f, w, cx-w/8, cy-h/10, cx+w/8, cy+h/10)
+		for k := range 3 {
+			if d := got[k] - c.rgb[k]; d > 60 || d < -60 {
+				return false
+			}
+		}
+	}
+	return true
 }
