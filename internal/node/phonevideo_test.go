@@ -68,7 +68,7 @@ func TestVideoPhonePublishesItsCamera(t *testing.T) {
 	}})
 	vport := freePortPair(t)
 	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 30*time.Second,
-		"-set", "vport", strconv.Itoa(vport), "-trace_msg")
+		"-set", "vport", strconv.Itoa(vport), "-d", "25000", "-trace_msg")
 	type link struct {
 		ID, Kind, Member, Remote, Direction string
 		Local                               struct {
@@ -161,7 +161,7 @@ func TestVideoPhoneReceivesTheComposite(t *testing.T) {
 	}
 	t.Cleanup(func() { sock.Close() })
 	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
-		"-set", "vport", strconv.Itoa(vport), "-trace_msg")
+		"-set", "vport", strconv.Itoa(vport), "-d", "25000", "-trace_msg")
 	var node *net.UDPAddr
 	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
 		var sess struct {
@@ -310,4 +310,45 @@ func quadrantsAre(f []byte, w, h int) bool {
 		}
 	}
 	return true
+}
+
+// TestVideoPhonesShareOneComposite: two SIPp video phones in one session
+// share the composite the node started for the first; it runs while one
+// of them is on the line and stops when the last hangs up.
+func TestVideoPhonesShareOneComposite(t *testing.T) {
+	testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "two video phones")
+	composites := func() []compositeJSON {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l)
+		return l.Composites
+	}
+	videoLinks := func() int {
+		var sess struct{ Links []struct{ Kind, Direction string } }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		k := 0
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Direction == "sendrecv" {
+				k++
+			}
+		}
+		return k
+	}
+	first := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 30*time.Second,
+		"-set", "vport", strconv.Itoa(freePortPair(t)), "-d", "6000")
+	testutil.WaitFor(t, 15*time.Second, "the first phone's video link", func() bool { return videoLinks() == 1 })
+	second := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 30*time.Second,
+		"-set", "vport", strconv.Itoa(freePortPair(t)), "-d", "16000")
+	testutil.WaitFor(t, 15*time.Second, "the second phone's video link", func() bool { return videoLinks() == 2 })
+	if c := composites(); len(c) != 1 {
+		t.Fatalf("composites with two phones: %+v, want one", c)
+	}
+	first.wait(t)
+	testutil.WaitFor(t, 10*time.Second, "the first phone to leave", func() bool { return videoLinks() == 1 })
+	if c := composites(); len(c) != 1 {
+		t.Errorf("composites after the first phone left: %d, want the one the second receives", len(c))
+	}
+	second.wait(t)
+	testutil.WaitFor(t, 10*time.Second, "the composite to stop with the last phone", func() bool { return len(composites()) == 0 })
 }
