@@ -325,7 +325,9 @@ func TestVideoPhonesShareOneComposite(t *testing.T) {
 		return l.Composites
 	}
 	videoLinks := func() int {
-		var sess struct{ Links []struct{ Kind, Direction string } }
+		var sess struct {
+			Links []struct{ Kind, Direction string }
+		}
 		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
 		k := 0
 		for _, l := range sess.Links {
