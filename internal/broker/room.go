@@ -306,6 +306,30 @@ func (r *Room) SetGroup(id, group string) {
 	}
 }
 
+// SetFrom changes whose tracks member id hears (Member.From; "" for
+// everyone's it hears otherwise) and subscribes it accordingly.
+func (r *Room) SetFrom(id, from string) {
+	r.lock()
+	defer r.unlock()
+	m, ok := r.members[id]
+	if !ok || m.From == from {
+		return
+	}
+	m.From = from
+	r.members[id] = m
+	for pub, t := range r.tracks {
+		if pub == id || t.kind != m.Kind {
+			continue
+		}
+		if hears(m, id, r.members[pub], pub) {
+			r.subscribeLocked(t, id, m)
+		} else {
+			r.unsubscribeLocked(t, id)
+		}
+	}
+	r.touch(id)
+}
+
 // PublishRTCP sends an RTCP packet from member `from` of the given kind to
 // every other member of that kind that takes RTCP, except the other
 // endpoints of the same owner (Member.Owner), and to the RTCP taps

@@ -387,8 +387,8 @@ func TestSubscribeWhilePublishing(t *testing.T) {
 }
 
 // TestFromHearsOneOwner: a receiver with From hears only that owner's
-// tracks, whether they were there before it or came after; others hear
-// everyone but themselves.
+// tracks, whether they were there before it or came after, and SetFrom
+// changes whose; others hear everyone but themselves.
 func TestFromHearsOneOwner(t *testing.T) {
 	r := NewRoom("s1")
 	cam, err := r.Join(Member{ID: "cam", Kind: media.Video, Sends: true, Owner: "m_cam"})
@@ -413,5 +413,12 @@ func TestFromHearsOneOwner(t *testing.T) {
 	}
 	if everyone.count() != 2 {
 		t.Errorf("another receiver got %d packets, want both", everyone.count())
+	}
+	// SetFrom moves it to another owner's tracks.
+	r.SetFrom("phone", "m_cam")
+	cam.Publish(packet(0x80, 3))
+	comp.Publish(packet(0x80, 4))
+	if phone.count() != 2 || phone.from[1] != "cam" {
+		t.Errorf("after SetFrom the receiver got %v, want the camera's packet next", phone.from)
 	}
 }

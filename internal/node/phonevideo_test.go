@@ -26,8 +26,8 @@ import (
 // TestVideoPhonePublishesItsCamera: a SIPp phone dials in offering audio
 // and video (H.263, then VP8) to a node that can make no composite (no
 // ffmpeg of its own): the node's 200 answers both m-lines, the video in
-// VP8 at the node's port and recvonly (it has nothing to send the phone);
-// the phone's camera
+// VP8 at the node's port, sendrecv (the phone would get the speaker's
+// camera; TestVideoPhoneFollowsTheSpeaker); the phone's camera
 // (ffmpeg's VP8 test card, 320×240, sent from the port its SDP named)
 // becomes a video track of its member that a WebRTC member (pion, in
 // the session before the phone) receives: ffprobe decodes what it received, 320 wide. Hanging up
@@ -87,8 +87,8 @@ func TestVideoPhonePublishesItsCamera(t *testing.T) {
 		}
 		return video.ID != ""
 	})
-	if video.Member == "" || video.Direction != "sendonly" {
-		t.Errorf("the phone's video link %+v, want its member's, sendonly", video)
+	if video.Member == "" || video.Direction != "sendrecv" {
+		t.Errorf("the phone's video link %+v, want its member's, sendrecv", video)
 	}
 	// The phone's camera: VP8 from the port its SDP named.
 	target := video.Local.Addr + ":" + strconv.Itoa(video.Local.RTPPort)
@@ -125,8 +125,8 @@ func TestVideoPhonePublishesItsCamera(t *testing.T) {
 	}
 	ok := msgs[i:]
 	if j := strings.Index(ok, "m=video "+strconv.Itoa(video.Local.RTPPort)+" RTP/AVP 100"); j < 0 || strings.Index(ok, "m=audio ") > j ||
-		!strings.Contains(ok, "a=rtpmap:100 VP8/90000") || !strings.Contains(ok, "a=recvonly") {
-		t.Errorf("the 200's SDP does not answer the video in VP8, recvonly, after the audio:\n%s", ok)
+		!strings.Contains(ok, "a=rtpmap:100 VP8/90000") || !strings.Contains(ok[j:], "a=sendrecv") {
+		t.Errorf("the 200's SDP does not answer the video in VP8, sendrecv, after the audio:\n%s", ok)
 	}
 	testutil.WaitFor(t, 5*time.Second, "the phone's member to leave", func() bool {
 		var ms struct{ Members []struct{ ID string } }
@@ -353,4 +353,197 @@ func TestVideoPhonesShareOneComposite(t *testing.T) {
 	}
 	second.wait(t)
 	testutil.WaitFor(t, 10*time.Second, "the composite to stop with the last phone", func() bool { return len(composites()) == 0 })
+}
+
+// TestVideoPhoneFollowsTheSpeaker: on a node that can make no composite
+// (no ffmpeg of its own), a SIPp video phone receives one camera, in its
+// payload type: the first camera (by track) while nobody speaks, then the
+// camera of the member who speaks (a 440 Hz tone through its audio link,
+// which the phone's mix hears): an ffmpeg decoder behind the phone's port
+// sees the first member's colour, then the speaker's.
+func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
+	bin := testutil.NeedBinary(t, "ffmpeg")
+	testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.Streaming.FFmpeg = "/nonexistent/ffmpeg" // the node makes no composite
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "video phone speaker")
+	// Two members' cameras, red and green (VP8, 320×240).
+	colours := []string{"red", "green"}
+	members := map[string]string{}
+	var links []linkJSON
+	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin"}
+	for _, c := range colours {
+		args = append(args, "-re", "-f", "lavfi", "-i", "color=c="+c+":s=320x240:r=15:d=60")
+	}
+	for i, c := range colours {
+		id, _ := joinAs(t, n, s.ID, c, "participant")
+		members[c] = id
+		tee := newTee(t)
+		l := addLink(t, n, s.ID, map[string]any{"remote": tee.remote(), "kind": "video", "direction": "sendonly", "member": id})
+		tee.run(l)
+		links = append(links, l)
+		args = append(args, "-map", strconv.Itoa(i)+":v", "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "150k",
+			"-g", "15", "-f", "rtp", "rtp://"+tee.target())
+	}
+	startChild(t, exec.Command(bin, args...))
+	// The first camera by track ID, and the other, who will speak.
+	first, speaker := colours[0], colours[1]
+	if links[1].ID < links[0].ID {
+		first, speaker = colours[1], colours[0]
+	}
+
+	vport := freePortPair(t)
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: vport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
+		"-set", "vport", strconv.Itoa(vport), "-d", "30000", "-trace_msg")
+	var node *net.UDPAddr
+	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
+		var sess struct {
+			Links []struct {
+				Kind, Remote, Direction string
+				Local                   struct {
+					Addr    string
+					RTPPort int `json:"rtp_port"`
+				}
+			}
+		}
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Remote == "127.0.0.1:"+strconv.Itoa(vport) && l.Direction == "sendrecv" {
+				node = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+			}
+		}
+		return node != nil
+	})
+
+	ports, err := ffmpeg.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdpPath := filepath.Join(t.TempDir(), "phone.sdp")
+	if err := os.WriteFile(sdpPath, []byte("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=phone\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"+
+		"m=video "+strconv.Itoa(ports[0])+" RTP/AVP 100\r\na=rtpmap:100 VP8/90000\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const w, h = 320, 240
+	dec := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-protocol_whitelist", "file,udp,rtp",
+		"-reorder_queue_size", "64", "-i", sdpPath, "-fps_mode", "passthrough", "-vf", "scale=320:240", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	out, err := dec.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, dec)
+	frames := make(chan []byte, 64)
+	go func() {
+		defer close(frames)
+		for {
+			f := make([]byte, w*h*3)
+			if _, err := io.ReadFull(out, f); err != nil {
+				return
+			}
+			select {
+			case frames <- f:
+			default:
+			}
+		}
+	}()
+	var wrongPT, received atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ports[0]}
+		for {
+			k, from, err := sock.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if from.Port != node.Port || k < 12 {
+				continue
+			}
+			received.Add(1)
+			if buf[1]&0x7f != 100 {
+				wrongPT.Add(1)
+			}
+			sock.WriteToUDP(buf[:k], to)
+		}
+	}()
+	// The phone's own camera gives consent (the node sends nothing before).
+	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { camIn.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := camIn.Read(buf)
+			if err != nil {
+				return
+			}
+			sock.WriteToUDP(buf[:k], node)
+		}
+	}()
+	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "color=c=blue:s=320x240:r=15:d=40",
+		"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "150k", "-g", "15", "-payload_type", "100",
+		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+
+	colourOf := func(f []byte) string {
+		got := mean(f, w, w/4, h/4, 3*w/4, 3*h/4)
+		for _, c := range testColours {
+			ok := true
+			for k := range 3 {
+				if d := got[k] - c.rgb[k]; d > 60 || d < -60 {
+					ok = false
+				}
+			}
+			if ok {
+				return c.name
+			}
+		}
+		return ""
+	}
+	waitColour := func(want string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		seen := ""
+		for {
+			select {
+			case f, ok := <-frames:
+				if !ok {
+					t.Fatal("the phone's decoder ended")
+				}
+				if seen = colourOf(f); seen == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("the phone saw %q, not %s, in 20 s (%d packets received)", seen, want, received.Load())
+			}
+		}
+	}
+	waitColour(first)
+	t.Logf("while nobody speaks the phone sees the first camera, %s", first)
+
+	// The other member speaks: the phone's picture follows.
+	talk := udpConn(t)
+	al := addLink(t, n, s.ID, map[string]any{"remote": talk.LocalAddr().String(), "kind": "audio", "direction": "sendonly", "member": members[speaker]})
+	stop := make(chan struct{})
+	defer close(stop)
+	go pcmuTone(talk, &net.UDPAddr{IP: net.ParseIP(al.Local.Addr), Port: al.Local.RTPPort}, 440, stop, nil)
+	waitColour(speaker)
+	t.Logf("the phone sees the speaker's camera, %s", speaker)
+	if wrongPT.Load() != 0 {
+		t.Errorf("%d of %d packets to the phone were not its payload type 100", wrongPT.Load(), received.Load())
+	}
+	phone.wait(t)
 }
