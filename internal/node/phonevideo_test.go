@@ -141,13 +141,23 @@ func TestVideoPhonePublishesItsCamera(t *testing.T) {
 }
 
 // TestVideoPhoneReceivesTheComposite: four members' solid-colour cameras;
-// a SIPp phone dials in offering VP8 video as payload type 100: the node
-// starts a 2×2 composite for the session's phones and the phone's link
-// sends it, in the phone's payload type, once the phone's own camera
-// (ffmpeg's test card through a socket at the port its SDP named) has
-// given consent; an ffmpeg decoder behind that socket finds each colour
-// in its quadrant. The phone's hang-up stops the composite.
+// a SIPp phone dials in offering VP8 (or H.264) video as payload type
+// 100: the node starts a 2×2 composite in that codec for the session's
+// phones and the phone's link sends it, in the phone's payload type, once
+// the phone's own camera (ffmpeg's test card through a socket at the port
+// its SDP named) has given consent; an ffmpeg decoder behind that socket
+// finds each colour in its quadrant. The phone's hang-up stops the
+// composite.
 func TestVideoPhoneReceivesTheComposite(t *testing.T) {
+	for _, c := range []struct{ name, scenario, rtpmap, encoder string }{
+		{"VP8", "dialin_video.xml", "VP8/90000", "libvpx"},
+		{"H264", "dialin_video_h264.xml", "H264/90000\r\na=fmtp:100 packetization-mode=1", "libx264"},
+	} {
+		t.Run(c.name, func(t *testing.T) { phoneReceivesTheComposite(t, c.scenario, c.rtpmap, c.encoder) })
+	}
+}
+
+func phoneReceivesTheComposite(t *testing.T, scenario, rtpmap, encoder string) {
 	bin := testutil.NeedBinary(t, "ffmpeg")
 	n, ctx := newSIPpNode(t)
 	s := createSession(t, n, "video phone composite")
@@ -160,7 +170,7 @@ func TestVideoPhoneReceivesTheComposite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sock.Close() })
-	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
+	phone := startSIPpAs(t, ctx, n, scenario, s.ID, "carol", carolPass, 40*time.Second,
 		"-set", "vport", strconv.Itoa(vport), "-d", "25000", "-trace_msg")
 	var node *net.UDPAddr
 	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
@@ -186,6 +196,11 @@ func TestVideoPhoneReceivesTheComposite(t *testing.T) {
 	if len(running.Composites) != 1 {
 		t.Fatalf("composites %+v, want the one started for the phone", running.Composites)
 	}
+	var codecs struct{ Composites []struct{ Codec string } }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &codecs)
+	if len(codecs.Composites) != 1 || (encoder == "libx264") != (codecs.Composites[0].Codec == "H264") {
+		t.Errorf("the phones' composite %+v, want it in the phone's codec (%s)", codecs.Composites, rtpmap)
+	}
 
 	// The decoder of what the phone receives (payload type 100, VP8).
 	ports, err := ffmpeg.FreePorts(1)
@@ -194,7 +209,7 @@ func TestVideoPhoneReceivesTheComposite(t *testing.T) {
 	}
 	sdpPath := filepath.Join(t.TempDir(), "phone.sdp")
 	if err := os.WriteFile(sdpPath, []byte("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=phone\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"+
-		"m=video "+strconv.Itoa(ports[0])+" RTP/AVP 100\r\na=rtpmap:100 VP8/90000\r\n"), 0o600); err != nil {
+		"m=video "+strconv.Itoa(ports[0])+" RTP/AVP 100\r\na=rtpmap:100 "+rtpmap+"\r\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const w, h = 640, 360
@@ -260,7 +275,7 @@ func TestVideoPhoneReceivesTheComposite(t *testing.T) {
 	}()
 	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
 		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=30",
-		"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "200k", "-g", "15", "-payload_type", "100",
+		"-c:v", encoder, "-deadline", "realtime", "-preset", "ultrafast", "-b:v", "200k", "-g", "15", "-payload_type", "100",
 		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
 
 	var f []byte
