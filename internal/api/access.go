@@ -105,9 +105,14 @@ func (s *Server) identify(r *http.Request, sid string) (principal, error) {
 }
 
 // caller answers 401 and returns false unless the request has a valid
-// credential; a bare join token counts only where join says so.
+// credential; a bare join token counts only where join says so, and a
+// view token nowhere (403: it only watches, see viewHLS).
 func (s *Server) caller(w http.ResponseWriter, r *http.Request, sid string, join bool) (principal, bool) {
 	p, err := s.identify(r, sid)
+	if err == nil && p.viewer() {
+		writeError(w, http.StatusForbidden, "view_token", errViewToken(sid).Error())
+		return p, false
+	}
 	if err == nil && !p.operator && p.member == "" && !join {
 		err = errors.New("a join token only joins; use the member token that joining returned")
 	}
@@ -117,6 +122,16 @@ func (s *Server) caller(w http.ResponseWriter, r *http.Request, sid string, join
 		return p, false
 	}
 	return p, true
+}
+
+// viewer reports a view token: it passes no caller check, only the HLS
+// view route (viewHLS), which reads the token itself.
+func (p principal) viewer() bool { return !p.operator && p.role == auth.RoleViewer }
+
+// errViewToken says why a view token was refused.
+func errViewToken(sid string) error {
+	return errors.New("a view token only watches the session's broadcast (GET /hls/" + sid +
+		"/index.m3u8?token=…); it does not join, signal, link, chat, take floors or read the session")
 }
 
 // operator answers 401/403 unless the caller is an operator.

@@ -17,12 +17,14 @@ import (
 //	                                                {"video":"composite"} shows a 2×2 composite of the cameras
 //	read   GET    /api/v1/sessions/{id}/hls         a token of the session or the operator
 //	stop   DELETE /api/v1/sessions/{id}/hls         a chair or the operator: 204
-//	view   GET    /hls/{id}/index.m3u8?token=…      a join or member token of the session (a listener's
-//	                                                is enough, such as a chair's viewer link; not a
-//	                                                revoked one): 302 to /hls/{id}/{stamp}/index.m3u8
+//	view   GET    /hls/{id}/index.m3u8?token=…      a view, join or member token of the session (a
+//	                                                chair's viewer link is a view token, which admits
+//	                                                to nothing else; not a revoked one): 302 to
+//	                                                /hls/{id}/{stamp}/index.m3u8
 //	       GET    /hls/{id}/{stamp}/{file}          the playlists, init sections, segments and parts
 //	                                                (LL-HLS: fMP4; blocking reloads ?_HLS_msn=&_HLS_part=)
-//	                                                under the signed prefix
+//	                                                under the signed prefix; 401 once the token it was
+//	                                                signed for is revoked
 //	thumb  GET    /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg   a token of the session or the operator
 //
 // Players cannot set headers, so the viewer's token comes in the query,
@@ -30,7 +32,10 @@ import (
 // session until the token's expiry (at most viewStampMax), under which
 // the playlist's relative segment names resolve; the token itself does
 // not travel with every segment request, and a segment without a valid
-// stamp is 403. See SECURITY.md.
+// stamp is 403. The prefix of a view or join token carries the token's id
+// (auth.Signer.Stamp's key): every request under it asks whether the token
+// was revoked (revocations, a verdict cached for revocationTTL), so
+// revoking a viewer link stops its players within seconds. See SECURITY.md.
 
 // viewStampMax bounds how long a viewer's signed prefix stays valid.
 const viewStampMax = 12 * time.Hour
@@ -112,7 +117,7 @@ func (s *Server) stopHLS(w http.ResponseWriter, r *http.Request) {
 // prefix.
 func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 	sid := r.PathValue("id")
-	exp := time.Now().Add(viewStampMax)
+	exp, key := time.Now().Add(viewStampMax), ""
 	if s.o.Access != nil {
 		c, err := s.o.Access.Tokens.Parse(r.URL.Query().Get("token"))
 		if err == nil && c.Session != sid {
@@ -124,12 +129,14 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if err == nil && c.Member == "" && c.ID != "" {
-			// A revoked viewer link lets no new viewer in.
+			// A revoked viewer link lets no new viewer in, and the prefix
+			// carries its id, so serveHLS stops the ones it let in.
 			err = s.o.Sessions.CheckJoinToken(r.Context(), sid, c.ID)
+			key = c.ID
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="convene"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "an HLS viewer needs ?token= (a join or member token of the session): "+err.Error())
+			writeError(w, http.StatusUnauthorized, "unauthorized", "an HLS viewer needs ?token= (a view, join or member token of the session): "+err.Error())
 			return
 		}
 		if e := c.ExpiresAt(); e.Before(exp) {
@@ -144,7 +151,7 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, "/hls/"+sid+"/"+s.signer().Stamp("hls/"+sid, exp)+"/"+hls.Playlist, http.StatusFound)
+	http.Redirect(w, r, "/hls/"+sid+"/"+s.signer().Stamp("hls/"+sid, key, exp)+"/"+hls.Playlist, http.StatusFound)
 }
 
 // serveHLS serves a stream's playlists, init sections, segments and
@@ -152,9 +159,24 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 // reload or a preload hint is held, within bounds).
 func (s *Server) serveHLS(w http.ResponseWriter, r *http.Request) {
 	sid, file := r.PathValue("id"), r.PathValue("file")
-	if err := s.signer().CheckStamp("hls/"+sid, r.PathValue("stamp")); err != nil {
+	key, err := s.signer().CheckStamp("hls/"+sid, r.PathValue("stamp"))
+	if err != nil {
 		writeError(w, http.StatusForbidden, "forbidden", err.Error()+"; open /hls/"+sid+"/"+hls.Playlist+"?token= again")
 		return
+	}
+	if key != "" && s.o.Access != nil {
+		// The token the prefix was signed for may have been revoked since
+		// (a cached verdict, at most revocationTTL old).
+		if err := s.revoked.refused(r.Context(), sid, key); err != nil {
+			if !isForbidden(err) {
+				w.Header().Set("Retry-After", "2")
+				writeError(w, http.StatusServiceUnavailable, "unavailable", "cannot check the viewer link now: "+err.Error())
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="convene"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "this viewer link no longer plays: "+err.Error())
+			return
+		}
 	}
 	if !s.hlsService(w) {
 		return

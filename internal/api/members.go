@@ -59,10 +59,14 @@ type tokenResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// A chair hands out listener tokens only (the viewer link of an HLS
-// broadcast, or a link to listen in), within tighter bounds than the
+// A chair hands out listener tokens (a link to listen in) and view tokens
+// (role auth.RoleViewer: the viewer link of an HLS broadcast, which
+// watches and admits no member) only, within tighter bounds than the
 // operator's: a day at most, fewer uses, and not past chairMaxLiveTokens
 // live join tokens in the session, so a chair cannot fill the catalog.
+// View tokens have these bounds whoever issues them (the operator's count
+// only its view tokens). A view token's uses are not counted: a viewer's
+// player opens the stream again and again (max_uses is kept as issued).
 const (
 	chairMaxTokenTTL   = 24 * time.Hour
 	chairMaxTokenUses  = 1000
@@ -70,8 +74,8 @@ const (
 )
 
 // issueToken signs a join token for a session and a role: the operator
-// any role, a chair of the session listener tokens only (within the
-// chairMax bounds above).
+// any role, a chair of the session listener and view tokens only (within
+// the chairMax bounds above).
 func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.chair(w, r)
 	if !ok {
@@ -81,16 +85,18 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if !floor.ValidRole(req.Role) {
-		writeError(w, http.StatusBadRequest, "invalid_request", "role must be chair, participant or listener")
+	view := req.Role == auth.RoleViewer
+	if !floor.ValidRole(req.Role) && !view {
+		writeError(w, http.StatusBadRequest, "invalid_request", "role must be chair, participant, listener or viewer")
 		return
 	}
-	if !p.operator && req.Role != floor.RoleListener {
-		writeError(w, http.StatusForbidden, "forbidden", "a chair issues listener tokens only; chair and participant tokens need the node's API key")
+	if !p.operator && req.Role != floor.RoleListener && !view {
+		writeError(w, http.StatusForbidden, "forbidden", "a chair issues listener and view tokens only; chair and participant tokens need the node's API key")
 		return
 	}
+	// A view token has a chair's bounds whoever issues it.
 	maxTTL, maxUses := maxTokenTTL, maxTokenUses
-	if !p.operator {
+	if !p.operator || view {
 		maxTTL, maxUses = chairMaxTokenTTL, chairMaxTokenUses
 	}
 	ttl := time.Duration(req.TTLSeconds) * time.Second
@@ -110,7 +116,7 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.PathValue("id")
-	if !p.operator && !s.roomForToken(w, r, sid) {
+	if (!p.operator || view) && !s.roomForToken(w, r, sid, p.operator) {
 		return
 	}
 	exp := time.Now().Add(ttl)
@@ -125,8 +131,10 @@ func (s *Server) issueToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // roomForToken answers 429 when the session already has
-// chairMaxLiveTokens join tokens that are neither expired nor revoked.
-func (s *Server) roomForToken(w http.ResponseWriter, r *http.Request, sid string) bool {
+// chairMaxLiveTokens join tokens that are neither expired nor revoked: a
+// chair's count is every live join and view token of the session, the
+// operator's (who is bounded for view tokens only) its live view tokens.
+func (s *Server) roomForToken(w http.ResponseWriter, r *http.Request, sid string, operator bool) bool {
 	ts, err := s.o.Sessions.JoinTokens(r.Context(), sid)
 	if err != nil {
 		s.writeServiceError(w, r, err)
@@ -134,13 +142,17 @@ func (s *Server) roomForToken(w http.ResponseWriter, r *http.Request, sid string
 	}
 	live, now := 0, time.Now()
 	for _, t := range ts {
-		if !t.Revoked && t.ExpiresAt.After(now) {
+		if !t.Revoked && t.ExpiresAt.After(now) && (!operator || t.Role == auth.RoleViewer) {
 			live++
 		}
 	}
 	if live >= chairMaxLiveTokens {
+		what := "live join tokens, as many as a chair may add"
+		if operator {
+			what = "live view tokens, as many as it may have"
+		}
 		writeError(w, http.StatusTooManyRequests, "limit_reached",
-			"the session has "+strconv.Itoa(live)+" live join tokens, as many as a chair may add; revoke some (DELETE …/tokens/{token}) or wait for them to expire")
+			"the session has "+strconv.Itoa(live)+" "+what+"; revoke some (DELETE …/tokens/{token}) or wait for them to expire")
 		return false
 	}
 	return true

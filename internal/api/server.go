@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"html"
@@ -115,8 +116,11 @@ type Server struct {
 	m   *metrics
 	// fallbackSigner signs tokens when there is no Access.
 	fallbackSigner *auth.Signer
-	ws             wsCount
-	exports        chan struct{} // one token per running export
+	// revoked caches whether the tokens of HLS viewers' prefixes are
+	// revoked.
+	revoked *revocations
+	ws      wsCount
+	exports chan struct{} // one token per running export
 }
 
 // New returns the node's HTTP handler.
@@ -145,6 +149,9 @@ func New(o Options) *Server {
 	exports := make(chan struct{}, o.MaxExports)
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry, exports),
 		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: exports}
+	s.revoked = newRevocations(func(ctx context.Context, sid, id string) error {
+		return s.o.Sessions.CheckJoinToken(ctx, sid, id)
+	})
 	s.route("GET /healthz", s.healthz)
 	if o.Pprof {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)

@@ -31,6 +31,12 @@ type Claims struct {
 	ID string `json:"i,omitempty"`
 }
 
+// RoleViewer is the role of a view token: a join token (with an ID in the
+// catalog) that only watches its session's broadcast (HLS) and admits its
+// holder to nothing else — not as a member, not to signalling, links,
+// chat or floors. It is no floor role.
+const RoleViewer = "viewer"
+
 // ExpiresAt returns the expiry as a time.
 func (c Claims) ExpiresAt() time.Time { return time.Unix(c.Expires, 0).UTC() }
 

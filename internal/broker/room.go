@@ -33,6 +33,9 @@ type Member struct {
 	// Gated starts the member's track with its floor gate closed
 	// (Track.SetGated), so nothing leaks before floor control says so.
 	Gated bool
+	// From, when set, makes a receiving member hear only the tracks of
+	// that owner (a video phone hears its session's composite alone).
+	From string
 	// Owner is the session member the endpoint belongs to ("" for none).
 	// No echo holds per owner: a member's media, from any of its
 	// endpoints, never reaches another endpoint of the same owner.
@@ -87,6 +90,9 @@ type TrackInfo struct {
 // publisher p: same kind, same subgroup, not itself and not the same owner.
 func hears(r Member, rid string, p Member, pid string) bool {
 	if rid == pid || r.Kind != p.Kind || r.Group != p.Group || !r.Receives || r.Sink == nil {
+		return false
+	}
+	if r.From != "" && p.Owner != r.From {
 		return false
 	}
 	return r.Owner == "" || r.Owner != p.Owner
@@ -298,6 +304,30 @@ func (r *Room) SetGroup(id, group string) {
 			r.touch(oid)
 		}
 	}
+}
+
+// SetFrom changes whose tracks member id hears (Member.From; "" for
+// everyone's it hears otherwise) and subscribes it accordingly.
+func (r *Room) SetFrom(id, from string) {
+	r.lock()
+	defer r.unlock()
+	m, ok := r.members[id]
+	if !ok || m.From == from {
+		return
+	}
+	m.From = from
+	r.members[id] = m
+	for pub, t := range r.tracks {
+		if pub == id || t.kind != m.Kind {
+			continue
+		}
+		if hears(m, id, r.members[pub], pub) {
+			r.subscribeLocked(t, id, m)
+		} else {
+			r.unsubscribeLocked(t, id)
+		}
+	}
+	r.touch(id)
 }
 
 // PublishRTCP sends an RTCP packet from member `from` of the given kind to

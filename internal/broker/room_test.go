@@ -385,3 +385,40 @@ func TestSubscribeWhilePublishing(t *testing.T) {
 		}
 	}
 }
+
+// TestFromHearsOneOwner: a receiver with From hears only that owner's
+// tracks, whether they were there before it or came after, and SetFrom
+// changes whose; others hear everyone but themselves.
+func TestFromHearsOneOwner(t *testing.T) {
+	r := NewRoom("s1")
+	cam, err := r.Join(Member{ID: "cam", Kind: media.Video, Sends: true, Owner: "m_cam"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone, everyone := &recorder{}, &recorder{}
+	if _, err := r.Join(Member{ID: "phone", Kind: media.Video, Sends: true, Receives: true, Sink: phone, Owner: "m_phone", From: "m_comp"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Join(Member{ID: "web", Kind: media.Video, Receives: true, Sink: everyone, Owner: "m_web"}); err != nil {
+		t.Fatal(err)
+	}
+	comp, err := r.Join(Member{ID: "comp", Kind: media.Video, Sends: true, Owner: "m_comp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cam.Publish(packet(0x80, 1))
+	comp.Publish(packet(0x80, 2))
+	if phone.count() != 1 || phone.from[0] != "comp" {
+		t.Errorf("the From receiver got %v, want the composite's packet alone", phone.from)
+	}
+	if everyone.count() != 2 {
+		t.Errorf("another receiver got %d packets, want both", everyone.count())
+	}
+	// SetFrom moves it to another owner's tracks.
+	r.SetFrom("phone", "m_cam")
+	cam.Publish(packet(0x80, 3))
+	comp.Publish(packet(0x80, 4))
+	if phone.count() != 2 || phone.from[1] != "cam" {
+		t.Errorf("after SetFrom the receiver got %v, want the camera's packet next", phone.from)
+	}
+}

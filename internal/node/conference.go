@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/chat"
+	"github.com/convene/convene/internal/composite"
+	"github.com/convene/convene/internal/media"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
@@ -23,6 +29,7 @@ type conferences struct {
 	dtmf     *dtmf
 	media    netip.AddrPort // the shared RTP socket's address
 	chat     *chat.Service  // the phone takes part in the chat by SIP MESSAGE; nil: it does not
+	phones   *phoneComposites
 }
 
 // phoneSuffix marks the name of a member who dialled in.
@@ -70,6 +77,18 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		return netip.AddrPort{}, none, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
 	}
 	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
+	if caller.Video != nil {
+		var release func()
+		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video)
+		if release != nil {
+			inner := leave
+			leave = func() {
+				inner()
+				release()
+			}
+			call.Leave = leave
+		}
+	}
 	if c.chat != nil && caller.Say != nil {
 		// The node orders the chat for the phone and sends it each line,
 		// in order, as a MESSAGE (one at a time: the next waits for the
@@ -91,6 +110,249 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		}
 	}
 	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
+}
+
+// phoneVideo gives a phone's video stream a policed plain RTP video link
+// of its member: the phone's camera goes into the session (its codec
+// named, so browsers, recordings and transcoders know it), and the phone
+// receives the session's composite — one that runs, else one started for
+// the session's phones (phoneComposites), in the phone's codec and
+// payload type (another codec's composite reaches it through a video
+// transcoder, as for any receiving link that names its codec). With no
+// composite (composite.max, composite.cores, the governor, no ffmpeg) the
+// link receives the active speaker's camera instead (else the first
+// camera; not the phone's own), following the speaker
+// (phoneComposites.follow), through a video transcoder when the camera's
+// codec is not the phone's. A link the session refuses (its caps, the
+// destination policy) refuses the video stream (port 0), not the call.
+// release, if not nil, gives the composite back (or stops following)
+// when the phone leaves. Not yet: latching a video stream behind NAT (the
+// audio link latches; two links latching onto one IP could take each
+// other's packets).
+func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer) (netip.AddrPort, string, func()) {
+	req := session.NewRTPLink{Remote: v.Media.String(), Kind: "video", Direction: "sendrecv", Codec: v.Codec,
+		Member: member, Policed: true, SendPT: v.PT}
+	from, release := c.phones.acquire(sessionID, v.Codec)
+	speaker := from == "" && c.phones != nil
+	req.From = from
+	if speaker {
+		req.From = noOwner // nobody's, until follow chooses a camera
+	} else if from == "" {
+		req.Direction = "sendonly"
+	}
+	l, err := c.sessions.AddRTPLink(ctx, sessionID, req)
+	if err == nil {
+		var addr netip.Addr
+		if addr, err = netip.ParseAddr(l.Local.Addr); err == nil {
+			if speaker {
+				release = c.phones.follow(sessionID, l.ID, member)
+			}
+			dir := "sendrecv"
+			if req.Direction == "sendonly" {
+				dir = "recvonly"
+			}
+			return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), dir, release
+		}
+	}
+	if release != nil {
+		release()
+	}
+	return netip.AddrPort{}, "", nil
+}
+
+// noOwner is an owner no track has: a link whose From it is hears nothing.
+const noOwner = "-"
+
+// phoneComposites are the composites the node started for video phones,
+// one a session, shared by its phones and stopped when the last leaves;
+// and, where no composite could be had, the phones' links that follow
+// their session's active speaker.
+type phoneComposites struct {
+	svc  *composite.Service
+	room func(sid string) *broker.Room
+	mu   sync.Mutex
+	by   map[string]*phoneComposite // by session
+	// followers are the links that follow the speaker, by session: link
+	// ID to the phone's member; speakers the main session's speakers.
+	followers map[string]*follows
+	speakers  map[string][]string
+}
+
+// follows are a session's links that follow its speaker: link ID to the
+// phone's member.
+type follows struct {
+	links   map[string]string
+	showing map[string]string // link ID to the owner of the camera it shows
+}
+
+type phoneComposite struct {
+	id, member string
+	phones     int
+}
+
+func newPhoneComposites(svc *composite.Service, room func(sid string) *broker.Room) *phoneComposites {
+	return &phoneComposites{svc: svc, room: room, by: map[string]*phoneComposite{},
+		followers: map[string]*follows{}, speakers: map[string][]string{}}
+}
+
+// followEvery is how often the links that follow a speaker look at the
+// room again (cameras come and go between speaker changes).
+const followEvery = time.Second
+
+// follow makes link (of the phone's member) hear the session's active
+// speaker's camera from now on; the returned func stops that.
+func (p *phoneComposites) follow(sid, link, member string) func() {
+	p.mu.Lock()
+	fs := p.followers[sid]
+	first := fs == nil
+	if first {
+		fs = &follows{links: map[string]string{}, showing: map[string]string{}}
+		p.followers[sid] = fs
+	}
+	fs.links[link] = member
+	p.applyLocked(sid)
+	p.mu.Unlock()
+	if first {
+		go func() {
+			t := time.NewTicker(followEvery)
+			defer t.Stop()
+			for range t.C {
+				p.mu.Lock()
+				if p.followers[sid] != fs {
+					p.mu.Unlock()
+					return
+				}
+				p.applyLocked(sid)
+				p.mu.Unlock()
+			}
+		}()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			delete(fs.links, link)
+			delete(fs.showing, link)
+			if len(fs.links) == 0 && p.followers[sid] == fs {
+				delete(p.followers, sid)
+				delete(p.speakers, sid)
+			}
+		})
+	}
+}
+
+// SetSpeakers tells the phones that follow session sid's speaker who
+// speaks now (member IDs, the loudest first).
+func (p *phoneComposites) SetSpeakers(sid string, members []string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.followers[sid] == nil {
+		return
+	}
+	p.speakers[sid] = append([]string(nil), members...)
+	p.applyLocked(sid)
+}
+
+// applyLocked points each following link of session sid at the camera it
+// shows: the first speaker's with a camera; while nobody speaks, the one
+// it shows (so the picture does not flip back between words); else the
+// first camera (by track ID); never the phone's own. Under mu.
+func (p *phoneComposites) applyLocked(sid string) {
+	room := p.room(sid)
+	if room == nil {
+		return
+	}
+	var cams []string // owners of video tracks, by track ID
+	has := map[string]bool{}
+	tracks := room.Tracks()
+	sort.Slice(tracks, func(i, j int) bool { return tracks[i].ID() < tracks[j].ID() })
+	for _, t := range tracks {
+		if o := t.Owner(); t.Kind() == media.Video && o != "" && !has[o] {
+			has[o] = true
+			cams = append(cams, o)
+		}
+	}
+	fs := p.followers[sid]
+	if fs == nil {
+		return
+	}
+	for link, own := range fs.links {
+		from := ""
+		for _, m := range p.speakers[sid] {
+			if m != own && has[m] {
+				from = m
+				break
+			}
+		}
+		if cur := fs.showing[link]; from == "" && cur != "" && has[cur] {
+			from = cur // nobody speaks: the last speaker's camera stays
+		}
+		for _, m := range cams {
+			if from == "" && m != own {
+				from = m
+			}
+		}
+		if from == "" {
+			from = noOwner
+		}
+		fs.showing[link] = from
+		room.SetFrom(link, from)
+	}
+}
+
+// acquire returns the member whose composite a phone of session sid
+// receives ("" for none) and what gives it back (nil for nothing): a
+// composite the phones share, or one that runs for someone else (a chair,
+// HLS), which the phones do not stop.
+func (p *phoneComposites) acquire(sid, codec string) (member string, release func()) {
+	if p == nil || p.svc == nil {
+		return "", nil
+	}
+	if p.room == nil {
+		return "", nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pc := p.by[sid]; pc != nil {
+		pc.phones++
+		return pc.member, p.releaser(sid, pc)
+	}
+	if running := p.svc.List(sid); len(running) > 0 {
+		return running[0].Member, nil
+	}
+	vc := composite.VP8
+	if strings.HasPrefix(strings.ToUpper(codec), "H264") {
+		vc = composite.H264
+	}
+	info, err := p.svc.Start(sid, composite.Request{Layout: composite.Grid2, Codec: vc})
+	if err != nil {
+		return "", nil
+	}
+	pc := &phoneComposite{id: info.ID, member: info.Member, phones: 1}
+	p.by[sid] = pc
+	return pc.member, p.releaser(sid, pc)
+}
+
+func (p *phoneComposites) releaser(sid string, pc *phoneComposite) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			pc.phones--
+			last := pc.phones == 0 && p.by[sid] == pc
+			if last {
+				delete(p.by, sid)
+			}
+			p.mu.Unlock()
+			if last {
+				_ = p.svc.Stop(sid, pc.id)
+			}
+		})
+	}
 }
 
 // confErr tells SIP which refusals are for now (503), which name nodes

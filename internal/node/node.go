@@ -96,6 +96,8 @@ type Node struct {
 	thumbnails *thumbnail.Service
 	// composites make one video of several cameras.
 	composites *composite.Service
+	// phones are the composites of video phones, or the speaker they follow.
+	phones *phoneComposites
 	// failover restarts what dead nodes ran of the sessions this node
 	// owns (a cluster only; failover.go).
 	failover *failover
@@ -246,7 +248,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if n.relay, n.relayNG, err = startRelay(cfg.Relay, reg, log); err != nil {
 		return nil, err
 	}
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat}, reg, log); err != nil {
+	n.phones = newPhoneComposites(n.composites, n.sessions.Room)
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat,
+		phones: n.phones}, reg, log); err != nil {
 		return nil, err
 	}
 	tcMetrics := transcode.NewMetrics()

@@ -99,6 +99,14 @@ func (r recordingEvents) SessionEvent(sessionID string, typ event.Type, data any
 			}
 		}
 	}
+	if typ == event.SpeakerActive || typ == event.MixerSpeakers {
+		if m, ok := data.(map[string]any); ok {
+			if g, _ := m["group"].(string); g == "" {
+				ms, _ := m["members"].([]string)
+				r.n.phones.SetSpeakers(sessionID, ms)
+			}
+		}
+	}
 	return r.Publisher.SessionEvent(sessionID, typ, data)
 }
 

@@ -41,6 +41,12 @@ type Config struct {
 	// Owner is the session member the endpoint belongs to ("" for none):
 	// it never receives media that member sends on another link.
 	Owner string
+	// From, when set, makes the endpoint receive only the tracks of that
+	// session member (broker.Member.From). SendPT, when not zero, is the
+	// payload type the endpoint takes the media it receives in (a phone's
+	// offered one): packets sent to it are copies with that type.
+	From   string
+	SendPT uint8
 	// Mixed: the endpoint hears a mixer's output (delivered to the link by
 	// the mixer), not the room's tracks.
 	Mixed bool
@@ -171,7 +177,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	// may hand the link a datagram at any time, and l.track must be set by
 	// then (Register's lock orders the write before that read).
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives() && !cfg.Mixed,
-		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner, Info: cfg.Info}
+		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner, From: cfg.From, Info: cfg.Info}
 	if m.Receives {
 		m.Sink, m.OnChange = l, cfg.OnChange
 		if cfg.Receive != nil {
@@ -321,6 +327,17 @@ func (l *Link) Deliver(p *media.Packet, _ *broker.Track) {
 	if !l.open.Load() || l.mayNotSend() {
 		p.Release()
 		return
+	}
+	if pt := l.cfg.SendPT; pt != 0 && p.Len() >= 12 && p.Bytes()[1]&0x7f != pt {
+		// Packets are shared among receivers: the endpoint's own type goes
+		// on a copy.
+		c := media.NewPacket()
+		c.SetLen(copy(c.Buffer(), p.Bytes()))
+		c.Kind, c.RTCP = p.Kind, p.RTCP
+		p.Release()
+		b := c.Bytes()
+		b[1] = b[1]&0x80 | pt&0x7f
+		p = c
 	}
 	l.socks.RTP.Send(p, l.dest.Load())
 }

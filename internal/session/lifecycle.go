@@ -180,7 +180,7 @@ func (s *Service) restoreLinks(ctx context.Context, id string, ls *liveSession, 
 		if err != nil {
 			return err
 		}
-		l, err := s.attach(c, lr, member, policed, nil, ls.room)
+		l, err := s.attach(c, lr, member, policed, linkExtras{}, ls.room)
 		if err != nil {
 			s.log.Error("restore link", "session", id, "link", lr.ID, "err", err)
 			continue

@@ -109,6 +109,17 @@ type mediaPlace struct {
 	gated   bool
 	policed bool         // created by a member: consent before sending (LinkPolicy)
 	latch   []netip.Addr // IPs the endpoint may be learnt at (NewRTPLink.Latch)
+	from    string       // NewRTPLink.From
+	sendPT  uint8        // NewRTPLink.SendPT
+}
+
+// linkExtras are what a link request carries that the catalog does not
+// keep: the gateway's latching IPs, whose tracks alone the endpoint hears,
+// the payload type it takes.
+type linkExtras struct {
+	latch  []netip.Addr
+	from   string
+	sendPT uint8
 }
 
 // opener starts the media of one type of link record in a room.
@@ -174,6 +185,7 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		cfg.Consent = s.o.Links.consentTimeout()
 	}
 	cfg.Latch, cfg.LatchWindow = at.latch, s.o.Links.latchWindow()
+	cfg.From, cfg.SendPT = at.from, at.sendPT
 	var rc *recoder
 	if kind == media.Video && dir.Receives() && s.o.Video != nil && info.Info.Codec != "" {
 		// A receiver that names its codec gets other codecs' cameras
@@ -249,13 +261,13 @@ func (s *Service) AddRTPLink(ctx context.Context, sessionID string, req NewRTPLi
 			latch = append(latch, ip)
 		}
 	}
-	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed, latch)
+	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed, linkExtras{latch: latch, from: req.From, sendPT: req.SendPT})
 }
 
 // attach opens a link's media for member (or none), registering its track
 // with the session's floor gates; mu is held, c may be nil.
-func (s *Service) attach(c *control, rec catalog.Link, member string, policed bool, latch []netip.Addr, room *broker.Room) (*liveLink, error) {
-	at := mediaPlace{member: member, policed: policed, latch: latch}
+func (s *Service) attach(c *control, rec catalog.Link, member string, policed bool, x linkExtras, room *broker.Room) (*liveLink, error) {
+	at := mediaPlace{member: member, policed: policed, latch: x.latch, from: x.from, sendPT: x.sendPT}
 	if c != nil {
 		if m, ok := c.members[member]; ok {
 			at.group = m.Subgroup
@@ -284,10 +296,10 @@ func (s *Service) AddMulticastLink(ctx context.Context, sessionID string, req Ne
 	if err != nil {
 		return Link{}, err
 	}
-	return s.addLink(ctx, sessionID, rec, req.Member, false, nil)
+	return s.addLink(ctx, sessionID, rec, req.Member, false, linkExtras{})
 }
 
-func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string, policed bool, latch []netip.Addr) (Link, error) {
+func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Link, member string, policed bool, x linkExtras) (Link, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
@@ -333,7 +345,7 @@ func (s *Service) addLink(ctx context.Context, sessionID string, rec catalog.Lin
 	if err := s.admitLink(ls, rec, member); err != nil {
 		return Link{}, err
 	}
-	l, err := s.attach(c, rec, member, policed, latch, ls.room)
+	l, err := s.attach(c, rec, member, policed, x, ls.room)
 	if err != nil {
 		return Link{}, err
 	}

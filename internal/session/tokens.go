@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convene/convene/internal/auth"
 	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/floor"
 )
@@ -23,10 +24,12 @@ type JoinToken struct {
 }
 
 // IssueJoinToken records a join token (its id is in the signed token) that
-// admits up to maxUses members of role to a session that is not over.
+// admits up to maxUses members of role to a session that is not over, or,
+// for role auth.RoleViewer, a view token, which watches the session's
+// broadcast and admits no member.
 func (s *Service) IssueJoinToken(ctx context.Context, sessionID, role string, maxUses int, expires time.Time) (JoinToken, error) {
-	if !floor.ValidRole(role) {
-		return JoinToken{}, fmt.Errorf("%w: role must be chair, participant or listener", ErrInvalid)
+	if !floor.ValidRole(role) && role != auth.RoleViewer {
+		return JoinToken{}, fmt.Errorf("%w: role must be chair, participant, listener or viewer", ErrInvalid)
 	}
 	s.mu.Lock()
 	_, err := s.control(ctx, sessionID)

@@ -148,6 +148,12 @@ type NewRTPLink struct {
 	// gateway, never by the API; for a policed link only IPs the
 	// destination policy allows are kept. Not kept in the catalog.
 	Latch []netip.Addr `json:"-"`
+	// From, when set, makes a receiving link hear only the tracks of that
+	// member (a video phone: its session's composite); SendPT, when not
+	// zero, is the payload type the endpoint takes what it receives in.
+	// Set by the SIP gateway, never by the API; not kept in the catalog.
+	From   string `json:"-"`
+	SendPT uint8  `json:"-"`
 }
 
 // NewMulticastLink is a request to bridge a session to a multicast group.

@@ -54,6 +54,22 @@ type Caller struct {
 	// (the session's chat); it blocks until the phone answers (5 s at
 	// most).
 	Say func(text string) error
+	// Video is the phone's video stream when its offer has one in a codec
+	// the node forwards (VP8, H.264 in packetization mode 1); nil if not.
+	Video *VideoOffer
+}
+
+// VideoOffer is a phone's offered video stream, in the codec the node
+// chose from it.
+type VideoOffer struct {
+	// Media is where the phone receives its video RTP.
+	Media netip.AddrPort
+	// Codec is the rtpmap entry ("VP8/90000", "H264/90000"), PT its
+	// payload type in the phone's offer and Fmtp its format parameters
+	// there ("" for none).
+	Codec string
+	PT    uint8
+	Fmtp  string
 }
 
 // ConferenceCall is a phone's membership of a session.
@@ -65,6 +81,13 @@ type ConferenceCall struct {
 	// Text takes what the phone sent in a MESSAGE inside the call (the
 	// session's chat); nil answers 501.
 	Text func(text string) error
+	// Video is the node's address for the phone's video stream; invalid
+	// (the zero value) refuses the stream (port 0 in the answer).
+	// VideoDirection is the answer's direction for it, from the node's
+	// side: "recvonly" (the node takes the phone's camera and sends it
+	// nothing) or "sendrecv".
+	Video          netip.AddrPort
+	VideoDirection string
 }
 
 // ErrConferenceFull is what a Conferences returns when the session or the
@@ -141,78 +164,193 @@ type offer struct {
 	pt     uint8
 	rtpmap string // the answer's a=rtpmap value
 	tePT   int    // telephone-event payload type, -1 for none
+	// lines are the offer's m-lines in order (the answer has as many,
+	// RFC 3264 §6), audio the one the node took, video the index of the
+	// video stream it may take (-1 for none) and vid that stream.
+	lines []mline
+	audio int
+	video int
+	vid   VideoOffer
+}
+
+// mline is what an answer repeats of an offered m-line it refuses.
+type mline struct {
+	media, proto, format string
+}
+
+// maxMediaLines bounds the m-lines of an offer the node answers.
+const maxMediaLines = 16
+
+// videoOf picks the first video codec of an offered m-line that the node
+// forwards to and from phones: VP8, or H.264 in packetization mode 1
+// (the node forwards FU-A fragments, which mode 0 does not take).
+func videoOf(m *sdp.MediaDescription, remote netip.AddrPort) (VideoOffer, bool) {
+	maps, fmtps := map[int]string{}, map[int]string{}
+	for _, a := range m.Attributes {
+		if a.Key != "rtpmap" && a.Key != "fmtp" {
+			continue
+		}
+		pt, v, ok := strings.Cut(a.Value, " ")
+		n, err := strconv.Atoi(pt)
+		if !ok || err != nil {
+			continue
+		}
+		if a.Key == "rtpmap" {
+			maps[n] = v
+		} else {
+			fmtps[n] = strings.TrimSpace(v)
+		}
+	}
+	for _, f := range m.MediaName.Formats {
+		pt, err := strconv.Atoi(f)
+		if err != nil || pt < 96 || pt > 127 {
+			continue
+		}
+		name, _, _ := strings.Cut(maps[pt], "/")
+		switch {
+		case strings.EqualFold(name, "VP8"):
+			return VideoOffer{Media: remote, Codec: "VP8/90000", PT: uint8(pt), Fmtp: fmtps[pt]}, true
+		case strings.EqualFold(name, "H264") && fmtpValue(fmtps[pt], "packetization-mode") == "1":
+			return VideoOffer{Media: remote, Codec: "H264/90000", PT: uint8(pt), Fmtp: fmtps[pt]}, true
+		}
+	}
+	return VideoOffer{}, false
+}
+
+// fmtpValue is the value of key in an a=fmtp parameter list
+// ("profile-level-id=42e01f;packetization-mode=1").
+func fmtpValue(fmtp, key string) string {
+	for _, kv := range strings.Split(fmtp, ";") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && strings.EqualFold(k, key) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// mediaAddr is an m-line's connection address and port (invalid if it
+// has none usable).
+func mediaAddr(d *sdp.SessionDescription, m *sdp.MediaDescription) (netip.AddrPort, error) {
+	conn := d.ConnectionInformation
+	if m.ConnectionInformation != nil {
+		conn = m.ConnectionInformation
+	}
+	if conn == nil || conn.Address == nil {
+		return netip.AddrPort{}, errors.New("sdp: no connection address")
+	}
+	addr, err := netip.ParseAddr(conn.Address.Address)
+	if err != nil || addr.IsUnspecified() {
+		return netip.AddrPort{}, fmt.Errorf("sdp: connection address %q", conn.Address.Address)
+	}
+	port := m.MediaName.Port.Value
+	if port <= 0 || port > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("sdp: port %d", port)
+	}
+	return netip.AddrPortFrom(addr.Unmap(), uint16(port)), nil
 }
 
 // parseOffer picks the first audio codec of the offer the node mixes
-// (PCMU, PCMA, Opus) and the phone's media address.
+// (PCMU, PCMA, G722, Opus) and the phone's media address, and notes a
+// video stream in a codec the node forwards (videoOf).
 func parseOffer(body []byte) (offer, error) {
 	var d sdp.SessionDescription
 	if err := d.Unmarshal(body); err != nil {
 		return offer{}, fmt.Errorf("sdp: %w", err)
 	}
-	for _, m := range d.MediaDescriptions {
-		if m.MediaName.Media != "audio" || m.MediaName.Port.Value == 0 {
+	if len(d.MediaDescriptions) > maxMediaLines {
+		return offer{}, fmt.Errorf("sdp: %d media lines, more than %d", len(d.MediaDescriptions), maxMediaLines)
+	}
+	o := offer{audio: -1, video: -1, tePT: -1}
+	var audioErr error
+	for i, m := range d.MediaDescriptions {
+		ml := mline{media: m.MediaName.Media, proto: strings.Join(m.MediaName.Protos, "/"), format: "0"}
+		if len(m.MediaName.Formats) > 0 {
+			ml.format = m.MediaName.Formats[0]
+		}
+		o.lines = append(o.lines, ml)
+		if m.MediaName.Port.Value == 0 || ml.proto != "RTP/AVP" && ml.media == "video" {
 			continue
 		}
-		conn := d.ConnectionInformation
-		if m.ConnectionInformation != nil {
-			conn = m.ConnectionInformation
-		}
-		if conn == nil || conn.Address == nil {
-			return offer{}, errors.New("sdp: no connection address")
-		}
-		addr, err := netip.ParseAddr(conn.Address.Address)
-		if err != nil || addr.IsUnspecified() {
-			return offer{}, fmt.Errorf("sdp: connection address %q", conn.Address.Address)
-		}
-		port := m.MediaName.Port.Value
-		if port <= 0 || port > 65535 {
-			return offer{}, fmt.Errorf("sdp: port %d", port)
-		}
-		maps := map[int]string{}
-		for _, a := range m.Attributes {
-			if a.Key != "rtpmap" {
+		switch {
+		case ml.media == "audio" && o.audio < 0 && audioErr == nil:
+			a, err := audioOf(&d, m)
+			if err != nil {
+				audioErr = err
 				continue
 			}
-			pt, name, ok := strings.Cut(a.Value, " ")
-			if n, err := strconv.Atoi(pt); ok && err == nil {
-				maps[n] = name
-			}
-		}
-		o := offer{remote: netip.AddrPortFrom(addr, uint16(port)), tePT: -1}
-		for pt, name := range maps {
-			if strings.HasPrefix(strings.ToLower(name), "telephone-event/8000") {
-				o.tePT = pt
-			}
-		}
-		for _, f := range m.MediaName.Formats {
-			pt, err := strconv.Atoi(f)
-			if err != nil || pt < 0 || pt > 127 {
+			a.lines, a.audio, a.video, a.vid = o.lines, i, o.video, o.vid
+			o = a
+		case ml.media == "video" && o.video < 0:
+			remote, err := mediaAddr(&d, m)
+			if err != nil {
 				continue
 			}
-			name := maps[pt]
-			switch {
-			case pt == 0 || strings.EqualFold(name, "PCMU/8000"):
-				o.codec, o.rtpmap = "PCMU:"+f, "PCMU/8000"
-			case pt == 8 || strings.EqualFold(name, "PCMA/8000"):
-				o.codec, o.rtpmap = "PCMA:"+f, "PCMA/8000"
-			case pt == 9 || strings.EqualFold(name, "G722/8000"):
-				o.codec, o.rtpmap = "G722:"+f, "G722/8000"
-			case strings.HasPrefix(strings.ToLower(name), "opus/48000"):
-				o.codec, o.rtpmap = "opus/48000/2:"+f, "opus/48000/2"
-			default:
-				continue
+			if v, ok := videoOf(m, remote); ok {
+				o.video, o.vid = i, v
 			}
-			o.pt = uint8(pt)
-			return o, nil
 		}
-		return offer{}, errors.New("sdp: no audio codec the node mixes (PCMU, PCMA, G722, opus)")
+	}
+	switch {
+	case o.audio >= 0:
+		return o, nil
+	case audioErr != nil:
+		return offer{}, audioErr
 	}
 	return offer{}, errors.New("sdp: no audio stream")
 }
 
-// answerSDP is the node's answer to o, with its media at local.
-func answerSDP(o offer, local netip.AddrPort, id uint64) []byte {
+// audioOf reads an offered audio m-line: its address and the first codec
+// the node mixes.
+func audioOf(d *sdp.SessionDescription, m *sdp.MediaDescription) (offer, error) {
+	remote, err := mediaAddr(d, m)
+	if err != nil {
+		return offer{}, err
+	}
+	maps := map[int]string{}
+	for _, a := range m.Attributes {
+		if a.Key != "rtpmap" {
+			continue
+		}
+		pt, name, ok := strings.Cut(a.Value, " ")
+		if n, err := strconv.Atoi(pt); ok && err == nil {
+			maps[n] = name
+		}
+	}
+	o := offer{remote: remote, tePT: -1}
+	for pt, name := range maps {
+		if strings.HasPrefix(strings.ToLower(name), "telephone-event/8000") {
+			o.tePT = pt
+		}
+	}
+	for _, f := range m.MediaName.Formats {
+		pt, err := strconv.Atoi(f)
+		if err != nil || pt < 0 || pt > 127 {
+			continue
+		}
+		name := maps[pt]
+		switch {
+		case pt == 0 || strings.EqualFold(name, "PCMU/8000"):
+			o.codec, o.rtpmap = "PCMU:"+f, "PCMU/8000"
+		case pt == 8 || strings.EqualFold(name, "PCMA/8000"):
+			o.codec, o.rtpmap = "PCMA:"+f, "PCMA/8000"
+		case pt == 9 || strings.EqualFold(name, "G722/8000"):
+			o.codec, o.rtpmap = "G722:"+f, "G722/8000"
+		case strings.HasPrefix(strings.ToLower(name), "opus/48000"):
+			o.codec, o.rtpmap = "opus/48000/2:"+f, "opus/48000/2"
+		default:
+			continue
+		}
+		o.pt = uint8(pt)
+		return o, nil
+	}
+	return offer{}, errors.New("sdp: no audio codec the node mixes (PCMU, PCMA, G722, opus)")
+}
+
+// answerSDP is the node's answer to o, with its media at local: one
+// m-line for each of the offer's, in its order (RFC 3264 §6): the audio
+// stream, the video stream at video in direction vdir when video is valid,
+// every other one refused (port 0).
+func answerSDP(o offer, local, video netip.AddrPort, vdir string, id uint64) []byte {
 	fmts := strconv.Itoa(int(o.pt))
 	if o.tePT >= 0 {
 		fmts += " " + strconv.Itoa(o.tePT)
@@ -223,12 +361,76 @@ func answerSDP(o offer, local netip.AddrPort, id uint64) []byte {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "v=0\r\no=convene %d 1 IN %s %s\r\ns=convene\r\nc=IN %s %s\r\nt=0 0\r\n", id, ip, local.Addr(), ip, local.Addr())
-	fmt.Fprintf(&b, "m=audio %d RTP/AVP %s\r\na=rtpmap:%d %s\r\n", local.Port(), fmts, o.pt, o.rtpmap)
-	if o.tePT >= 0 {
-		fmt.Fprintf(&b, "a=rtpmap:%d telephone-event/8000\r\na=fmtp:%d 0-16\r\n", o.tePT, o.tePT)
+	lines := o.lines
+	if len(lines) == 0 { // an offer made in code: its audio alone
+		lines, o.audio, o.video = []mline{{media: "audio"}}, 0, -1
 	}
-	b.WriteString("a=ptime:20\r\na=sendrecv\r\n")
+	for i, ml := range lines {
+		switch {
+		case i == o.audio:
+			fmt.Fprintf(&b, "m=audio %d RTP/AVP %s\r\na=rtpmap:%d %s\r\n", local.Port(), fmts, o.pt, o.rtpmap)
+			if o.tePT >= 0 {
+				fmt.Fprintf(&b, "a=rtpmap:%d telephone-event/8000\r\na=fmtp:%d 0-16\r\n", o.tePT, o.tePT)
+			}
+			b.WriteString("a=ptime:20\r\na=sendrecv\r\n")
+		case i == o.video && video.IsValid():
+			if video.Addr() != local.Addr() {
+				fmt.Fprintf(&b, "m=video %d RTP/AVP %d\r\nc=IN %s %s\r\n", video.Port(), o.vid.PT, ipVersion(video.Addr()), video.Addr())
+			} else {
+				fmt.Fprintf(&b, "m=video %d RTP/AVP %d\r\n", video.Port(), o.vid.PT)
+			}
+			fmt.Fprintf(&b, "a=rtpmap:%d %s\r\n", o.vid.PT, o.vid.Codec)
+			if o.vid.Fmtp != "" && validFmtp(o.vid.Fmtp) {
+				fmt.Fprintf(&b, "a=fmtp:%d %s\r\n", o.vid.PT, o.vid.Fmtp)
+			}
+			if vdir != "sendrecv" {
+				vdir = "recvonly"
+			}
+			b.WriteString("a=" + vdir + "\r\n")
+		default:
+			// Refused: the offer's media, protocol and first format, port 0
+			// (tokens only: anything else becomes a harmless "x").
+			fmt.Fprintf(&b, "m=%s 0 %s %s\r\n", sdpToken(ml.media), sdpToken(ml.proto), sdpToken(ml.format))
+		}
+	}
 	return []byte(b.String())
+}
+
+func ipVersion(a netip.Addr) string {
+	if a.Is6() {
+		return "IP6"
+	}
+	return "IP4"
+}
+
+// sdpToken is s if it is a plain SDP token (letters, digits, "/", "-",
+// "_", ".", "+", "*"), else "x": what an answer repeats of an offer never
+// carries a line break or a space into it.
+func sdpToken(s string) string {
+	if s == "" || len(s) > 32 {
+		return "x"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/-_.+*", c) >= 0) {
+			return "x"
+		}
+	}
+	return s
+}
+
+// validFmtp reports whether an offered fmtp may be repeated in the answer:
+// printable, no line break, bounded.
+func validFmtp(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // joinConference answers an authenticated INVITE to a session.
@@ -252,9 +454,14 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 		}
 	}
 	dlg := newConfDialog(req, ourTag)
-	local, call, err := s.o.Conferences.Join(s.ctx, Caller{Session: session, User: user, Display: display,
+	caller := Caller{Session: session, User: user, Display: display,
 		Media: o.remote, Signal: sourceIP(req.Source()), Codec: o.codec, TelephoneEvent: o.tePT,
-		Say: func(text string) error { return s.say(dlg, session, text) }})
+		Say: func(text string) error { return s.say(dlg, session, text) }}
+	if o.video >= 0 {
+		v := o.vid
+		caller.Video = &v
+	}
+	local, call, err := s.o.Conferences.Join(s.ctx, caller)
 	var mv *Moved
 	if errors.As(err, &mv) && len(mv.To) > 0 {
 		s.moved(req, tx, session, mv)
@@ -275,7 +482,7 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 		return
 	}
 	s.conf.add(string(*req.CallID()), call)
-	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, uint64(s.o.Now().UnixNano())))
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, call.Video, call.VideoDirection, uint64(s.o.Now().UnixNano())))
 	if to := res.To(); to != nil && !to.Params.Has("tag") {
 		to.Params.Add("tag", ourTag)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/emiago/sipgo/sip"
+	"github.com/pion/sdp/v3"
 )
 
 // confRecorder is the session side of dial-in for these tests (the node's
@@ -197,18 +198,94 @@ func TestParseOffer(t *testing.T) {
 	}
 }
 
+// TestOfferWithVideo: a phone's offer of audio and video: the node takes
+// the first video codec it forwards (VP8, H.264 in packetization mode 1),
+// and its answer has one m-line for each offered one, in order — the video
+// at the node's port or, refused, at port 0.
+func TestOfferWithVideo(t *testing.T) {
+	head := "v=0\r\no=- 1 1 IN IP4 192.0.2.1\r\ns=-\r\nc=IN IP4 192.0.2.1\r\nt=0 0\r\n"
+	audio := "m=audio 4000 RTP/AVP 0 101\r\na=rtpmap:101 telephone-event/8000\r\n"
+	for _, c := range []struct {
+		name, video string
+		codec       string
+		pt          uint8
+	}{
+		{"VP8", "m=video 4002 RTP/AVP 100\r\na=rtpmap:100 VP8/90000\r\n", "VP8/90000", 100},
+		{"H.264 mode 1 after mode 0", "m=video 4002 RTP/AVP 97 99\r\na=rtpmap:97 H264/90000\r\na=fmtp:97 profile-level-id=42e01f\r\n" +
+			"a=rtpmap:99 H264/90000\r\na=fmtp:99 profile-level-id=42e01f;packetization-mode=1\r\n", "H264/90000", 99},
+		{"H.263 only", "m=video 4002 RTP/AVP 34\r\n", "", 0},
+		{"H.264 mode 0 only", "m=video 4002 RTP/AVP 97\r\na=rtpmap:97 H264/90000\r\n", "", 0},
+		{"disabled", "m=video 0 RTP/AVP 100\r\na=rtpmap:100 VP8/90000\r\n", "", 0},
+	} {
+		o, err := parseOffer([]byte(head + audio + c.video))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := o.video >= 0; got != (c.codec != "") || (got && (o.vid.Codec != c.codec || o.vid.PT != c.pt || o.vid.Media.String() != "192.0.2.1:4002")) {
+			t.Errorf("%s: video %d %+v, want %q PT %d", c.name, o.video, o.vid, c.codec, c.pt)
+		}
+		for _, video := range []netip.AddrPort{{}, netip.MustParseAddrPort("127.0.0.1:4100")} {
+			ans := answerSDP(o, netip.MustParseAddrPort("127.0.0.1:4000"), video, "sendrecv", 1)
+			var d sdp.SessionDescription
+			if err := d.Unmarshal(ans); err != nil || len(d.MediaDescriptions) != 2 {
+				t.Fatalf("%s: answer %q: %v", c.name, ans, err)
+			}
+			v := d.MediaDescriptions[1]
+			want := 0
+			if video.IsValid() && c.codec != "" {
+				want = 4100
+			}
+			if v.MediaName.Media != "video" || v.MediaName.Port.Value != want {
+				t.Errorf("%s: answer's video line %v, want port %d", c.name, v.MediaName, want)
+			}
+			if want != 0 && v.MediaName.Formats[0] != strconv.Itoa(int(c.pt)) {
+				t.Errorf("%s: answer's video format %v, want %d", c.name, v.MediaName.Formats, c.pt)
+			}
+		}
+	}
+	// Video before audio, and a third stream: the answer keeps the order.
+	o, err := parseOffer([]byte(head + "m=video 4002 RTP/AVP 96\r\na=rtpmap:96 VP8/90000\r\n" + audio +
+		"m=application 5000 UDP/BFCP *\r\n"))
+	if err != nil || o.audio != 1 || o.video != 0 {
+		t.Fatalf("offer %+v %v", o, err)
+	}
+	ans := string(answerSDP(o, netip.MustParseAddrPort("127.0.0.1:4000"), netip.MustParseAddrPort("127.0.0.1:4000"), "recvonly", 1))
+	iv, ia, ix := strings.Index(ans, "m=video 4000"), strings.Index(ans, "m=audio 4000"), strings.Index(ans, "m=application 0 UDP/BFCP *")
+	if iv < 0 || ia < iv || ix < ia || !strings.Contains(ans, "a=recvonly") {
+		t.Errorf("answer %q", ans)
+	}
+}
+
 // FuzzParseOffer: no SDP crashes the offer parser; what it accepts has an
-// address, a port and a codec.
+// address, a port and a codec (and a video stream it takes has a codec the
+// node forwards), and the answer to it parses, with one m-line for each
+// offered one.
 func FuzzParseOffer(f *testing.F) {
 	f.Add([]byte("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 49170 RTP/AVP 0 101\r\na=rtpmap:101 telephone-event/8000\r\n"))
 	f.Add([]byte("v=0\r\nm=audio 1 RTP/AVP 96\r\nc=IN IP6 ::1\r\na=rtpmap:96 opus/48000/2\r\n"))
+	f.Add([]byte("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 49170 RTP/AVP 0\r\n" +
+		"m=video 49172 RTP/AVP 99 100\r\na=rtpmap:99 H264/90000\r\na=fmtp:99 profile-level-id=42e01f;packetization-mode=1\r\na=rtpmap:100 VP8/90000\r\n" +
+		"m=application 0 UDP/BFCP *\r\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, err := parseOffer(b)
-		if err == nil && (!o.remote.IsValid() || o.remote.Port() == 0 || o.codec == "") {
+		if err != nil {
+			return
+		}
+		if !o.remote.IsValid() || o.remote.Port() == 0 || o.codec == "" {
 			t.Fatalf("accepted %+v", o)
 		}
-		if err == nil {
-			_ = answerSDP(o, netip.MustParseAddrPort("127.0.0.1:4000"), 1)
+		if o.video >= 0 && (o.vid.Codec != "VP8/90000" && o.vid.Codec != "H264/90000" || o.vid.PT < 96 || o.vid.PT > 127 || !o.vid.Media.IsValid()) {
+			t.Fatalf("accepted video %+v", o.vid)
+		}
+		for _, video := range []netip.AddrPort{{}, netip.MustParseAddrPort("127.0.0.1:4002")} {
+			ans := answerSDP(o, netip.MustParseAddrPort("127.0.0.1:4000"), video, "sendrecv", 1)
+			var d sdp.SessionDescription
+			if err := d.Unmarshal(ans); err != nil {
+				t.Fatalf("answer %q does not parse: %v", ans, err)
+			}
+			if len(d.MediaDescriptions) != len(o.lines) {
+				t.Fatalf("answer has %d m-lines, the offer %d", len(d.MediaDescriptions), len(o.lines))
+			}
 		}
 	})
 }

@@ -1,15 +1,16 @@
 // HLS for passive viewers (issue 18), in Chromium against a real node:
 // ffmpeg sends a tone (PCMU) and a test card (VP8) into a session over
 // plain RTP, the operator starts the session's HLS, and a viewer page
-// opened with the viewer link of the operator's session list (a
-// listener's join token) plays it with hls.js in its low-latency mode:
+// opened with the viewer link of the operator's session list (a view
+// token, which cannot join) plays it with hls.js in its low-latency mode:
 // its time advances, it decodes frames, it reloads the playlist blocking
 // for parts (_HLS_part) and fetches them, and it plays within 3 s of the
-// live edge. A page with a bad token says so.
+// live edge. A page with a bad token says so; once the link is revoked,
+// its page stops playing and says the link is not valid.
 //
 // The chair broadcasts the meeting: with the same feed beside two browser
 // members, the chair's page starts the broadcast and copies a viewer link
-// (a listener token the chair issues); a viewer in another browser
+// (a view token the chair issues, refused as a member); a viewer in another browser
 // context plays it; the participant's page shows Live but no broadcast
 // control, and the API refuses its start and its tokens; when the chair
 // stops, the participant's Live goes and the viewer page says the
@@ -45,6 +46,10 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
   await ops.getByTestId('session-hls').getByRole('button', { name: 'Share viewer link for hls' }).click();
   const link = await ops.getByTestId('viewer-link').inputValue();
   assert.match(link, new RegExp(`^${node.url}/watch/${s.id}#t=cv1\\.`));
+  const tokens = await node.api('GET', `/sessions/${s.id}/tokens`);
+  const view = tokens.tokens.filter((t) => t.role === 'viewer');
+  assert.equal(view.length, 1, 'the link is a view token');
+  await cannotJoin(node, s.id, link);
 
   const page = await (await browser.newContext()).newPage();
   // The player's requests: LL-HLS has it reload the playlist blocking
@@ -78,11 +83,28 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
   }
   console.log(`viewer: ${latency.toFixed(2)} s behind the live edge ${playing.toFixed(1)} s after the page opened, then ${settled.join(' ')} s; ${parts} parts fetched`);
 
+  // Revoking the link stops its page within seconds: the playlist under
+  // the link's signed prefix answers 401, and the page says so.
+  await node.api('DELETE', `/sessions/${s.id}/tokens/${view[0].id}`);
+  await page.getByRole('alert').waitFor({ timeout: 30_000 });
+  assert.match(await page.getByRole('alert').textContent(), /not valid/);
+
   const bad = await (await browser.newContext()).newPage();
   await bad.goto(`${node.url}/watch/${s.id}#t=cv1.forged`);
   await bad.getByRole('alert').waitFor({ timeout: 30_000 });
   assert.match(await bad.getByRole('alert').textContent(), /not valid/);
 });
+
+// cannotJoin asserts that a viewer link's token is refused as a member,
+// with the reason.
+async function cannotJoin(n, sid, link) {
+  const token = decodeURIComponent(new URL(link).hash.replace(/^#t=/, ''));
+  const r = await fetch(`${n.url}/api/v1/sessions/${sid}/members`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token }, body: JSON.stringify({ name: 'sneaky' }),
+  });
+  assert.equal(r.status, 403, 'a viewer link joins no member');
+  assert.match((await r.json()).error.message, /only watches/);
+}
 
 const joinLink = async (n, s, role) => {
   const { token } = await n.api('POST', `/sessions/${s}/tokens`, { role });
@@ -129,6 +151,7 @@ test('the chair broadcasts, a viewer watches, a participant sees Live', { timeou
   await panel.getByRole('button', { name: 'Copy viewer link' }).click();
   const link = await panel.getByTestId('viewer-link').inputValue();
   assert.match(link, new RegExp(`^${node.url}/watch/${s.id}#t=cv1\\.`));
+  await cannotJoin(node, s.id, link);
   const viewer = await (await browser.newContext()).newPage();
   await viewer.goto(link);
   const { st, later } = await watchPlays(viewer, node, s.id, 90_000);

@@ -81,6 +81,10 @@ export const callPhone = (c: Creds, id: string, user: string) =>
   api<{ call_id: string; state: string }>('POST', `/sessions/${id}/calls`, c, { user });
 export const issueToken = (c: Creds, id: string, role: string, opts: { ttl_seconds?: number; max_uses?: number } = {}) =>
   api<{ token: string; id: string; expires_at: string }>('POST', `/sessions/${id}/tokens`, c, { role, ...opts });
+// issueViewToken issues a view token: it plays the session's broadcast
+// (HLS) and admits its holder to nothing else, not as a member.
+export const issueViewToken = (c: Creds, id: string, ttlSeconds: number) =>
+  api<{ token: string; id: string; expires_at: string }>('POST', `/sessions/${id}/tokens`, c, { role: 'viewer', ttl_seconds: ttlSeconds });
 export const joinSession = (joinToken: string, id: string, name: string) =>
   api<{ member: Member; token: { token: string } }>('POST', `/sessions/${id}/members`, { token: joinToken }, { name });
 export const leaveSession = (c: Creds, id: string, member: string) =>

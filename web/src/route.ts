@@ -29,8 +29,9 @@ export function joinLink(origin: string, session: string, joinToken: string): st
   return `${origin}/join/${encodeURIComponent(session)}#t=${encodeURIComponent(joinToken)}`;
 }
 
-// watchLink is a passive viewer's link: the token (a listener's join
-// token) stays in the fragment, which the browser never sends.
+// watchLink is a passive viewer's link: the token (a view token, which
+// only plays the broadcast) stays in the fragment, which the browser never
+// sends.
 export function watchLink(origin: string, session: string, token: string): string {
   return `${origin}/watch/${encodeURIComponent(session)}#t=${encodeURIComponent(token)}`;
 }

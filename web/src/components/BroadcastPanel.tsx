@@ -4,8 +4,9 @@ import { broadcastError } from '../broadcast';
 
 // BroadcastPanel: a chair starts the session's HLS broadcast (the active
 // speaker, or a 2×2 composite of the cameras), stops it, and copies a
-// viewer link to hand out (a listener token; the page also shows the link,
-// for where the clipboard is not allowed).
+// viewer link to hand out (a view token, which plays the broadcast and
+// joins nothing; the page also shows the link, for where the clipboard is
+// not allowed).
 export function BroadcastPanel(props: {
   live?: Broadcast;
   start: (video: BroadcastVideo) => Promise<unknown>;

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { createSession, issueToken, listSessions, sessionAction, type Session } from '../api';
+import { createSession, issueToken, issueViewToken, listSessions, sessionAction, type Session } from '../api';
 import { joinLink, navigate, watchLink } from '../route';
 import { VIEWER_LINK_TTL } from '../broadcast';
 import { NodesPanel } from '../components/NodesPanel';
@@ -161,7 +161,7 @@ function Sessions({ apiKey, onForget }: { apiKey: string; onForget: () => void }
                       aria-label={`Share viewer link for ${s.name}`}
                       onClick={() =>
                         act(async () => {
-                          const t = await issueToken(creds, s.id, 'listener', { ttl_seconds: VIEWER_LINK_TTL, max_uses: 1 });
+                          const t = await issueViewToken(creds, s.id, VIEWER_LINK_TTL);
                           const link = watchLink(location.origin, s.id, t.token);
                           setViewLinks({ ...viewLinks, [s.id]: link });
                           await navigator.clipboard?.writeText(link).catch(() => {});

@@ -4,7 +4,7 @@ import {
   floorAction,
   getBroadcast,
   getSession,
-  issueToken,
+  issueViewToken,
   leaveSession,
   listFloors,
   listMembers,
@@ -363,7 +363,7 @@ export function Room({ session }: { session: string }) {
       },
     );
   const viewerLink = () =>
-    issueToken(creds, session, 'listener', { ttl_seconds: VIEWER_LINK_TTL, max_uses: 1 }).then((t) => watchLink(location.origin, session, t.token));
+    issueViewToken(creds, session, VIEWER_LINK_TTL).then((t) => watchLink(location.origin, session, t.token));
   const act = (floor: string, action: string, body: Record<string, unknown> = {}) =>
     floorAction(creds, session, floor, action, body).then(refreshFloors, (e) => setErr(e.message));
   const style = (floor: string, s: string, auto: boolean) =>

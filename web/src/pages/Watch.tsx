@@ -4,7 +4,7 @@ import { viewerState, type ViewerState } from '../broadcast';
 // Watch plays a session's HLS stream for a passive viewer (no camera, no
 // microphone, no WebRTC): hls.js where the browser has Media Source
 // Extensions, the browser's own HLS (Safari) otherwise. The token from the
-// link's fragment (a listener's join token) goes to the node in the
+// link's fragment (a view token) goes to the node in the
 // playlist's URL, which answers with a signed prefix for the segments.
 // The node's stream is low-latency HLS (fMP4 parts, blocking playlist
 // reloads): hls.js plays it in its low-latency mode, a few parts behind

@@ -1,0 +1,564 @@
+package node
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pion/rtp"
+	"github.com/pion/webrtc/v4"
+	"github.com/pion/webrtc/v4/pkg/media/ivfwriter"
+
+	"github.com/convene/convene/internal/ffmpeg"
+	"github.com/convene/convene/internal/rtctest"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// TestVideoPhonePublishesItsCamera: a SIPp phone dials in offering audio
+// and video (H.263, then VP8) to a node that can make no composite (no
+// ffmpeg of its own): the node's 200 answers both m-lines, the video in
+// VP8 at the node's port, sendrecv (the phone would get the speaker's
+// camera; TestVideoPhoneFollowsTheSpeaker); the phone's camera
+// (ffmpeg's VP8 test card, 320×240, sent from the port its SDP named)
+// becomes a video track of its member that a WebRTC member (pion, in
+// the session before the phone) receives: ffprobe decodes what it received, 320 wide. Hanging up
+// removes the member.
+func TestVideoPhonePublishesItsCamera(t *testing.T) {
+	ffmpeg := testutil.NeedBinary(t, "ffmpeg")
+	testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.Streaming.FFmpeg = "/nonexistent/ffmpeg" // the node makes no composite
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "video phone")
+
+	// A WebRTC member receives it and writes it down; ffprobe decodes it.
+	path := filepath.Join(t.TempDir(), "phone.ivf")
+	w, err := ivfwriter.New(path, ivfwriter.WithCodec(webrtc.MimeTypeVP8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	frames, codec := 0, ""
+	_, btok := joinAs(t, n, s.ID, "Browser", "participant")
+	dialRTC(t, n, s.ID, btok, rtctest.Options{VideoCodecs: []string{webrtc.MimeTypeVP8}, OnVideo: func(c string, p *rtp.Packet) {
+		mu.Lock()
+		defer mu.Unlock()
+		codec = c
+		if w != nil {
+			_ = w.WriteRTP(p)
+			if p.Marker {
+				frames++
+			}
+		}
+	}})
+	vport := freePortPair(t)
+	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 30*time.Second,
+		"-set", "vport", strconv.Itoa(vport), "-d", "25000", "-trace_msg")
+	type link struct {
+		ID, Kind, Member, Remote, Direction string
+		Local                               struct {
+			Addr    string
+			RTPPort int `json:"rtp_port"`
+		}
+	}
+	var video link
+	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
+		var sess struct{ Links []link }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Remote == "127.0.0.1:"+strconv.Itoa(vport) {
+				video = l
+			}
+		}
+		return video.ID != ""
+	})
+	if video.Member == "" || video.Direction != "sendrecv" {
+		t.Errorf("the phone's video link %+v, want its member's, sendrecv", video)
+	}
+	// The phone's camera: VP8 from the port its SDP named.
+	target := video.Local.Addr + ":" + strconv.Itoa(video.Local.RTPPort)
+	cam := exec.Command(ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=10",
+		"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "300k", "-g", "15", "-payload_type", "100",
+		"-f", "rtp", "rtp://"+target+"?localrtpport="+strconv.Itoa(vport)+"&localrtcpport="+strconv.Itoa(vport+1))
+	startChild(t, cam)
+
+	testutil.WaitFor(t, 20*time.Second, "the browser's frames of the phone's camera", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return frames >= 30
+	})
+	mu.Lock()
+	w.Close()
+	w = nil
+	got := codec
+	mu.Unlock()
+	if !strings.EqualFold(got, webrtc.MimeTypeVP8) {
+		t.Errorf("the browser's track of the phone's camera is %s", got)
+	}
+	c, width, decoded := probeVideo(t, path)
+	t.Logf("the browser's stream of the phone's camera: %s, %d wide, %d frames", c, width, decoded)
+	if c != "vp8" || width != 320 || decoded < 5 {
+		t.Fatalf("the browser decoded %s %d wide, %d frames of the phone's camera", c, width, decoded)
+	}
+
+	phone.wait(t)
+	msgs := phone.messages(t)
+	i := strings.Index(msgs, "SIP/2.0 200 OK")
+	if i < 0 {
+		t.Fatalf("no 200 in the phone's trace")
+	}
+	ok := msgs[i:]
+	if j := strings.Index(ok, "m=video "+strconv.Itoa(video.Local.RTPPort)+" RTP/AVP 100"); j < 0 || strings.Index(ok, "m=audio ") > j ||
+		!strings.Contains(ok, "a=rtpmap:100 VP8/90000") || !strings.Contains(ok[j:], "a=sendrecv") {
+		t.Errorf("the 200's SDP does not answer the video in VP8, sendrecv, after the audio:\n%s", ok)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the phone's member to leave", func() bool {
+		var ms struct{ Members []struct{ ID string } }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &ms)
+		for _, m := range ms.Members {
+			if m.ID == video.Member {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestVideoPhoneReceivesTheComposite: four members' solid-colour cameras;
+// a SIPp phone dials in offering VP8 (or H.264) video as payload type
+// 100: the node starts a 2×2 composite in that codec for the session's
+// phones and the phone's link sends it, in the phone's payload type, once
+// the phone's own camera (ffmpeg's test card through a socket at the port
+// its SDP named) has given consent; an ffmpeg decoder behind that socket
+// finds each colour in its quadrant. The phone's hang-up stops the
+// composite.
+func TestVideoPhoneReceivesTheComposite(t *testing.T) {
+	for _, c := range []struct{ name, scenario, rtpmap, encoder string }{
+		{"VP8", "dialin_video.xml", "VP8/90000", "libvpx"},
+		{"H264", "dialin_video_h264.xml", "H264/90000\r\na=fmtp:100 packetization-mode=1", "libx264"},
+	} {
+		t.Run(c.name, func(t *testing.T) { phoneReceivesTheComposite(t, c.scenario, c.rtpmap, c.encoder) })
+	}
+}
+
+func phoneReceivesTheComposite(t *testing.T, scenario, rtpmap, encoder string) {
+	bin := testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "video phone composite")
+	sendColours(t, n, s.ID)
+
+	// The phone's media side: a socket at the port its SDP names.
+	vport := freePortPair(t)
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: vport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	phone := startSIPpAs(t, ctx, n, scenario, s.ID, "carol", carolPass, 40*time.Second,
+		"-set", "vport", strconv.Itoa(vport), "-d", "25000", "-trace_msg")
+	var node *net.UDPAddr
+	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
+		var sess struct {
+			Links []struct {
+				Kind, Remote string
+				Local        struct {
+					Addr    string
+					RTPPort int `json:"rtp_port"`
+				}
+			}
+		}
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Remote == "127.0.0.1:"+strconv.Itoa(vport) {
+				node = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+			}
+		}
+		return node != nil
+	})
+	var running struct{ Composites []compositeJSON }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &running)
+	if len(running.Composites) != 1 {
+		t.Fatalf("composites %+v, want the one started for the phone", running.Composites)
+	}
+	var codecs struct{ Composites []struct{ Codec string } }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &codecs)
+	if len(codecs.Composites) != 1 || (encoder == "libx264") != (codecs.Composites[0].Codec == "H264") {
+		t.Errorf("the phones' composite %+v, want it in the phone's codec (%s)", codecs.Composites, rtpmap)
+	}
+
+	// The decoder of what the phone receives (payload type 100, VP8).
+	ports, err := ffmpeg.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdpPath := filepath.Join(t.TempDir(), "phone.sdp")
+	if err := os.WriteFile(sdpPath, []byte("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=phone\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"+
+		"m=video "+strconv.Itoa(ports[0])+" RTP/AVP 100\r\na=rtpmap:100 "+rtpmap+"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const w, h = 640, 360
+	dec := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-protocol_whitelist", "file,udp,rtp",
+		"-reorder_queue_size", "64", "-i", sdpPath, "-fps_mode", "passthrough", "-vf", "scale=640:360", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	out, err := dec.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, dec)
+	frames := make(chan []byte, 1024)
+	go func() {
+		defer close(frames)
+		for {
+			f := make([]byte, w*h*3)
+			if _, err := io.ReadFull(out, f); err != nil {
+				return
+			}
+			select {
+			case frames <- f:
+			default:
+			}
+		}
+	}()
+	var wrongPT, received atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ports[0]}
+		for {
+			k, from, err := sock.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if from.Port != node.Port || k < 12 {
+				continue
+			}
+			received.Add(1)
+			if buf[1]&0x7f != 100 {
+				wrongPT.Add(1)
+			}
+			sock.WriteToUDP(buf[:k], to)
+		}
+	}()
+	// The phone's camera: ffmpeg's test card to a socket relayed from the
+	// phone's port (the node sends nothing before the phone's RTP).
+	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { camIn.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := camIn.Read(buf)
+			if err != nil {
+				return
+			}
+			if k >= 2 && buf[1]&0x7f >= 72 && buf[1]&0x7f <= 76 {
+				continue // RTCP (ffmpeg sends it to the RTP port + 1; dropped)
+			}
+			sock.WriteToUDP(buf[:k], node)
+		}
+	}()
+	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=30",
+		"-c:v", encoder, "-deadline", "realtime", "-preset", "ultrafast", "-b:v", "200k", "-g", "15", "-payload_type", "100",
+		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+
+	var f []byte
+	deadline := time.After(30 * time.Second)
+	for f == nil {
+		select {
+		case g, ok := <-frames:
+			if !ok {
+				t.Fatal("the phone's decoder ended")
+			}
+			// The composite shows all four once its child has them: wait
+			// for a frame whose quadrants are the colours.
+			if ok := quadrantsAre(g, w, h); ok {
+				f = g
+			}
+		case <-deadline:
+			t.Fatalf("the phone decoded no frame of the four colours in 30 s (%d packets received)", received.Load())
+		}
+	}
+	checkQuadrants(t, f, w, h, []string{"red", "green", "blue", "white"})
+	if wrongPT.Load() != 0 {
+		t.Errorf("%d of %d packets to the phone were not its payload type 100", wrongPT.Load(), received.Load())
+	}
+	t.Logf("the phone decoded the composite's four colours (%d packets received)", received.Load())
+
+	phone.wait(t)
+	if !strings.Contains(phone.messages(t), "a=sendrecv\r\n") {
+		t.Errorf("the 200 does not answer the phone's video sendrecv")
+	}
+	testutil.WaitFor(t, 10*time.Second, "the phone's composite to stop", func() bool {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l)
+		return len(l.Composites) == 0
+	})
+}
+
+// quadrantsAre reports whether each quadrant's middle of a w×h rgb24
+// frame is within 60 per channel of red, green, blue and white.
+func quadrantsAre(f []byte, w, h int) bool {
+	for i, c := range testColours {
+		cx, cy := (i%2)*w/2+w/4, (i/2)*h/2+h/4-h/16
+		got := mean(f, w, cx-w/8, cy-h/10, cx+w/8, cy+h/10)
+		for k := range 3 {
+			if d := got[k] - c.rgb[k]; d > 60 || d < -60 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestVideoPhonesShareOneComposite: two SIPp video phones in one session
+// share the composite the node started for the first; it runs while one
+// of them is on the line and stops when the last hangs up.
+func TestVideoPhonesShareOneComposite(t *testing.T) {
+	testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "two video phones")
+	composites := func() []compositeJSON {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/composites", nil, &l)
+		return l.Composites
+	}
+	videoLinks := func() int {
+		var sess struct {
+			Links []struct{ Kind, Direction string }
+		}
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		k := 0
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Direction == "sendrecv" {
+				k++
+			}
+		}
+		return k
+	}
+	first := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 30*time.Second,
+		"-set", "vport", strconv.Itoa(freePortPair(t)), "-d", "6000")
+	testutil.WaitFor(t, 15*time.Second, "the first phone's video link", func() bool { return videoLinks() == 1 })
+	second := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 30*time.Second,
+		"-set", "vport", strconv.Itoa(freePortPair(t)), "-d", "16000")
+	testutil.WaitFor(t, 15*time.Second, "the second phone's video link", func() bool { return videoLinks() == 2 })
+	if c := composites(); len(c) != 1 {
+		t.Fatalf("composites with two phones: %+v, want one", c)
+	}
+	first.wait(t)
+	testutil.WaitFor(t, 10*time.Second, "the first phone to leave", func() bool { return videoLinks() == 1 })
+	if c := composites(); len(c) != 1 {
+		t.Errorf("composites after the first phone left: %d, want the one the second receives", len(c))
+	}
+	second.wait(t)
+	testutil.WaitFor(t, 10*time.Second, "the composite to stop with the last phone", func() bool { return len(composites()) == 0 })
+}
+
+// TestVideoPhoneFollowsTheSpeaker: on a node that can make no composite
+// (no ffmpeg of its own), a SIPp video phone receives one camera, in its
+// payload type: the first camera (by track) while nobody speaks, then the
+// camera of the member who speaks (a 440 Hz tone through its audio link,
+// which the phone's mix hears): an ffmpeg decoder behind the phone's port
+// sees the first member's colour, then the speaker's.
+func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
+	bin := testutil.NeedBinary(t, "ffmpeg")
+	testutil.NeedBinary(t, "sipp")
+	cfg := testConfig(t, t.TempDir())
+	cfg.SIP.Domain = "convene.test"
+	cfg.Streaming.FFmpeg = "/nonexistent/ffmpeg" // the node makes no composite
+	n := startNode(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "video phone speaker")
+	// Two members' cameras, red and green (VP8, 320×240).
+	colours := []string{"red", "green"}
+	members := map[string]string{}
+	var links []linkJSON
+	args := []string{"-hide_banner", "-loglevel", "error", "-nostdin"}
+	for _, c := range colours {
+		args = append(args, "-re", "-f", "lavfi", "-i", "color=c="+c+":s=320x240:r=15:d=60")
+	}
+	for i, c := range colours {
+		id, _ := joinAs(t, n, s.ID, c, "participant")
+		members[c] = id
+		tee := newTee(t)
+		l := addLink(t, n, s.ID, map[string]any{"remote": tee.remote(), "kind": "video", "direction": "sendonly", "member": id})
+		tee.run(l)
+		links = append(links, l)
+		args = append(args, "-map", strconv.Itoa(i)+":v", "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "150k",
+			"-g", "15", "-f", "rtp", "rtp://"+tee.target())
+	}
+	startChild(t, exec.Command(bin, args...))
+	// The first camera by track ID, and the other, who will speak.
+	first, speaker := colours[0], colours[1]
+	if links[1].ID < links[0].ID {
+		first, speaker = colours[1], colours[0]
+	}
+
+	vport := freePortPair(t)
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: vport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
+		"-set", "vport", strconv.Itoa(vport), "-d", "30000", "-trace_msg")
+	var node *net.UDPAddr
+	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
+		var sess struct {
+			Links []struct {
+				Kind, Remote, Direction string
+				Local                   struct {
+					Addr    string
+					RTPPort int `json:"rtp_port"`
+				}
+			}
+		}
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Remote == "127.0.0.1:"+strconv.Itoa(vport) && l.Direction == "sendrecv" {
+				node = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+			}
+		}
+		return node != nil
+	})
+
+	ports, err := ffmpeg.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdpPath := filepath.Join(t.TempDir(), "phone.sdp")
+	if err := os.WriteFile(sdpPath, []byte("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=phone\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"+
+		"m=video "+strconv.Itoa(ports[0])+" RTP/AVP 100\r\na=rtpmap:100 VP8/90000\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const w, h = 320, 240
+	dec := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-protocol_whitelist", "file,udp,rtp",
+		"-reorder_queue_size", "64", "-i", sdpPath, "-fps_mode", "passthrough", "-vf", "scale=320:240", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
+	out, err := dec.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, dec)
+	frames := make(chan []byte, 64)
+	go func() {
+		defer close(frames)
+		for {
+			f := make([]byte, w*h*3)
+			if _, err := io.ReadFull(out, f); err != nil {
+				return
+			}
+			select {
+			case frames <- f:
+			default:
+			}
+		}
+	}()
+	var wrongPT, received atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ports[0]}
+		for {
+			k, from, err := sock.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if from.Port != node.Port || k < 12 {
+				continue
+			}
+			received.Add(1)
+			if buf[1]&0x7f != 100 {
+				wrongPT.Add(1)
+			}
+			sock.WriteToUDP(buf[:k], to)
+		}
+	}()
+	// The phone's own camera gives consent (the node sends nothing before).
+	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { camIn.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := camIn.Read(buf)
+			if err != nil {
+				return
+			}
+			sock.WriteToUDP(buf[:k], node)
+		}
+	}()
+	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "color=c=blue:s=320x240:r=15:d=40",
+		"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "150k", "-g", "15", "-payload_type", "100",
+		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+
+	colourOf := func(f []byte) string {
+		got := mean(f, w, w/4, h/4, 3*w/4, 3*h/4)
+		for _, c := range testColours {
+			ok := true
+			for k := range 3 {
+				if d := got[k] - c.rgb[k]; d > 60 || d < -60 {
+					ok = false
+				}
+			}
+			if ok {
+				return c.name
+			}
+		}
+		return ""
+	}
+	waitColour := func(want string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		seen := ""
+		for {
+			select {
+			case f, ok := <-frames:
+				if !ok {
+					t.Fatal("the phone's decoder ended")
+				}
+				if seen = colourOf(f); seen == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("the phone saw %q, not %s, in 20 s (%d packets received)", seen, want, received.Load())
+			}
+		}
+	}
+	waitColour(first)
+	t.Logf("while nobody speaks the phone sees the first camera, %s", first)
+
+	// The other member speaks: the phone's picture follows.
+	talk := udpConn(t)
+	al := addLink(t, n, s.ID, map[string]any{"remote": talk.LocalAddr().String(), "kind": "audio", "direction": "sendonly", "member": members[speaker]})
+	stop := make(chan struct{})
+	defer close(stop)
+	go pcmuTone(talk, &net.UDPAddr{IP: net.ParseIP(al.Local.Addr), Port: al.Local.RTPPort}, 440, stop, nil)
+	waitColour(speaker)
+	t.Logf("the phone sees the speaker's camera, %s", speaker)
+	if wrongPT.Load() != 0 {
+		t.Errorf("%d of %d packets to the phone were not its payload type 100", wrongPT.Load(), received.Load())
+	}
+	phone.wait(t)
+}
