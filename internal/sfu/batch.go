@@ -37,9 +37,8 @@ const maxDatagram = 1500
 // Only for an IPv4 socket: golang.org/x/net marshals an IPv4 destination
 // as sockaddr_in, which a dual-stack IPv6 socket refuses.
 type batchConn struct {
-	*net.UDPConn // deadlines, addresses, Close
+	*net.UDPConn // reads, deadlines, addresses, Close
 	pc           *ipv4.PacketConn
-	rb           *recvBatch // reads, in recvmmsg batches
 
 	mu      sync.Mutex // guards holders, pending, free
 	holders int
@@ -66,8 +65,7 @@ type batch struct {
 }
 
 func newBatchConn(c *net.UDPConn) *batchConn {
-	pc := ipv4.NewPacketConn(c)
-	return &batchConn{UDPConn: c, pc: pc, rb: newRecvBatch(pc), pending: &batch{}}
+	return &batchConn{UDPConn: c, pc: ipv4.NewPacketConn(c), pending: &batch{}}
 }
 
 // hold makes writes queue until the matching release.
@@ -89,20 +87,10 @@ func (c *batchConn) release() {
 	}
 }
 
-// ReadFromAddrPort is what pion's mux reads with
-// (ice.AddrPortReaderWriter): the next datagram of a recvmmsg batch.
+// ReadFromAddrPort lets pion's mux read without allocating an address
+// (ice.AddrPortReaderWriter).
 func (c *batchConn) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
-	return c.rb.read(b)
-}
-
-// ReadFrom is ReadFromAddrPort for a net.Addr, so that no read bypasses
-// the batch (and overtakes the datagrams in it).
-func (c *batchConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, from, err := c.rb.read(b)
-	if err != nil {
-		return n, nil, err
-	}
-	return n, net.UDPAddrFromAddrPort(from), nil
+	return c.UDPConn.ReadFromUDPAddrPort(b)
 }
 
 // WriteTo is WriteToAddrPort for a *net.UDPAddr.

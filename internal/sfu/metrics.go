@@ -73,10 +73,6 @@ func newMetrics(b *batchConn) *Metrics {
 				Help: "Datagrams sent in sendmmsg batches on the single UDP port."}, load(&b.datagrams)),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_send_batch_errors_total",
 				Help: "Datagrams of a batch the kernel refused (lost)."}, load(&b.failed)),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_recv_batches_total",
-				Help: "recvmmsg calls on the single UDP port that returned datagrams; datagrams / batches is the mean batch."}, load(&b.rb.calls)),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_recv_batched_datagrams_total",
-				Help: "Datagrams read in recvmmsg batches on the single UDP port."}, load(&b.rb.datagrams)),
 		}
 	}
 	return m
