@@ -156,6 +156,12 @@ func (r *Room) SetClock(now func() time.Time) {
 // sequence numbers and timestamps that run on across the change, so the
 // member's endpoint (a SIP phone, ffmpeg) sees one stream, not a new
 // SSRC whose numbers jump.
+//
+// A OneStream member has one layerPick for all the tracks it hears (its
+// key's Source is zero): a change of the tracks it hears (Room.SetFrom,
+// a video phone following the speaker) is a change of layers like any
+// other, and the pick stays, with its stream's numbers, while the member
+// is in the room, even while it hears no track.
 type layerPick struct {
 	sink Sink
 	// layers are the source's layers the member is subscribed to;
@@ -209,7 +215,12 @@ type pickKey struct {
 // Deliver passes p on if it is of the layer chosen, and changes layers
 // on a keyframe of the new one.
 func (lp *layerPick) Deliver(p *media.Packet, from *Track) {
-	now := time.Unix(0, from.heard.Load()) // Publish stamped it just now
+	var now time.Time
+	if from.info.Layer != 0 {
+		now = time.Unix(0, from.heard.Load()) // Publish stamped it just now
+	} else {
+		now = from.now() // a OneStream member's track without simulcast keeps no time
+	}
 	best := Highest(*lp.layers.Load(), now)
 	var ask *Track
 	lp.mu.Lock()
@@ -266,22 +277,32 @@ func rateOf(t *Track) uint32 {
 	return 90000
 }
 
-// keyframeOf reports whether p starts a keyframe of t's codec.
+// keyframeOf reports whether p starts a keyframe of t's codec; a video
+// track whose publisher named no codec is VP8 (a plain RTP endpoint, as
+// the SFU, ffmpeg.VideoStream and vtranscode.SourceCodec read it).
 func keyframeOf(t *Track, p *media.Packet) bool {
 	b := p.Bytes()
 	off, ok := media.PayloadOffset(b)
-	return ok && off < len(b) && media.Keyframe(t.info.Codec, b[off:])
+	codec := t.info.Codec
+	if codec == "" && t.kind == media.Video {
+		codec = "video/VP8"
+	}
+	return ok && off < len(b) && media.Keyframe(codec, b[off:])
 }
 
 // subscribeLocked subscribes member id (m) to track t: straight to its
 // sink, or for a simulcast layer and a member that is not Layered,
-// through the source's layerPick. Under mu.
+// through the source's layerPick, or for a OneStream member through its
+// own. Under mu.
 func (r *Room) subscribeLocked(t *Track, id string, m Member) {
-	if m.Layered || t.info.Layer == 0 {
+	if m.Layered || (t.info.Layer == 0 && !m.OneStream) {
 		t.subscribe(id, m.Sink)
 		return
 	}
 	k := pickKey{id, SourceOf(t)}
+	if m.OneStream {
+		k = pickKey{member: id}
+	}
 	lp := r.picks[k]
 	if lp == nil {
 		lp = &layerPick{sink: m.Sink}
@@ -298,15 +319,20 @@ func (r *Room) subscribeLocked(t *Track, id string, m Member) {
 // unsubscribeLocked undoes subscribeLocked. Under mu.
 func (r *Room) unsubscribeLocked(t *Track, id string) {
 	t.unsubscribe(id)
-	r.dropLayerLocked(pickKey{id, SourceOf(t)}, t)
+	r.dropLayerLocked(id, t)
 }
 
-// dropLayerLocked takes layer t out of a pick, and the pick away with its
-// last layer. Under mu.
-func (r *Room) dropLayerLocked(k pickKey, t *Track) {
+// dropLayerLocked takes track t out of member id's pick: the source's,
+// which goes with its last layer, or the OneStream member's, which stays
+// (Leave takes it away). Under mu.
+func (r *Room) dropLayerLocked(id string, t *Track) {
+	k := pickKey{id, SourceOf(t)}
 	lp := r.picks[k]
 	if lp == nil {
-		return
+		k = pickKey{member: id}
+		if lp = r.picks[k]; lp == nil {
+			return
+		}
 	}
 	var next []*Track
 	for _, x := range *lp.layers.Load() {
@@ -314,7 +340,7 @@ func (r *Room) dropLayerLocked(k pickKey, t *Track) {
 			next = append(next, x)
 		}
 	}
-	if len(next) == 0 {
+	if len(next) == 0 && k.src != (Source{}) {
 		delete(r.picks, k)
 		return
 	}

@@ -134,6 +134,118 @@ func TestLayerPick(t *testing.T) {
 	}
 }
 
+// TestOneStreamFollowsFrom: a OneStream receiver (a video phone that
+// follows the speaker) moved from one camera to another by SetFrom gets
+// them as one stream: the first camera's packets as they came, then,
+// after each change, the new camera's from its keyframe (asked for; its
+// delta frames before it dropped) with the first camera's SSRC, sequence
+// numbers on by one and timestamps forward, also after a time of hearing
+// no track; cameras that named no codec count as VP8. Its pick goes when
+// it leaves.
+func TestOneStreamFollowsFrom(t *testing.T) {
+	r := NewRoom("s")
+	now := time.Unix(1000, 0)
+	r.SetClock(func() time.Time { return now })
+	type numbers struct {
+		ssrc uint32
+		seq  uint16
+		ts   uint32
+	}
+	var got []string
+	var out []numbers
+	sink := SinkFunc(func(p *media.Packet, from *Track) {
+		got = append(got, from.Publisher())
+		b := p.Bytes()
+		out = append(out, numbers{binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint16(b[2:]), binary.BigEndian.Uint32(b[4:])})
+		p.Release()
+	})
+	if _, err := r.Join(Member{ID: "phone", Kind: media.Video, Receives: true, Sink: sink, Owner: "m_phone", From: "-", OneStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	var asks [2]atomic.Int32
+	var cams [2]*Track
+	for i, id := range []string{"red", "green"} {
+		info := TrackInfo{Codec: "video/VP8"}
+		if i == 1 {
+			info = TrackInfo{} // a plain RTP camera
+		}
+		tr, err := r.Join(Member{ID: id, Kind: media.Video, Sends: true, Owner: "m_" + id, Keyframe: func() { asks[i].Add(1) }, Info: info})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cams[i] = tr
+	}
+	red, green := cams[0], cams[1]
+	// Each camera its own SSRC, sequence numbers (green's behind red's, as
+	// a decoder's reorder buffer would drop them) and timestamps.
+	ssrc := map[*Track]uint32{red: 11, green: 22}
+	seq := map[*Track]uint16{red: 3000, green: 100}
+	ts := map[*Track]uint32{red: 5000, green: 4_000_000_000}
+	step := func(what string, d time.Duration, tr *Track, key bool, want string) {
+		t.Helper()
+		now = now.Add(d)
+		got = nil
+		seq[tr]++
+		ts[tr] += 6000
+		vp8At(tr, key, ssrc[tr], seq[tr], ts[tr])
+		if (len(got) == 1 && got[0] != want) || (len(got) == 0) != (want == "") {
+			t.Errorf("%s: the receiver got %v, want %q", what, got, want)
+		}
+	}
+	step("nobody's", 0, red, true, "")
+	r.SetFrom("phone", "m_red")
+	step("red's first packet, a delta frame", 66*time.Millisecond, red, false, "red")
+	step("red", 66*time.Millisecond, red, false, "red")
+	step("green, not followed", 66*time.Millisecond, green, true, "")
+	if out[0] != (numbers{11, 3002, 17000}) {
+		t.Errorf("the first packet went out as %+v, want as it came", out[0])
+	}
+
+	r.SetFrom("phone", "m_green")
+	step("red, unsubscribed", 66*time.Millisecond, red, true, "")
+	step("green's delta frame", 66*time.Millisecond, green, false, "")
+	if a := asks[1].Load(); a != 1 {
+		t.Errorf("green was asked for %d keyframes, want 1", a)
+	}
+	step("green's delta frame, before askAgain", 66*time.Millisecond, green, false, "")
+	step("green's delta frame, after askAgain", askAgain, green, false, "")
+	if a := asks[1].Load(); a != 2 {
+		t.Errorf("green was asked for %d keyframes, want 2 (again after askAgain)", a)
+	}
+	step("green's keyframe", 66*time.Millisecond, green, true, "green")
+	step("green", 66*time.Millisecond, green, false, "green")
+
+	// Nobody's for a while, then red again: still the one stream.
+	r.SetFrom("phone", "-")
+	step("green, unsubscribed", 66*time.Millisecond, green, false, "")
+	r.SetFrom("phone", "m_red")
+	step("red's delta frame", 3*time.Second, red, false, "")
+	step("red's keyframe", 66*time.Millisecond, red, true, "red")
+	step("red", 66*time.Millisecond, red, false, "red")
+	if asks[0].Load() == 0 {
+		t.Error("red was not asked for a keyframe on the change back")
+	}
+	for i, o := range out {
+		if o.ssrc != 11 {
+			t.Errorf("packet %d: SSRC %d, want the first camera's (11)", i, o.ssrc)
+		}
+		if i > 0 && (o.seq != out[i-1].seq+1 || int32(o.ts-out[i-1].ts) <= 0) {
+			t.Errorf("packet %d: seq %d ts %d after seq %d ts %d", i, o.seq, o.ts, out[i-1].seq, out[i-1].ts)
+		}
+	}
+	if len(out) != 6 {
+		t.Errorf("the receiver got %d packets, want 6", len(out))
+	}
+	// The gap of 3 s without a track shows in the timestamps (90 kHz).
+	if d := out[4].ts - out[3].ts; d < 3*90000 {
+		t.Errorf("the timestamps ran on %d over the 3 s gap", d)
+	}
+	r.Leave("phone")
+	if n := len(r.picks); n != 0 {
+		t.Errorf("%d picks left after the OneStream member left", n)
+	}
+}
+
 // BenchmarkLayerPick: a simulcast camera's two layers published to a
 // receiver that is not Layered (one layerPick), after it changed from the
 // low one to the other: per packet the clock read, the choice, the pick's

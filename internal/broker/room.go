@@ -47,6 +47,14 @@ type Member struct {
 	// and get all of them; the others get one layer of each source at a
 	// time, the highest heard within Recent (layerPick, layers.go).
 	Layered bool
+	// OneStream receivers (a video phone that follows the speaker) take
+	// every track they hear as one stream: all of them go through one
+	// layerPick of the member, kept while it is in the room, so a change
+	// of the tracks heard (SetFrom) is a change of layers: it waits for
+	// the new track's keyframe, asking for it, and the packets go on with
+	// the first track's SSRC and sequence numbers and timestamps that run
+	// on. Not with Layered.
+	OneStream bool
 	// OnChange, if set, is called (outside the room's lock, from the
 	// goroutine that changed the room) after the set of tracks the member
 	// is subscribed to changed; Room.Subscribed lists them. It must not
@@ -242,7 +250,7 @@ func (r *Room) Leave(id string) {
 	if own := r.tracks[id]; own != nil {
 		for _, s := range *own.subs.Load() {
 			r.touch(s.member)
-			r.dropLayerLocked(pickKey{s.member, SourceOf(own)}, own)
+			r.dropLayerLocked(s.member, own)
 		}
 		delete(r.watched, own)
 		r.sendersChanged = true
@@ -254,6 +262,7 @@ func (r *Room) Leave(id string) {
 			r.unsubscribeLocked(t, id)
 		}
 	}
+	delete(r.picks, pickKey{member: id}) // a OneStream member's
 	if m.RTCPSink != nil {
 		old := *r.rtcp[m.Kind].Load()
 		next := make([]rtcpSub, 0, len(old))
@@ -307,7 +316,8 @@ func (r *Room) SetGroup(id, group string) {
 }
 
 // SetFrom changes whose tracks member id hears (Member.From; "" for
-// everyone's it hears otherwise) and subscribes it accordingly.
+// everyone's it hears otherwise) and subscribes it accordingly. A
+// OneStream member goes on with one stream (its layerPick).
 func (r *Room) SetFrom(id, from string) {
 	r.lock()
 	defer r.unlock()

@@ -122,8 +122,10 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 // composite (composite.max, composite.cores, the governor, no ffmpeg) the
 // link receives the active speaker's camera instead (else the first
 // camera; not the phone's own), following the speaker
-// (phoneComposites.follow), through a video transcoder when the camera's
-// codec is not the phone's. A link the session refuses (its caps, the
+// (phoneComposites.follow) as one stream (the link is a
+// broker.Member.OneStream receiver: one SSRC, numbers that run on, each
+// new camera from its keyframe), through a video transcoder when the
+// camera's codec is not the phone's. A link the session refuses (its caps, the
 // destination policy) refuses the video stream (port 0), not the call.
 // release, if not nil, gives the composite back (or stops following)
 // when the phone leaves. Not yet: latching a video stream behind NAT (the

@@ -2,11 +2,13 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -375,7 +377,9 @@ func TestVideoPhonesShareOneComposite(t *testing.T) {
 // payload type: the first camera (by track) while nobody speaks, then the
 // camera of the member who speaks (a 440 Hz tone through its audio link,
 // which the phone's mix hears): an ffmpeg decoder behind the phone's port
-// sees the first member's colour, then the speaker's.
+// sees the first member's colour, then the speaker's, and every packet
+// to the phone has one SSRC and sequence numbers that run on: ffmpeg's
+// RTP demuxer drops a new source whose numbers are behind the old one's.
 func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 	bin := testutil.NeedBinary(t, "ffmpeg")
 	testutil.NeedBinary(t, "sipp")
@@ -474,6 +478,13 @@ func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 		}
 	}()
 	var wrongPT, received atomic.Int64
+	// One stream across the switch: the phone's decoder (ffmpeg's RTP
+	// demuxer and its reorder buffer) drops a new source whose sequence
+	// numbers are behind the old one's.
+	var streamMu sync.Mutex
+	var ssrcs []uint32
+	var lastSeq uint16
+	var jumps []string
 	go func() {
 		buf := make([]byte, 2048)
 		to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ports[0]}
@@ -485,10 +496,20 @@ func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 			if from.Port != node.Port || k < 12 {
 				continue
 			}
-			received.Add(1)
+			n := received.Add(1)
 			if buf[1]&0x7f != 100 {
 				wrongPT.Add(1)
 			}
+			ssrc, seq := binary.BigEndian.Uint32(buf[8:]), binary.BigEndian.Uint16(buf[2:])
+			streamMu.Lock()
+			if !slices.Contains(ssrcs, ssrc) {
+				ssrcs = append(ssrcs, ssrc)
+			}
+			if d := int16(seq - lastSeq); n > 1 && (d < 1 || d > 50) && len(jumps) < 10 {
+				jumps = append(jumps, strconv.Itoa(int(lastSeq))+"→"+strconv.Itoa(int(seq)))
+			}
+			lastSeq = seq
+			streamMu.Unlock()
 			sock.WriteToUDP(buf[:k], to)
 		}
 	}()
@@ -560,5 +581,10 @@ func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 	if wrongPT.Load() != 0 {
 		t.Errorf("%d of %d packets to the phone were not its payload type 100", wrongPT.Load(), received.Load())
 	}
+	streamMu.Lock()
+	if len(ssrcs) != 1 || len(jumps) != 0 {
+		t.Errorf("the phone received SSRCs %v with sequence jumps %v, want one stream across the switch", ssrcs, jumps)
+	}
+	streamMu.Unlock()
 	phone.wait(t)
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// offered one): packets sent to it are copies with that type.
 	From   string
 	SendPT uint8
+	// OneStream makes the endpoint take every track it hears as one
+	// stream (broker.Member.OneStream): one SSRC, numbers that run on
+	// across a change of From, the new track from its keyframe.
+	OneStream bool
 	// Mixed: the endpoint hears a mixer's output (delivered to the link by
 	// the mixer), not the room's tracks.
 	Mixed bool
@@ -177,7 +181,7 @@ func Open(cfg Config, socks Sockets, room *broker.Room) (*Link, error) {
 	// may hand the link a datagram at any time, and l.track must be set by
 	// then (Register's lock orders the write before that read).
 	m := broker.Member{ID: cfg.ID, Kind: cfg.Kind, Sends: cfg.Direction.Sends(), Receives: cfg.Direction.Receives() && !cfg.Mixed,
-		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner, From: cfg.From, Info: cfg.Info}
+		Group: cfg.Group, Gated: cfg.Gated, Owner: cfg.Owner, From: cfg.From, OneStream: cfg.OneStream, Info: cfg.Info}
 	if m.Receives {
 		m.Sink, m.OnChange = l, cfg.OnChange
 		if cfg.Receive != nil {

@@ -185,7 +185,10 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 		cfg.Consent = s.o.Links.consentTimeout()
 	}
 	cfg.Latch, cfg.LatchWindow = at.latch, s.o.Links.latchWindow()
-	cfg.From, cfg.SendPT = at.from, at.sendPT
+	// A link that hears one member's tracks (a video phone: a composite,
+	// or the speaker it follows) takes them as one stream, across changes
+	// of that member (broker.Room.SetFrom).
+	cfg.From, cfg.SendPT, cfg.OneStream = at.from, at.sendPT, at.from != ""
 	var rc *recoder
 	if kind == media.Video && dir.Receives() && s.o.Video != nil && info.Info.Codec != "" {
 		// A receiver that names its codec gets other codecs' cameras
