@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -77,7 +79,8 @@ type chatMember struct {
 	mu       sync.Mutex
 	c        *websocket.Conn
 	cancel   context.CancelFunc
-	reading  chan struct{} // closed when the reader has stopped
+	reading  chan struct{}   // closed when the reader has stopped
+	closing  *websocket.Conn // the socket disconnect is closing
 	p        *conversation.Participant
 	resolved map[conversation.MemberID]uint64 // delivered or named missing, contiguous
 	resumed  map[conversation.MemberID]uint64 // passed over by a hello's Last (a reconnect)
@@ -207,8 +210,14 @@ func (m *chatMember) resume(h chat.Hello) {
 func (m *chatMember) disconnect() {
 	m.mu.Lock()
 	c, cancel, reading := m.c, m.cancel, m.reading
+	m.closing = c
 	m.mu.Unlock()
-	c.Close(websocket.StatusNormalClosure, "")
+	// Close returns nil once the node's close frame came back: the
+	// handshake finished. Whichever of Close and the reader takes that
+	// frame, the other finds the connection closed (net.ErrClosed).
+	if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
+		m.r.fail("%s's close handshake: %v", m.name, err)
+	}
 	<-reading
 	cancel()
 }
@@ -226,8 +235,11 @@ func (m *chatMember) read(ctx context.Context, c *websocket.Conn, done chan stru
 	for {
 		typ, b, err := c.Read(ctx)
 		if err != nil {
+			m.mu.Lock()
+			closing := m.closing == c
+			m.mu.Unlock()
 			if ctx.Err() == nil && !strings.Contains(err.Error(), "StatusNormalClosure") &&
-				!strings.Contains(err.Error(), "StatusGoingAway") {
+				!strings.Contains(err.Error(), "StatusGoingAway") && !(closing && errors.Is(err, net.ErrClosed)) {
 				m.r.fail("%s's socket: %v", m.name, err)
 			}
 			return
