@@ -236,39 +236,20 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 func (rec *Recording) writeWebM(w io.Writer, progress Progress) error {
-	vs := vp8Stream(rec)
-	if vs == nil && len(rec.Audio) == 0 {
+	vs := vp8Streams(rec)
+	if len(vs) == 0 && len(rec.Audio) == 0 {
 		return ErrNoStreams
 	}
 	var tracks []webm.TrackEntry
-	var video *vp8Frames
-	if vs != nil {
-		// The first keyframe tells the picture's size, which the header holds.
-		probe, err := newVP8Frames(vs)
-		if err != nil {
-			return err
-		}
-		var width, height int
-		for {
-			f, _, key, err := probe.Next()
-			if err != nil {
-				break
-			}
-			if w, h, ok := vp8Size(f); key && ok {
-				width, height = w, h
-				break
-			}
-		}
-		probe.Close()
-		if width > 0 {
-			if video, err = newVP8Frames(vs); err != nil {
-				return err
-			}
-			defer video.Close()
-			tracks = append(tracks, webm.TrackEntry{Name: "video", TrackNumber: uint64(len(tracks) + 1),
-				TrackUID: uint64(len(tracks) + 1), CodecID: "V_VP8", TrackType: 1,
-				Video: &webm.Video{PixelWidth: uint64(width), PixelHeight: uint64(height)}})
-		}
+	video, width, height, err := vp8Picture(vs)
+	if err != nil {
+		return err
+	}
+	if video != nil {
+		defer video.Close()
+		tracks = append(tracks, webm.TrackEntry{Name: "video", TrackNumber: uint64(len(tracks) + 1),
+			TrackUID: uint64(len(tracks) + 1), CodecID: "V_VP8", TrackType: 1,
+			Video: &webm.Video{PixelWidth: uint64(width), PixelHeight: uint64(height)}})
 	}
 	var sound *opusFrames
 	if len(rec.Audio) > 0 {

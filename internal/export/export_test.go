@@ -177,3 +177,37 @@ func FuzzExport(f *testing.F) {
 		}
 	})
 }
+
+// TestWebMTakesADecodableCamera: the camera with the most packets holds
+// no keyframe (recorded before its sender answered the keyframe request);
+// the WebM's picture comes from the other camera, which does, rather than
+// having none.
+func TestWebMTakesADecodableCamera(t *testing.T) {
+	vp8 := func(file, member string, ssrc uint32, n int, key bool) testStream {
+		s := testStream{File: file, Kind: "video", Member: member, Codec: "video/VP8", PT: 96, Rate: 90000, SSRC: ssrc}
+		for i := range n {
+			// A payload descriptor starting a partition, then a frame tag:
+			// bit 0 clear for a keyframe (with its start code and a 2×2
+			// picture), set for an interframe.
+			pl := []byte{0x10, 0x01, 0x00, 0x00, 1, 2, 3}
+			if key && i%10 == 0 {
+				pl = []byte{0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, 0x02, 0x00, 0x02, 0x00, 1, 2, 3}
+			}
+			s.Packets = append(s.Packets, testPacket{Arrival: time.Duration(i) * 40 * time.Millisecond,
+				TS: uint32(i * 3600), Seq: uint16(i), Marker: true, Payload: pl})
+		}
+		return s
+	}
+	rec, err := Open(writeRecording(t, 2*time.Second,
+		vp8("001-video-1.rtpdump", "m_a", 1, 40, false), vp8("002-video-2.rtpdump", "m_b", 2, 20, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := rec.Write(&buf, WebM, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("V_VP8")) {
+		t.Fatalf("the WebM (%d bytes) has no video track", buf.Len())
+	}
+}

@@ -27,9 +27,11 @@ type vp8Frames struct {
 	Dropped int
 }
 
-// vp8Stream picks the VP8 stream to export: the most packets, a lower
-// simulcast layer on a tie. nil if there is none.
-func vp8Stream(rec *Recording) *Stream {
+// vp8Streams lists the VP8 streams to export, best first: the most
+// packets, a lower simulcast layer on a tie. The export takes the first
+// that holds a keyframe (a stream recorded before its sender answered
+// the recorder's keyframe request holds none and cannot be decoded).
+func vp8Streams(rec *Recording) []*Stream {
 	var vs []*Stream
 	for _, s := range rec.Video {
 		if strings.EqualFold(s.Codec, "video/VP8") {
@@ -42,10 +44,34 @@ func vp8Stream(rec *Recording) *Stream {
 		}
 		return vs[i].Sidecar.Layer < vs[j].Sidecar.Layer
 	})
-	if len(vs) == 0 {
-		return nil
+	return vs
+}
+
+// vp8Picture opens the first of streams that holds a keyframe, with the
+// size of its picture; nil if none does.
+func vp8Picture(streams []*Stream) (v *vp8Frames, width, height int, err error) {
+	for _, s := range streams {
+		probe, err := newVP8Frames(s)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		for {
+			f, _, key, err := probe.Next()
+			if err != nil {
+				break
+			}
+			if w, h, ok := vp8Size(f); key && ok {
+				width, height = w, h
+				break
+			}
+		}
+		probe.Close()
+		if width > 0 {
+			v, err := newVP8Frames(s)
+			return v, width, height, err
+		}
 	}
-	return vs[0]
+	return nil, 0, 0, nil
 }
 
 func newVP8Frames(s *Stream) (*vp8Frames, error) {

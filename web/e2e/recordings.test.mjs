@@ -85,8 +85,9 @@ test('the chair records a meeting; the catalog lists, finds, renames and deletes
     },
     20_000,
     'the recording to play in the page',
-  ).catch((e) => {
-    throw new Error(`${e.message}; the player: ${JSON.stringify(seen)}`);
+  ).catch(async (e) => {
+    const recs = (await node.api('GET', '/recordings')).recordings;
+    throw new Error(`${e.message}; the player: ${JSON.stringify(seen)}; the catalog: ${JSON.stringify(recs)}`);
   });
   await ops.screenshot({ path: join(artifacts, 'recordings.png') });
   if (process.env.SCREENSHOT_RECORDINGS) await ops.screenshot({ path: process.env.SCREENSHOT_RECORDINGS });
