@@ -2,6 +2,7 @@ package hls
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 
 // TestCardLL: a session without a camera streams the card (real ffmpeg)
 // and the mix as LL-HLS: a multivariant playlist with the video and an
-// Opus audio rendition, media playlists with parts that can block.
+// Opus audio rendition, media playlists with parts that can block;
+// segments answered whole with their length, playlists never stale.
 func TestCardLL(t *testing.T) {
 	ff := tu.NeedBinary(t, "ffmpeg")
 	b := broker.New()
@@ -38,6 +40,34 @@ func TestCardLL(t *testing.T) {
 		if !strings.Contains(pl, want) {
 			t.Errorf("the media playlist lacks %s", want)
 		}
+	}
+	// Answers are kept, never stale: a segment comes whole, with its
+	// length, the same each time; a later playlist shows more.
+	var seg string
+	deadline := time.Now().Add(15 * time.Second)
+	for seg == "" && time.Now().Before(deadline) {
+		time.Sleep(300 * time.Millisecond)
+		_, _, pl = fetch(t, srv.URL+"/hls/s_1/video1_stream.m3u8")
+		for _, l := range strings.Split(pl, "\n") {
+			if strings.HasSuffix(l, ".mp4") && strings.Contains(l, "_seg") && !strings.HasPrefix(l, "#") {
+				seg = l
+				break
+			}
+		}
+	}
+	if seg == "" {
+		t.Fatalf("no segment listed:\n%s", pl)
+	}
+	code1, h1, b1 := fetch(t, srv.URL+"/hls/s_1/"+seg)
+	code2, h2, b2 := fetch(t, srv.URL+"/hls/s_1/"+seg)
+	if code1 != 200 || code2 != 200 || b1 != b2 || len(b1) == 0 || h1.Get("Content-Length") != strconv.Itoa(len(b1)) ||
+		h2.Get("Content-Length") != strconv.Itoa(len(b2)) || !strings.Contains(h2.Get("Cache-Control"), "private") {
+		t.Errorf("a segment twice: %d %d, %d and %d bytes, lengths %q %q, Cache-Control %q", code1, code2, len(b1), len(b2),
+			h1.Get("Content-Length"), h2.Get("Content-Length"), h2.Get("Cache-Control"))
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if _, h, later := fetch(t, srv.URL+"/hls/s_1/video1_stream.m3u8"); later == pl || h.Get("Cache-Control") != "no-cache, private" {
+		t.Errorf("the playlist 1.2 s later is the same (Cache-Control %q):\n%s", h.Get("Cache-Control"), later)
 	}
 	svc.mu.Lock()
 	st := svc.streams["s_1"]

@@ -34,9 +34,13 @@
 // child. While a child has made no frame, its camera's feed asks for a
 // keyframe every 2 s (ffmpeg.Proc.CheckKeyframes).
 //
-// A request that may wait on the muxer (a playlist, a part) is held at
-// most Options.Hold (503 after) and a stream holds at most
-// Options.HeldMax of them (503 beyond), counted by
-// convene_hls_held_requests. At most Options.Max streams
+// Answers are kept per stream (Service.Serve): files (init sections,
+// segments, parts) never change once made, playlists until the muxer's
+// next write, so most requests are answered from a copy with its length;
+// of the requests for one name and query that find none, one asks
+// gohlslib and the others wait for it. A request that may wait on the
+// muxer (a playlist, a part) is held at most Options.Hold (503 after) and
+// a stream has at most Options.HeldMax handlers waiting (503 beyond),
+// counted by convene_hls_held_requests. At most Options.Max streams
 // (streaming.hls_max) run on a node (ErrCapacity).
 package hls

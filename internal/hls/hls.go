@@ -266,6 +266,7 @@ type Stream struct {
 	clock   *ffmpeg.Clock
 	mux     *muxer
 	held    holds
+	answers answers
 	vport   int
 	detach  func()
 	proc    *ffmpeg.Proc

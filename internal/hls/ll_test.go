@@ -41,7 +41,8 @@ func fetch(t *testing.T, url string) (int, http.Header, string) {
 // TestHeldRequestsBounded: a stream whose child makes nothing (a stub)
 // holds a playlist request Hold long, then answers 503; it holds at most
 // HeldMax at once and refuses more at once; a held request's goroutine
-// ends when the stream stops. Names a stream does not serve are 404, and
+// ends when the stream stops; a request for what a handler already waits
+// for waits with it, taking no other. Names a stream does not serve are 404, and
 // so is a part it has not made and never will (its stream stopped).
 func TestHeldRequestsBounded(t *testing.T) {
 	b := broker.New()
@@ -107,8 +108,20 @@ func TestHeldRequestsBounded(t *testing.T) {
 	// The timed-out requests' handlers still wait on the muxer and count
 	// against HeldMax until it makes their files, or the stream stops.
 	t0 = time.Now()
-	if code, _, _ := fetch(t, srv.URL+"/hls/s_1/index.m3u8"); code != 503 || time.Since(t0) > 300*time.Millisecond {
+	if code, _, _ := fetch(t, srv.URL+"/hls/s_1/audio2_stream.m3u8"); code != 503 || time.Since(t0) > 300*time.Millisecond {
 		t.Errorf("while two handlers still wait: %d after %v, want 503 at once", code, time.Since(t0))
+	}
+	// A request for what a handler already waits for waits with it (no
+	// new handler), then times out as well.
+	t0 = time.Now()
+	if code, _, _ := fetch(t, srv.URL+"/hls/s_1/index.m3u8"); code != 503 || time.Since(t0) < 600*time.Millisecond {
+		t.Errorf("the same request again: %d after %v, want 503 after Hold", code, time.Since(t0))
+	}
+	if n := testutil.ToFloat64(m.held); n != 2 {
+		t.Errorf("held gauge %v with a third request waiting with a handler, want 2", n)
+	}
+	if n := testutil.ToFloat64(m.heldRefused); n != 2 {
+		t.Errorf("refused %v, want 2", n)
 	}
 	if err := svc.Stop("s_1"); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,9 @@ type muxer struct {
 	rtp, rtcp *net.UDPConn
 	done      chan struct{}
 
+	// gen counts the writes to m: a playlist made at one gen stays right
+	// until the next (Service.Serve keeps it).
+	gen atomic.Uint64
 	// Counted for tests and logs.
 	frames, samples atomic.Uint64
 	// firstPart is when the first access unit reached the muxer.
@@ -153,6 +156,7 @@ func (x *muxer) writeVideo(u *au, now time.Time) {
 		x.logger.Debug("hls: write video", "err", err)
 		return
 	}
+	x.gen.Add(1)
 	x.frames.Add(1)
 	x.firstAU.CompareAndSwap(0, now.UnixNano())
 }
@@ -179,6 +183,7 @@ func (x *muxer) Deliver(pk *media.Packet, _ *broker.Track) {
 		x.logger.Debug("hls: write audio", "err", err)
 		return
 	}
+	x.gen.Add(1)
 	x.samples.Add(1)
 }
 
