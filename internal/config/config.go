@@ -277,6 +277,10 @@ type StreamingConfig struct {
 	FFmpeg string `yaml:"ffmpeg"`
 	// HLSMax caps the sessions streamed as HLS at once (503 beyond).
 	HLSMax int `yaml:"hls_max"`
+	// HLSSegment is an HLS segment's duration (a keyframe starts each):
+	// what a player without LL-HLS fetches, and how often it reloads the
+	// playlist; LL-HLS players fetch parts of about 200 ms either way.
+	HLSSegment Duration `yaml:"hls_segment"`
 	// ThumbnailsMax caps the video tracks whose thumbnails are taken at
 	// once (503 beyond).
 	ThumbnailsMax int `yaml:"thumbnails_max"`
@@ -416,7 +420,7 @@ func Default() Config {
 		Mixer:      MixerConfig{Speakers: 6, Depth: 3, Max: 200},
 		Capacity:   CapacityConfig{Headroom: 0.2},
 		Recording:  RecordingConfig{AdHocMax: 16, Playbacks: 4, Exports: 2},
-		Streaming:  StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, ThumbnailsMax: 16},
+		Streaming:  StreamingConfig{FFmpeg: "ffmpeg", HLSMax: 4, HLSSegment: Duration(time.Second), ThumbnailsMax: 16},
 		Composite:  CompositeConfig{Max: 4},
 		VTranscode: VTranscodeConfig{Max: 8, MaxHeight: 720, MaxFPS: 30},
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", RequestTimeout: Duration(10 * time.Second), IdleTimeout: Duration(60 * time.Second),
@@ -625,6 +629,9 @@ func (c Config) Validate() error {
 	}
 	if c.Streaming.HLSMax < 1 || c.Streaming.HLSMax > 1000 {
 		bad("streaming.hls_max", c.Streaming.HLSMax, "want 1 to 1000")
+	}
+	if d := c.Streaming.HLSSegment.Std(); d < 500*time.Millisecond || d > 10*time.Second {
+		bad("streaming.hls_segment", c.Streaming.HLSSegment, "want 500ms to 10s")
 	}
 	if c.Streaming.ThumbnailsMax < 1 || c.Streaming.ThumbnailsMax > 1000 {
 		bad("streaming.thumbnails_max", c.Streaming.ThumbnailsMax, "want 1 to 1000")

@@ -343,6 +343,7 @@ var flagUsage = map[string]string{
 	"recording.exports":            "most recordings exported at once",
 	"streaming.ffmpeg":             "the ffmpeg `binary` HLS streams and thumbnails run",
 	"streaming.hls_max":            "most sessions streamed as HLS at once",
+	"streaming.hls_segment":        "`duration` of an HLS segment (players without LL-HLS fetch whole segments; LL-HLS ones parts of about 200 ms)",
 	"streaming.thumbnails_max":     "most video tracks whose thumbnails are taken at once",
 	"composite.max":                "most video composites (an ffmpeg child each) the node runs at once",
 	"composite.cores":              "CPU the video composites' ffmpeg children may use, in `cores`, by their measured load; 0 means half the node's CPUs",

@@ -25,7 +25,7 @@ func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.
 	hm.Register(reg)
 	tm.Register(reg)
 	h := hls.NewService(hls.Options{Dir: filepath.Join(cfg.DataDir, "hls"), FFmpeg: cfg.Streaming.FFmpeg,
-		Max: cfg.Streaming.HLSMax, Rooms: sessions.Room, Mixers: mixers, Supervisor: super, Events: ev, Metrics: hm,
+		Max: cfg.Streaming.HLSMax, Segment: cfg.Streaming.HLSSegment.Std(), Rooms: sessions.Room, Mixers: mixers, Supervisor: super, Events: ev, Metrics: hm,
 		Composite: func(sid string) (string, func(), error) {
 			info, err := composites.Start(sid, composite.Request{Layout: composite.Grid2})
 			if err != nil {

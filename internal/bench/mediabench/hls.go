@@ -50,8 +50,10 @@ const producerWindow = 3 * time.Second
 const LimitShare = 0.9
 
 // hlsSegment and hlsList are the peer's ffmpeg HLS settings: the node's
-// before its HLS became LL-HLS (gohlslib: about 1 s fMP4 segments, 7 in
-// the playlists), kept so that the peer's runs compare with earlier ones.
+// before its HLS became LL-HLS (gohlslib: 7 segments in the playlists),
+// kept so that the peer's runs compare with earlier ones. The node runs
+// with segments as long (streaming.hls_segment; its default is 1 s): a
+// viewer without LL-HLS makes as many requests of either.
 const (
 	hlsSegment = "2"
 	hlsList    = 6

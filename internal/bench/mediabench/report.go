@@ -217,7 +217,7 @@ func formatThumbnails(b *strings.Builder, ss []ThumbSeries, cpus int) {
 func formatHLS(b *strings.Builder, ss []ViewerSeries, limit float64) {
 	b.WriteString("## HLS viewers at full rate\n\n")
 	fmt.Fprintf(b, "One stream of the camera and a PCMU tone. "+
-		"Convene: the node's own LL-HLS (its ffmpeg child encodes H.264, gohlslib muxes it with the Opus mix into fMP4 segments of about 1 s and parts, "+
+		"Convene: the node's own LL-HLS (its ffmpeg child encodes H.264, gohlslib muxes it with the Opus mix into fMP4 segments of %s s, as the peer's (streaming.hls_segment; 1 s by default), and parts, "+
 		"served from memory by its HTTP server; a viewer is redirected once to the signed multivariant playlist and follows its video's media playlist "+
 		"in whole segments, as a player without LL-HLS; the audio rendition is not fetched); "+
 		"the classic pipeline: ffmpeg's HLS muxer (H.264 800 kb/s + AAC 96 kb/s, %s s MPEG-TS segments, %d in the playlist), fed the same packets, into a directory Debian's nginx serves. "+
@@ -226,7 +226,7 @@ func formatHLS(b *strings.Builder, ss []ViewerSeries, limit float64) {
 		"fetches each new segment once, starting at the newest; new viewers start spread over one segment. "+
 		"A viewer misses when a segment takes longer to fetch than to play, a request fails, or a segment leaves the playlist unfetched; "+
 		"a step passes with no miss. The series stops at the first miss or at %.0f%% of the machine's loopback limit (%.0f MB/s: TCP on 127.0.0.1, a connection per CPU, measured first).\n\n",
-		hlsSegment, hlsList, 100*LimitShare, limit)
+		hlsSegment, hlsSegment, hlsList, 100*LimitShare, limit)
 	b.WriteString("| system | viewers | segments | MB/s | fetch p50 ms | p99 ms | max ms | late | errors | skipped | server CPU (cores) | load's CPU | machine busy / steal | others | pass |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range ss {

@@ -137,7 +137,7 @@ var partWeight = map[string]int{"composites": 2, "thumbnails": 1, "hls": 3}
 // startNode starts the node a part measures.
 func startNode(cfg Config) (*convene.Node, error) {
 	return convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Nice: cfg.Nice, Args: append(append([]string(nil), serveArgs...),
-		"-streaming-ffmpeg", cfg.FFmpeg)})
+		"-streaming-ffmpeg", cfg.FFmpeg, "-streaming-hls-segment", hlsSegment+"s")})
 }
 
 // sleep waits d or until ctx ends (false).
