@@ -10,8 +10,9 @@
 // H.264 (libx264, zerolatency, no B-frames, a keyframe every segment) and
 // sends it back to the node over local RTP; the node rebuilds its access
 // units and muxes them, with the session's audio mix as it is (a mixer
-// output, Opus), in gohlslib's low-latency muxer: fMP4 segments of about
-// 1 s made of parts of about 200 ms, blocking playlist reloads
+// output, Opus), in gohlslib's low-latency muxer: fMP4 segments of
+// Options.Segment (streaming.hls_segment, 1 s) made of parts of about
+// 200 ms, blocking playlist reloads
 // (_HLS_msn, _HLS_part, _HLS_skip) and preload hints, which the API
 // serves from memory.
 //
