@@ -146,8 +146,17 @@ func TestTortureOverTheWire(t *testing.T) {
 			c.Close()
 		}
 	}
+	// The torture connections count against the per-IP cap (32) until
+	// the server has read each one's close, which a busy machine may not
+	// have done yet: a connection over the cap is closed at once. So TCP
+	// gets 5 s to answer again.
 	for _, network := range []string{"udp", "tcp"} {
-		if res := optionsPing(t, network, e.srv.Addr()); !strings.HasPrefix(res, "SIP/2.0 200") {
+		res := optionsPing(t, network, e.srv.Addr())
+		for deadline := time.Now().Add(5 * time.Second); network == "tcp" && !strings.HasPrefix(res, "SIP/2.0 200") && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			res = optionsPing(t, network, e.srv.Addr())
+		}
+		if !strings.HasPrefix(res, "SIP/2.0 200") {
 			t.Errorf("after the torture messages, OPTIONS over %s got %q", network, res)
 		}
 	}
