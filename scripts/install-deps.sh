@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Convene needs on Debian 12: Go modules for `run`, plus the
 # real peers the tests drive (ffmpeg, iproute2, SIPp, baresip, rtpengine,
-# PostgreSQL)
+# PostgreSQL, VLC)
 # and Janus and Chromium for `test`, the benchmark's peers (Kamailio,
 # rtpengine, Janus, ffmpeg and nginx) for `bench`, and
 # what the README's examples use (curl, a WebSocket client) for `examples`.
@@ -41,6 +41,10 @@ if [ "$what" = test ]; then
   need rtpengine rtpengine-daemon # relaybench's own test drives it
   need janus janus                # rtcbench's own test drives it
   need chromium chromium          # the web app's tests click through it
+  # VLC, a player without LL-HLS, plays the node's HLS (TestVLCPlaysTheStream):
+  # cvlc, and the plugins with its HLS, MP4, H.264 and Opus.
+  need cvlc vlc-bin
+  dpkg -s vlc-plugin-base >/dev/null 2>&1 || apt_pkgs+=(vlc-plugin-base)
   need node nodejs
 fi
 if [ "$what" = bench ]; then

@@ -25,7 +25,10 @@
 // to one epoch's wall clock; a new child or a jump starts a new run, a
 // burst closes in), so audio and video share one time line. Every viewer
 // gets the same playlists: a player with LL-HLS reloads them blocking and
-// fetches parts; one without fetches whole segments. The multivariant
+// fetches parts; one without fetches whole segments. Only Apple's own
+// player gets the gap entries gohlslib opens a new stream's media
+// playlists with; every other player gets them without (gaps.go: VLC 3.0
+// fetches a gap and stops). The multivariant
 // playlist names the video and the mix as an audio rendition.
 //
 // The child beats with its -progress lines; it is started again when it

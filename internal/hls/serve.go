@@ -48,6 +48,12 @@ func (s *Service) Serve(session, file string, w http.ResponseWriter, r *http.Req
 	if r.URL.RawQuery != "" {
 		key += "?" + r.URL.RawQuery
 	}
+	// A media playlist comes without its leading gaps for every player
+	// but Apple's (gaps.go).
+	gapless := strings.HasSuffix(file, "_stream.m3u8") && !appleNative(r.UserAgent())
+	if gapless {
+		key += "#gapless"
+	}
 	if a := st.answers.get(key, st.mux.gen.Load()); a != nil {
 		a.write(w)
 		return nil
@@ -62,7 +68,7 @@ func (s *Service) Serve(session, file string, w http.ResponseWriter, r *http.Req
 	}
 	if lead {
 		m.held.Inc()
-		go st.ask(f, file, r.URL.RawQuery)
+		go st.ask(f, file, r.URL.RawQuery, gapless)
 	}
 	t := time.NewTimer(s.o.Hold)
 	defer t.Stop()
@@ -83,10 +89,11 @@ func (s *Service) Serve(session, file string, w http.ResponseWriter, r *http.Req
 	return nil
 }
 
-// ask has gohlslib answer a flight's request and keeps the answer. The
+// ask has gohlslib answer a flight's request and keeps the answer (a
+// playlist without its leading gaps if gapless). The
 // request is gohlslib's own (it reads the path's last element and the
 // query only), since it may outlive the viewer's.
-func (st *Stream) ask(f *flight, file, query string) {
+func (st *Stream) ask(f *flight, file, query string, gapless bool) {
 	defer st.s.o.Metrics.held.Dec()
 	defer st.held.release()
 	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/" + file, RawQuery: query}, Header: http.Header{}}
@@ -100,6 +107,9 @@ func (st *Stream) ask(f *flight, file, query string) {
 	if rec.code == http.StatusOK || rec.code == 0 && rec.body.Len() > 0 {
 		a = &answer{body: rec.body.Bytes(), ctype: rec.h.Get("Content-Type"), gen: gen}
 		a.playlist = strings.HasSuffix(a.ctype, "mpegurl")
+		if a.playlist && gapless {
+			a.body = stripGaps(a.body)
+		}
 		// The viewer's path is its own (a signed prefix): no shared
 		// cache keeps what it gets; a playlist changes with every part.
 		if a.playlist {
