@@ -127,6 +127,9 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 			if _, ok := s.o.Sessions.MemberRole(r.Context(), sid, c.Member); !ok {
 				err = errors.New("the token's member has left the session")
 			}
+			// The prefix carries the member's id: serveHLS stops it once
+			// the member has left (or was removed).
+			key = c.Member
 		}
 		if err == nil && c.Member == "" && c.ID != "" {
 			// A revoked viewer link lets no new viewer in, and the prefix
@@ -165,8 +168,9 @@ func (s *Server) serveHLS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if key != "" && s.o.Access != nil {
-		// The token the prefix was signed for may have been revoked since
-		// (a cached verdict, at most revocationTTL old).
+		// The token the prefix was signed for may have been revoked since,
+		// or its member have left (a cached verdict, at most
+		// revocationTTL old).
 		if err := s.revoked.refused(r.Context(), sid, key); err != nil {
 			if !isForbidden(err) {
 				w.Header().Set("Retry-After", "2")

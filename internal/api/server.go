@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -150,6 +151,12 @@ func New(o Options) *Server {
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), m: newMetrics(o.Registry, exports),
 		fallbackSigner: auth.NewSigner([]byte(auth.RandomHex(32)), nil), exports: exports}
 	s.revoked = newRevocations(func(ctx context.Context, sid, id string) error {
+		if strings.HasPrefix(id, "m_") { // a member token's prefix: the member is still in
+			if _, ok := s.o.Sessions.MemberRole(ctx, sid, id); !ok {
+				return fmt.Errorf("%w: the member has left the session", session.ErrForbidden)
+			}
+			return nil
+		}
 		return s.o.Sessions.CheckJoinToken(ctx, sid, id)
 	})
 	s.route("GET /healthz", s.healthz)

@@ -83,6 +83,10 @@ func (s *Service) Serve(session, file string, w http.ResponseWriter, r *http.Req
 		return nil
 	}
 	if f.a == nil {
+		if f.code == http.StatusBadRequest { // a blocking reload too far ahead or behind, a query that does not parse
+			http.Error(w, "hls: the playlist cannot wait for that (_HLS_msn, _HLS_part)", http.StatusBadRequest)
+			return nil
+		}
 		return ErrNotFound // gone from the playlist, never made, or the stream stopped
 	}
 	f.a.write(w)
@@ -118,6 +122,7 @@ func (st *Stream) ask(f *flight, file, query string, gapless bool) {
 			a.cc = "private, " + cc
 		}
 	}
+	f.code = rec.code
 	st.answers.land(f, a)
 }
 
@@ -164,11 +169,13 @@ func (a *answer) write(w http.ResponseWriter) {
 }
 
 // flight is a request gohlslib is answering, which others with the same
-// name and query wait for; a is set (nil: no answer) before done closes.
+// name and query wait for; a (nil: no answer) and gohlslib's status code
+// are set before done closes.
 type flight struct {
 	key  string
 	done chan struct{}
 	a    *answer
+	code int
 }
 
 // answers keeps a stream's answers: at most maxFiles files (the oldest

@@ -183,7 +183,8 @@ func TestViewTokenOnlyWatches(t *testing.T) {
 // TestViewTokenRevocationStopsPlayback: a view token plays the session's
 // HLS stream under a signed prefix that carries its id; revoking it
 // refuses the playlist and segments with 401 within a few seconds, while a
-// second view token of the session plays on.
+// second view token of the session plays on. A member token's prefix
+// carries the member's id and stops once the member was removed.
 func TestViewTokenRevocationStopsPlayback(t *testing.T) {
 	testutil.NeedBinary(t, "ffmpeg")
 	n := startNode(t, testConfig(t, t.TempDir()))
@@ -249,5 +250,26 @@ func TestViewTokenRevocationStopsPlayback(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	if code, _, _ := get(t, http.DefaultClient, signed); code != 401 {
 		t.Errorf("the revoked link's playlist later: %d, want 401", code)
+	}
+
+	// A member's token opens the stream under a prefix that carries the
+	// member's id, and stops playing once the member was removed.
+	mid, mtok := joinAs(t, n, s.ID, "Pat", "participant")
+	member := open(mtok)
+	if !strings.Contains(member, "."+mid+".") {
+		t.Errorf("the member's prefix %s does not carry its id %s", member, mid)
+	}
+	if code, _, _ := get(t, http.DefaultClient, member); code != 200 {
+		t.Fatalf("the member's playlist: %d", code)
+	}
+	if code := callAs(t, ctok, "DELETE", base+"/members/"+mid, nil, nil); code != 204 {
+		t.Fatalf("the chair removes the member: %d", code)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the removed member's playlist refused", func() bool {
+		code, _, _ := get(t, http.DefaultClient, member)
+		return code == 401
+	})
+	if code, _, _ := get(t, http.DefaultClient, kept); code != 200 {
+		t.Errorf("the view link's playlist after the member left: %d, want 200", code)
 	}
 }
