@@ -148,6 +148,8 @@ func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v
 		if addr, err = netip.ParseAddr(l.Local.Addr); err == nil {
 			if speaker {
 				release = c.phones.follow(sessionID, l.ID, member)
+			} else if from != "" {
+				release = c.phones.watch(sessionID, l.ID, member, v.Codec, from, release)
 			}
 			dir := "sendrecv"
 			if req.Direction == "sendonly" {
@@ -174,6 +176,10 @@ type phoneComposites struct {
 	room func(sid string) *broker.Room
 	mu   sync.Mutex
 	by   map[string]*phoneComposite // by session
+	// watched are the phones' links that receive a composite, by
+	// session and link ID: one that stops (someone stopped it, or it
+	// failed for good) is replaced (tend).
+	watched map[string]*watchSet
 	// followers are the links that follow the speaker, by session: link
 	// ID to the phone's member; speakers the main session's speakers.
 	followers map[string]*follows
@@ -194,7 +200,7 @@ type phoneComposite struct {
 
 func newPhoneComposites(svc *composite.Service, room func(sid string) *broker.Room) *phoneComposites {
 	return &phoneComposites{svc: svc, room: room, by: map[string]*phoneComposite{},
-		followers: map[string]*follows{}, speakers: map[string][]string{}}
+		followers: map[string]*follows{}, speakers: map[string][]string{}, watched: map[string]*watchSet{}}
 }
 
 // followEvery is how often the links that follow a speaker look at the
@@ -337,6 +343,138 @@ func (p *phoneComposites) acquire(sid, codec string) (member string, release fun
 	pc := &phoneComposite{id: info.ID, member: info.Member, phones: 1}
 	p.by[sid] = pc
 	return pc.member, p.releaser(sid, pc)
+}
+
+// watchSet is a session's watched links, by link ID.
+type watchSet struct{ links map[string]*phoneLink }
+
+// phoneLink is a phone's video link that receives a composite (from, its
+// member), and what gives that back (nil: someone else's composite, or,
+// once it follows the speaker, what stops that).
+type phoneLink struct {
+	member, codec, from string
+	release             func()
+	gone                bool // the phone left
+}
+
+// watch keeps link (of the phone's member, in codec) on a composite: it
+// receives from's now, given back by release; when that composite stops,
+// the link gets another (one that runs, else one started for the phones)
+// or, if none can be had, follows the speaker. The returned func gives
+// back whatever the link holds then.
+func (p *phoneComposites) watch(sid, link, member, codec, from string, release func()) func() {
+	p.mu.Lock()
+	ws := p.watched[sid]
+	first := ws == nil
+	if first {
+		ws = &watchSet{links: map[string]*phoneLink{}}
+		p.watched[sid] = ws
+	}
+	pl := &phoneLink{member: member, codec: codec, from: from, release: release}
+	ws.links[link] = pl
+	p.mu.Unlock()
+	if first {
+		go p.tend(sid, ws)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			pl.gone = true
+			rel := pl.release
+			p.unwatchLocked(sid, ws, link)
+			p.mu.Unlock()
+			if rel != nil {
+				rel()
+			}
+		})
+	}
+}
+
+// tend looks every followEvery at session sid's phone links that
+// receive a composite, until none is left, and replaces a composite
+// whose member has left the room (its track gone).
+func (p *phoneComposites) tend(sid string, ws *watchSet) {
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	for range t.C {
+		room := p.room(sid)
+		p.mu.Lock()
+		if p.watched[sid] != ws {
+			p.mu.Unlock()
+			return
+		}
+		live := map[string]bool{}
+		if room != nil {
+			for _, tr := range room.Tracks() {
+				if tr.Kind() == media.Video {
+					live[tr.Owner()] = true
+				}
+			}
+		}
+		stale := map[string]*phoneLink{}
+		for link, pl := range ws.links {
+			if !live[pl.from] {
+				stale[link] = pl
+			}
+		}
+		if pc := p.by[sid]; pc != nil && !live[pc.member] {
+			delete(p.by, sid) // the phones' own composite stopped: a new one is started
+		}
+		p.mu.Unlock()
+		for link, pl := range stale {
+			p.replace(sid, link, pl, room)
+		}
+	}
+}
+
+// replace gives back the stopped composite link received and finds it
+// another, or makes it follow the speaker.
+func (p *phoneComposites) replace(sid, link string, pl *phoneLink, room *broker.Room) {
+	p.mu.Lock()
+	old := pl.release
+	pl.release = nil
+	p.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	from, release := p.acquire(sid, pl.codec)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pl.gone {
+		if release != nil {
+			go release()
+		}
+		return
+	}
+	if from != "" {
+		pl.from, pl.release = from, release
+		if room != nil {
+			room.SetFrom(link, from)
+		}
+		return
+	}
+	// No composite to be had: the link follows the speaker from now on.
+	if ws := p.watched[sid]; ws != nil {
+		p.unwatchLocked(sid, ws, link)
+	}
+	p.mu.Unlock()
+	stop := p.follow(sid, link, pl.member)
+	p.mu.Lock()
+	if pl.gone {
+		go stop()
+		return
+	}
+	pl.release = stop
+}
+
+// unwatchLocked stops watching link; the session's tend ends with its
+// last link. Under mu.
+func (p *phoneComposites) unwatchLocked(sid string, ws *watchSet, link string) {
+	delete(ws.links, link)
+	if len(ws.links) == 0 && p.watched[sid] == ws {
+		delete(p.watched, sid)
+	}
 }
 
 func (p *phoneComposites) releaser(sid string, pc *phoneComposite) func() {

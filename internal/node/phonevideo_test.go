@@ -372,6 +372,98 @@ func TestVideoPhonesShareOneComposite(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the composite to stop with the last phone", func() bool { return len(composites()) == 0 })
 }
 
+// TestVideoPhoneCompositeReplaced: a SIPp video phone receives the
+// composite a chair started; when the chair stops it, the node starts one
+// for the phone within seconds and the phone's link goes on sending it
+// video; hanging up stops that one.
+func TestVideoPhoneCompositeReplaced(t *testing.T) {
+	testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "composite replaced")
+	publishVP8(t, n, s.ID, "Ada", 15) // a camera the composites show
+	url := n.URL() + "/api/v1/sessions/" + s.ID + "/composites"
+	composites := func() []compositeJSON {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", url, nil, &l)
+		return l.Composites
+	}
+	var chairs compositeJSON
+	if code := call(t, "POST", url, map[string]any{"layout": "grid2", "width": 320, "height": 180, "fps": 10}, &chairs); code != 201 {
+		t.Fatalf("the chair's composite: %d", code)
+	}
+	// The phone's media side: a socket at the port its SDP names, which
+	// sends the node an RTP packet now and then (the node sends a phone
+	// nothing before it heard from it) and counts what comes back.
+	vport := freePortPair(t)
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: vport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
+		"-set", "vport", strconv.Itoa(vport), "-d", "25000")
+	var node *net.UDPAddr
+	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
+		var sess struct {
+			Links []struct {
+				Kind, Remote string
+				Local        struct {
+					Addr    string
+					RTPPort int `json:"rtp_port"`
+				}
+			}
+		}
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			if l.Kind == "video" && l.Remote == "127.0.0.1:"+strconv.Itoa(vport) {
+				node = &net.UDPAddr{IP: net.ParseIP(l.Local.Addr), Port: l.Local.RTPPort}
+			}
+		}
+		return node != nil
+	})
+	var received atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, from, err := sock.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if from.Port == node.Port && k >= 12 {
+				received.Add(1)
+			}
+		}
+	}()
+	go func() {
+		// An interframe of VP8 in the phone's payload type, 5 a second.
+		pk := []byte{0x80, 100, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x10, 0x01, 0x00, 0x00, 1, 2, 3}
+		for i := 0; ; i++ {
+			pk[3] = byte(i)
+			if _, err := sock.WriteToUDP(pk, node); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	testutil.WaitFor(t, 40*time.Second, "the chair's composite reaching the phone", func() bool { return received.Load() > 10 })
+	if c := composites(); len(c) != 1 || c[0].ID != chairs.ID {
+		t.Fatalf("composites with the phone on the chair's: %+v, want the chair's alone", c)
+	}
+	if code := call(t, "DELETE", url+"/"+chairs.ID, nil, nil); code != 204 {
+		t.Fatalf("the chair stops its composite: %d", code)
+	}
+	stopped := time.Now()
+	testutil.WaitFor(t, 10*time.Second, "a composite started for the phone", func() bool {
+		c := composites()
+		return len(c) == 1 && c[0].ID != chairs.ID
+	})
+	before := received.Load()
+	testutil.WaitFor(t, 30*time.Second, "the new composite reaching the phone", func() bool { return received.Load() > before+10 })
+	t.Logf("the phone's new composite reaches it %v after the chair's stopped", time.Since(stopped).Round(time.Millisecond))
+	phone.wait(t)
+	testutil.WaitFor(t, 10*time.Second, "the phone's composite to stop when it hangs up", func() bool { return len(composites()) == 0 })
+}
+
 // TestVideoPhoneFollowsTheSpeaker: on a node that can make no composite
 // (no ffmpeg of its own), a SIPp video phone receives one camera, in its
 // payload type: the first camera (by track) while nobody speaks, then the
