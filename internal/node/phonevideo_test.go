@@ -255,30 +255,7 @@ func phoneReceivesTheComposite(t *testing.T, scenario, rtpmap, encoder string) {
 			sock.WriteToUDP(buf[:k], to)
 		}
 	}()
-	// The phone's camera: ffmpeg's test card to a socket relayed from the
-	// phone's port (the node sends nothing before the phone's RTP).
-	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { camIn.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			k, err := camIn.Read(buf)
-			if err != nil {
-				return
-			}
-			if k >= 2 && buf[1]&0x7f >= 72 && buf[1]&0x7f <= 76 {
-				continue // RTCP (ffmpeg sends it to the RTP port + 1; dropped)
-			}
-			sock.WriteToUDP(buf[:k], node)
-		}
-	}()
-	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
-		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=30",
-		"-c:v", encoder, "-deadline", "realtime", "-preset", "ultrafast", "-b:v", "200k", "-g", "15", "-payload_type", "100",
-		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+	phoneCamera(t, bin, encoder, sock, node, 30)
 
 	var f []byte
 	deadline := time.After(30 * time.Second)
@@ -329,6 +306,35 @@ func quadrantsAre(f []byte, w, h int) bool {
 	return true
 }
 
+// phoneCamera sends a phone's camera, ffmpeg's test card in encoder
+// (payload type 100) for secs, to the node's port from the phone's
+// socket: the node sends a phone nothing before it heard from it.
+func phoneCamera(t *testing.T, bin, encoder string, sock *net.UDPConn, node *net.UDPAddr, secs int) {
+	t.Helper()
+	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { camIn.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := camIn.Read(buf)
+			if err != nil {
+				return
+			}
+			if k >= 2 && buf[1]&0x7f >= 72 && buf[1]&0x7f <= 76 {
+				continue // RTCP (ffmpeg sends it to the RTP port + 1; dropped)
+			}
+			sock.WriteToUDP(buf[:k], node)
+		}
+	}()
+	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
+		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration="+strconv.Itoa(secs),
+		"-c:v", encoder, "-deadline", "realtime", "-preset", "ultrafast", "-b:v", "200k", "-g", "15", "-payload_type", "100",
+		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+}
+
 // TestVideoPhonesShareOneComposite: two SIPp video phones in one session
 // share the composite the node started for the first; it runs while one
 // of them is on the line and stops when the last hangs up.
@@ -373,14 +379,13 @@ func TestVideoPhonesShareOneComposite(t *testing.T) {
 }
 
 // TestVideoPhoneCompositeReplaced: a SIPp video phone receives the
-// composite a chair started; when the chair stops it, the node starts one
-// for the phone within seconds and the phone's link goes on sending it
-// video; hanging up stops that one.
+// composite a chair started (showing the phone's camera); when the chair
+// stops it, the node starts one for the phone within seconds and the
+// phone's link goes on sending it video; hanging up stops that one.
 func TestVideoPhoneCompositeReplaced(t *testing.T) {
-	testutil.NeedBinary(t, "ffmpeg")
+	bin := testutil.NeedBinary(t, "ffmpeg")
 	n, ctx := newSIPpNode(t)
 	s := createSession(t, n, "composite replaced")
-	publishVP8(t, n, s.ID, "Ada", 15) // a camera the composites show
 	url := n.URL() + "/api/v1/sessions/" + s.ID + "/composites"
 	composites := func() []compositeJSON {
 		var l struct{ Composites []compositeJSON }
@@ -434,17 +439,7 @@ func TestVideoPhoneCompositeReplaced(t *testing.T) {
 			}
 		}
 	}()
-	go func() {
-		// An interframe of VP8 in the phone's payload type, 5 a second.
-		pk := []byte{0x80, 100, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x10, 0x01, 0x00, 0x00, 1, 2, 3}
-		for i := 0; ; i++ {
-			pk[3] = byte(i)
-			if _, err := sock.WriteToUDP(pk, node); err != nil {
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
+	phoneCamera(t, bin, "libvpx", sock, node, 40)
 	testutil.WaitFor(t, 40*time.Second, "the chair's composite reaching the phone", func() bool { return received.Load() > 10 })
 	if c := composites(); len(c) != 1 || c[0].ID != chairs.ID {
 		t.Fatalf("composites with the phone on the chair's: %+v, want the chair's alone", c)
