@@ -128,12 +128,13 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 // camera's codec is not the phone's. A link the session refuses (its caps, the
 // destination policy) refuses the video stream (port 0), not the call.
 // A composite the phone receives that stops (its starter stopped it, or
-// it failed for good) is replaced within about a second (phoneComposites.watch):
-// by another that runs, else one started for the phones, else the phone
-// follows the speaker. release, if not nil, gives back what the link
-// holds (a composite, or the following) when the phone leaves. Not yet: latching a video stream behind NAT (the
-// audio link latches; two links latching onto one IP could take each
-// other's packets).
+// it failed for good) is replaced within about a second
+// (phoneComposites.watch): by another that runs, else one started for the
+// phones, else the phone follows the speaker. release, if not nil, gives
+// back what the link holds (a composite, or the following) when the
+// phone leaves. Not yet: latching a video stream behind NAT (the audio
+// link latches; two links latching onto one IP could take each other's
+// packets).
 func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer) (netip.AddrPort, string, func()) {
 	req := session.NewRTPLink{Remote: v.Media.String(), Kind: "video", Direction: "sendrecv", Codec: v.Codec,
 		Member: member, Policed: true, SendPT: v.PT}
