@@ -80,7 +80,8 @@ type TrackInfo struct {
 	Channels  uint16
 	Fmtp      string
 	// Source says what the track carries: "microphone", "camera",
-	// "screen", or "rtp" for a plain endpoint.
+	// "screen", "composite" (the node's video composite of the session's
+	// cameras), or "rtp" for a plain endpoint.
 	Source string
 	// Stream groups the tracks a receiver shows together: the layers of
 	// one simulcast source, and a member's microphone with its camera (it

@@ -199,7 +199,7 @@ func (s *Service) start(session string, room *broker.Room, req Request, cells []
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	info := broker.TrackInfo{Codec: "video/VP8", ClockRate: 90000, Source: "camera"}
+	info := broker.TrackInfo{Codec: "video/VP8", ClockRate: 90000, Source: "composite"}
 	if req.Codec == H264 {
 		info.Codec, info.Fmtp = "video/H264", "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"
 	}

@@ -14,8 +14,10 @@
 // Audio: every audio stream (G.711, L16, Opus) is decoded, resampled to
 // 48 kHz and mixed into one mono track, so the voices of all members are
 // heard where they spoke; lost packets are silence. Video: WebM holds one
-// VP8 stream, the one with the most packets that holds a keyframe (simulcast's lowest layer
-// first); frames broken by a lost packet are skipped up to the next
+// VP8 stream that holds a keyframe: the session's composite if one was
+// recorded (everyone's cameras in one picture: a chair starts one to
+// export a meeting to one file), else the one with the most packets
+// (simulcast's lowest layer first); frames broken by a lost packet are skipped up to the next
 // keyframe. Export runs as fast as the disk and the Opus encoder allow,
 // not in real time.
 //

@@ -184,19 +184,7 @@ func FuzzExport(f *testing.F) {
 // having none.
 func TestWebMTakesADecodableCamera(t *testing.T) {
 	vp8 := func(file, member string, ssrc uint32, n int, key bool) testStream {
-		s := testStream{File: file, Kind: "video", Member: member, Codec: "video/VP8", PT: 96, Rate: 90000, SSRC: ssrc}
-		for i := range n {
-			// A payload descriptor starting a partition, then a frame tag:
-			// bit 0 clear for a keyframe (with its start code and a 2×2
-			// picture), set for an interframe.
-			pl := []byte{0x10, 0x01, 0x00, 0x00, 1, 2, 3}
-			if key && i%10 == 0 {
-				pl = []byte{0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, 0x02, 0x00, 0x02, 0x00, 1, 2, 3}
-			}
-			s.Packets = append(s.Packets, testPacket{Arrival: time.Duration(i) * 40 * time.Millisecond,
-				TS: uint32(i * 3600), Seq: uint16(i), Marker: true, Payload: pl})
-		}
-		return s
+		return vp8Test(file, member, ssrc, n, key, 2)
 	}
 	rec, err := Open(writeRecording(t, 2*time.Second,
 		vp8("001-video-1.rtpdump", "m_a", 1, 40, false), vp8("002-video-2.rtpdump", "m_b", 2, 20, true)))
@@ -209,5 +197,42 @@ func TestWebMTakesADecodableCamera(t *testing.T) {
 	}
 	if !bytes.Contains(buf.Bytes(), []byte("V_VP8")) {
 		t.Fatalf("the WebM (%d bytes) has no video track", buf.Len())
+	}
+}
+
+// vp8Test is a VP8 stream of n one-packet frames, 40 ms apart: a keyframe
+// of a size×size picture every 10 if key, else interframes only.
+func vp8Test(file, member string, ssrc uint32, n int, key bool, size byte) testStream {
+	s := testStream{File: file, Kind: "video", Member: member, Codec: "video/VP8", PT: 96, Rate: 90000, SSRC: ssrc}
+	for i := range n {
+		// A payload descriptor starting a partition, then a frame tag:
+		// bit 0 clear for a keyframe (with its start code and picture
+		// size), set for an interframe.
+		pl := []byte{0x10, 0x01, 0x00, 0x00, 1, 2, 3}
+		if key && i%10 == 0 {
+			pl = []byte{0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, size, 0x00, size, 0x00, 1, 2, 3}
+		}
+		s.Packets = append(s.Packets, testPacket{Arrival: time.Duration(i) * 40 * time.Millisecond,
+			TS: uint32(i * 3600), Seq: uint16(i), Marker: true, Payload: pl})
+	}
+	return s
+}
+
+// TestWebMTakesTheComposite: a recorded composite (fewer packets than a
+// camera) is the WebM's picture: the file shows everyone.
+func TestWebMTakesTheComposite(t *testing.T) {
+	comp := vp8Test("002-video-2.rtpdump", "m_c", 2, 10, true, 8)
+	comp.Source = "composite"
+	rec, err := Open(writeRecording(t, 2*time.Second, vp8Test("001-video-1.rtpdump", "m_a", 1, 40, true, 2), comp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, w, h, err := vp8Picture(vp8Streams(rec))
+	if err != nil || v == nil {
+		t.Fatalf("no picture: %v", err)
+	}
+	v.Close()
+	if w != 8 || h != 8 {
+		t.Errorf("the picture is %d×%d, want the composite's 8×8", w, h)
 	}
 }

@@ -28,6 +28,7 @@ type testPacket struct {
 // testStream is a stream to write into a test recording.
 type testStream struct {
 	File, Kind, Member, Codec string
+	Source                    string // the sidecar's
 	PT                        uint8
 	Rate                      uint32
 	SSRC                      uint32
@@ -69,7 +70,7 @@ func writeRecording(t testing.TB, end time.Duration, streams ...testStream) stri
 		f.Close()
 		sidecar := s.File[:len(s.File)-len(".rtpdump")] + ".json"
 		sc := recorder.Sidecar{Version: recorder.SidecarVersion, File: s.File, SSRC: s.SSRC, Kind: s.Kind,
-			Member: s.Member, ClockRate: s.Rate, PayloadTypes: []recorder.PayloadType{{PT: s.PT, Codec: s.Codec, ClockRate: s.Rate}},
+			Member: s.Member, Source: s.Source, ClockRate: s.Rate, PayloadTypes: []recorder.PayloadType{{PT: s.PT, Codec: s.Codec, ClockRate: s.Rate}},
 			FirstPacket: started.Add(s.Packets[0].Arrival), Packets: uint64(len(s.Packets)),
 			SenderReports: s.Reports, State: recorder.StateFinished}
 		if sc.SenderReports == nil {

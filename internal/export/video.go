@@ -27,10 +27,12 @@ type vp8Frames struct {
 	Dropped int
 }
 
-// vp8Streams lists the VP8 streams to export, best first: the most
-// packets, a lower simulcast layer on a tie. The export takes the first
-// that holds a keyframe (a stream recorded before its sender answered
-// the recorder's keyframe request holds none and cannot be decoded).
+// vp8Streams lists the VP8 streams to export, best first: the session's
+// composite (everyone's cameras in one picture) if one was recorded,
+// then the most packets, a lower simulcast layer on a tie. The export
+// takes the first that holds a keyframe (a stream recorded before its
+// sender answered the recorder's keyframe request holds none and cannot
+// be decoded).
 func vp8Streams(rec *Recording) []*Stream {
 	var vs []*Stream
 	for _, s := range rec.Video {
@@ -39,6 +41,9 @@ func vp8Streams(rec *Recording) []*Stream {
 		}
 	}
 	sort.SliceStable(vs, func(i, j int) bool {
+		if ci, cj := vs[i].Sidecar.Source == "composite", vs[j].Sidecar.Source == "composite"; ci != cj {
+			return ci
+		}
 		if vs[i].Packets != vs[j].Packets {
 			return vs[i].Packets > vs[j].Packets
 		}

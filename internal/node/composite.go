@@ -56,7 +56,7 @@ func publishComposite(sessions *session.Service, sid, name string, info broker.T
 	gone := make(chan struct{})
 	var track *broker.Track
 	info.Stream = m.ID
-	l, err := sessions.AttachLive(ctx, sid, m.ID, session.NewLiveLink{Type: linkComposite, Kind: media.Video, Sends: true, Source: "camera"},
+	l, err := sessions.AttachLive(ctx, sid, m.ID, session.NewLiveLink{Type: linkComposite, Kind: media.Video, Sends: true, Source: "composite"},
 		func(room *broker.Room, at session.Place) (session.Media, error) {
 			// The session closes the link when it takes the member away:
 			// the composite then stops.

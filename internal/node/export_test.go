@@ -463,3 +463,45 @@ func TestPlaySpeedAndSeekThroughTheAPI(t *testing.T) {
 	}
 	check("seek to 2 s, 0.5×", pkts[from:], 2*time.Second)
 }
+
+// TestExportShowsTheComposite: a session recorded while a composite of
+// its cameras runs exports to one WebM whose picture is the composite's
+// (480×270 here; the camera is 320×240): the file shows everyone.
+func TestExportShowsTheComposite(t *testing.T) {
+	ffprobe := testutil.NeedBinary(t, "ffprobe")
+	dataDir := t.TempDir()
+	n := startNode(t, testConfig(t, dataDir))
+	s := createSession(t, n, "one file")
+	sendFFmpeg(t, n, s.ID, 40*time.Second)
+	curl := n.URL() + "/api/v1/sessions/" + s.ID + "/composites"
+	var c compositeJSON
+	if code := call(t, "POST", curl, map[string]any{"layout": "grid2", "width": 480, "height": 270, "fps": 10}, &c); code != 201 {
+		t.Fatalf("start a composite: %d", code)
+	}
+	testutil.WaitFor(t, 30*time.Second, "the composite's frames", func() bool {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", curl, nil, &l)
+		return len(l.Composites) == 1 && l.Composites[0].Frames > 10
+	})
+	var rec recordingJSON
+	if code := call(t, "POST", n.URL()+"/api/v1/sessions/"+s.ID+"/recordings", map[string]string{"title": "everyone"}, &rec); code != 201 {
+		t.Fatalf("start recording: %d", code)
+	}
+	time.Sleep(5 * time.Second)
+	if code := call(t, "POST", n.URL()+"/api/v1/recordings/"+rec.ID+"/stop", map[string]any{}, &rec); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	path, size := download(t, n.URL()+"/api/v1/recordings/"+rec.ID+"/export?format=webm", "webm")
+	p := probe(t, ffprobe, path)
+	width := 0
+	for _, st := range p.Streams {
+		if st.CodecType == "video" {
+			width = st.Width
+		}
+	}
+	t.Logf("the WebM: %d bytes, %+v", size, p.Streams)
+	if width != 480 {
+		b, _ := exec.Command("sh", "-c", "cat "+filepath.Join(dataDir, "recordings", rec.ID)+"/*.json").Output()
+		t.Errorf("the WebM's picture is %d wide, want the composite's 480; the recording: %s", width, b)
+	}
+}

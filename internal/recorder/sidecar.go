@@ -24,7 +24,7 @@ type Sidecar struct {
 	Member   string `json:"member,omitempty"`
 	Endpoint string `json:"endpoint,omitempty"`
 	Track    string `json:"track,omitempty"`
-	Source   string `json:"source,omitempty"` // microphone, camera, screen, rtp
+	Source   string `json:"source,omitempty"` // microphone, camera, screen, composite, rtp
 	Layer    int    `json:"layer,omitempty"`  // simulcast layer, 0 for none
 	// RTCPOnly marks the RTCP of an SSRC that sent no RTP here (a
 	// receiver's reports, or a sender report ahead of its stream).

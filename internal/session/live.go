@@ -23,7 +23,7 @@ type NewLiveLink struct {
 	Type   string
 	Kind   media.Kind
 	Sends  bool
-	Source string // microphone, camera, screen; "" for a receiver
+	Source string // microphone, camera, screen, composite; "" for a receiver
 	Remote string // the endpoint's address, if known
 }
 
