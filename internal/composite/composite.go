@@ -25,6 +25,13 @@ const (
 	// settle is the least time between two changes of the cameras shown
 	// (each starts a new child).
 	settle = 2 * time.Second
+	// A camera shown whose feed has waited keyless for a keyframe (it
+	// sends only frames that refer to one it never sent, and does not
+	// answer keyframe requests: a plain RTP camera, a broken sender) would
+	// stall the whole picture, every camera's (the child's frame sync
+	// waits for each input): it is left out for benchFor, then tried again.
+	keyless  = 6 * time.Second
+	benchFor = 10 * time.Second
 )
 
 // Composite is one running composite of a session.
@@ -51,6 +58,7 @@ type Composite struct {
 	slots    []slot
 	speakers []string
 	heard    map[*broker.Track]heard
+	benched  map[*broker.Track]time.Time // left out until then (keyless)
 	changed  time.Time // when the cameras shown last changed
 	graph    string    // the child's filter graph for the slots
 	inputs   int       // m-lines in its SDP
@@ -254,6 +262,22 @@ func (c *Composite) choose(now time.Time) []choice {
 	own := c.s.owners()
 	var all, live []*broker.Track
 	c.mu.Lock()
+	for _, sl := range c.slots {
+		if sl.track != nil && sl.feed.Keyless(now) >= keyless {
+			if c.benched == nil {
+				c.benched = map[*broker.Track]time.Time{}
+			}
+			c.benched[sl.track] = now.Add(benchFor)
+			c.s.o.Metrics.benched.Inc()
+			c.s.o.Logger.Warn("composite leaves out a camera that sends no keyframe", "composite", c.id,
+				"session", c.session, "track", sl.track.ID(), "for", benchFor)
+		}
+	}
+	for t, until := range c.benched {
+		if !now.Before(until) {
+			delete(c.benched, t)
+		}
+	}
 	seen := make(map[*broker.Track]heard, len(c.heard))
 	for _, snd := range c.room.Senders() {
 		// The main session's cameras only: a tap ignores subgroups, and
@@ -272,7 +296,7 @@ func (c *Composite) choose(now time.Time) []choice {
 			}
 		}
 		seen[t] = h
-		if !h.at.IsZero() && now.Sub(h.at) < silent {
+		if _, out := c.benched[t]; !out && !h.at.IsZero() && now.Sub(h.at) < silent {
 			live = append(live, t)
 		}
 	}

@@ -35,7 +35,13 @@
 // Each feed asks its camera's publisher for a keyframe (a PLI to a
 // browser) when tapped and when a child starts; while a child has made
 // no frame, every 2 s again (a keyframe sent before ffmpeg bound its
-// port is lost; ffmpeg.Proc.CheckKeyframes).
+// port is lost; ffmpeg.Proc.CheckKeyframes). A camera whose feed has
+// waited 6 s for a keyframe (it sends only frames that refer to one it
+// never sent and does not answer the requests: a plain RTP camera with a
+// long GOP, a broken sender) would freeze the picture as a silent one
+// would: it is left out for 10 s, then tried again
+// (convene_composite_keyless_cameras_total). A camera whose keyframes
+// come further apart than 6 s is shown and left out in turn.
 //
 // At most Options.Max composites run on a node (composite.max, ErrLimit);
 // a new one is also refused when the running composites' measured CPU

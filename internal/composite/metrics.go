@@ -9,6 +9,7 @@ type Metrics struct {
 	starts  prometheus.Counter
 	frames  prometheus.Counter
 	layouts prometheus.Counter
+	benched prometheus.Counter
 }
 
 // NewMetrics makes the collectors.
@@ -25,10 +26,12 @@ func NewMetrics() *Metrics {
 			Help: "Frames the composites published (RTP packets with the marker bit)."}),
 		layouts: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_composite_input_changes_total",
 			Help: "Times a composite changed the cameras it shows (each starts a new child)."}),
+		benched: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_composite_keyless_cameras_total",
+			Help: "Cameras a composite left out for a while because they sent no keyframe for 6 s (they would stall the picture)."}),
 	}
 }
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.running, m.refused, m.starts, m.frames, m.layouts)
+	r.MustRegister(m.running, m.refused, m.starts, m.frames, m.layouts, m.benched)
 }

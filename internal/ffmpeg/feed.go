@@ -53,6 +53,7 @@ type Feed struct {
 	mu       sync.Mutex
 	src      *broker.Track // the source of the last packet
 	waitKey  bool
+	waitFrom time.Time // since when it waits for a keyframe
 	based    bool
 	srcTS    uint32 // a source timestamp …
 	outTS    uint32 // … and the one it went out as
@@ -101,7 +102,7 @@ func (f *Feed) Deliver(pk *media.Packet, from *broker.Track) {
 	defer f.mu.Unlock()
 	if from != f.src {
 		f.src, f.based = from, false
-		f.waitKey = f.st.Kind == media.Video
+		f.wait(f.st.Kind == media.Video, now)
 		if from != nil && f.waitKey {
 			from.RequestKeyframe()
 		}
@@ -110,7 +111,7 @@ func (f *Feed) Deliver(pk *media.Packet, from *broker.Track) {
 		if !media.Keyframe(f.st.MIME, b[off:]) {
 			return
 		}
-		f.waitKey = false
+		f.wait(false, now)
 	}
 	// A new source, or a jump of more than a second from the wall clock
 	// (a restarted mixer, a sender's new timestamps), starts a new run at
@@ -177,12 +178,32 @@ func (f *Feed) Restarted() {
 	f.mu.Lock()
 	src := f.src
 	if f.st.Kind == media.Video {
-		f.waitKey = true
+		f.wait(true, time.Now())
 	}
 	f.mu.Unlock()
 	if src != nil {
 		src.RequestKeyframe()
 	}
+}
+
+// wait sets whether the feed waits for a keyframe, since now if it did
+// not already (under mu).
+func (f *Feed) wait(on bool, now time.Time) {
+	if on && !f.waitKey {
+		f.waitFrom = now
+	}
+	f.waitKey = on
+}
+
+// Keyless is how long the feed has waited, at now, for its source's
+// keyframe, sending nothing meanwhile; 0 if it does not wait.
+func (f *Feed) Keyless(now time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.waitKey {
+		return 0
+	}
+	return now.Sub(f.waitFrom)
 }
 
 // AskKeyframe asks the source for a keyframe and, unlike Restarted, drops

@@ -4,7 +4,9 @@ import (
 	"context"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -114,4 +116,76 @@ func publishVP8(t *testing.T, n *Node, sid, name string, gop int) *atomic.Int64 
 		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration=120", "-c:v", "libvpx", "-deadline", "realtime",
 		"-b:v", "200k", "-g", strconv.Itoa(gop), "-f", "rtp", "rtp://127.0.0.1:"+strconv.Itoa(in.LocalAddr().(*net.UDPAddr).Port)+"?pkt_size=1200"))
 	return plis
+}
+
+// TestCompositeLeavesOutAKeylessCamera: of a session's two cameras, one
+// (a plain RTP link) sends only VP8 interframes, never a keyframe, and
+// cannot be asked for one; the composite's child would wait for it, and
+// show nothing of the other camera either. After 6 s the composite leaves
+// it out (a metric counts it) and makes frames of the good camera.
+func TestCompositeLeavesOutAKeylessCamera(t *testing.T) {
+	testutil.NeedBinary(t, "ffmpeg")
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "keyless camera")
+	bad, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bad.Close() })
+	bl := addLink(t, n, s.ID, map[string]any{"remote": bad.LocalAddr().String(), "kind": "video", "direction": "sendonly", "codec": "VP8/90000"})
+	to := &net.UDPAddr{IP: net.ParseIP(bl.Local.Addr), Port: bl.Local.RTPPort}
+	go func() {
+		// Interframes of VP8 (payload descriptor S=1, frame tag bit 0
+		// set), 15 a second, one packet each.
+		pk := []byte{0x80, 0xe0, 0, 0, 0, 0, 0, 0, 0x0b, 0xad, 0xca, 0xfe, 0x10, 0x01, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8}
+		for i := 0; ; i++ {
+			pk[2], pk[3] = byte(i>>8), byte(i)
+			ts := uint32(i * 6000)
+			pk[4], pk[5], pk[6], pk[7] = byte(ts>>24), byte(ts>>16), byte(ts>>8), byte(ts)
+			if _, err := bad.WriteToUDP(pk, to); err != nil {
+				return
+			}
+			time.Sleep(66 * time.Millisecond)
+		}
+	}()
+	good := sendFFmpeg(t, n, s.ID, 60*time.Second)
+	url := n.URL() + "/api/v1/sessions/" + s.ID + "/composites"
+	testutil.WaitFor(t, 10*time.Second, "both cameras in the session", func() bool {
+		var sess struct{ Links []linkJSON }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		k := 0
+		for _, l := range sess.Links {
+			if (l.ID == bl.ID || l.ID == good.ID) && l.Stats.PacketsIn > 0 {
+				k++
+			}
+		}
+		return k == 2
+	})
+	var c compositeJSON
+	if code := call(t, "POST", url, map[string]any{"layout": "grid2", "width": 320, "height": 180, "fps": 10}, &c); code != 201 {
+		t.Fatalf("start a composite: %d", code)
+	}
+	started := time.Now()
+	composite := func() compositeJSON {
+		var l struct{ Composites []compositeJSON }
+		call(t, "GET", url, nil, &l)
+		if len(l.Composites) != 1 {
+			t.Fatalf("%d composites", len(l.Composites))
+		}
+		return l.Composites[0]
+	}
+	testutil.WaitFor(t, 40*time.Second, "the composite's frames", func() bool { return composite().Frames > 10 })
+	got := composite()
+	t.Logf("frames %v after the start, showing %v", time.Since(started).Round(time.Millisecond), got.Showing)
+	for _, sh := range got.Showing {
+		if strings.HasPrefix(sh, bl.ID) {
+			t.Errorf("the composite shows the keyless camera %s: %v", bl.ID, got.Showing)
+		}
+	}
+	if !slices.ContainsFunc(got.Showing, func(s string) bool { return strings.HasPrefix(s, good.ID) }) {
+		t.Errorf("the composite does not show the good camera %s: %v", good.ID, got.Showing)
+	}
+	if v := metricValue(t, n, "convene_composite_keyless_cameras_total"); v < 1 {
+		t.Errorf("convene_composite_keyless_cameras_total %v, want at least 1", v)
+	}
 }
