@@ -82,6 +82,7 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
     settled.push(Number(await page.getByTestId('watch-latency').getAttribute('data-seconds')));
   }
   console.log(`viewer: ${latency.toFixed(2)} s behind the live edge ${playing.toFixed(1)} s after the page opened, then ${settled.join(' ')} s; ${parts} parts fetched`);
+  if (process.env.SCREENSHOT_WATCH) await page.screenshot({ path: process.env.SCREENSHOT_WATCH });
 
   // Revoking the link stops its page within seconds: the playlist under
   // the link's signed prefix answers 401, and the page says so.
