@@ -59,9 +59,9 @@ type Composite struct {
 	speakers []string
 	heard    map[*broker.Track]heard
 	benched  map[*broker.Track]time.Time // left out until then (keyless)
-	changed  time.Time // when the cameras shown last changed
-	graph    string    // the child's filter graph for the slots
-	inputs   int       // m-lines in its SDP
+	changed  time.Time                   // when the cameras shown last changed
+	graph    string                      // the child's filter graph for the slots
+	inputs   int                         // m-lines in its SDP
 }
 
 // slot is what one cell shows.

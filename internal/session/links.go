@@ -206,7 +206,7 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 	}
 	m := rtpMedia{l: l, socks: s.o.Sockets, member: at.member, rc: rc}
 	if rc != nil {
-		rc.out.Store(l)
+		rc.open(l, cfg.OneStream)
 	}
 	if !mixed {
 		return m, nil

@@ -37,6 +37,11 @@ type recoder struct {
 	codec string
 	log   *slog.Logger
 	out   atomic.Pointer[rtplink.Link] // set once the link is open
+	// joiner, for a link that takes what it hears as one stream
+	// (rtplink.Config.OneStream: a video phone following the speaker),
+	// joins its cameras, each transcoder's output a source of its own,
+	// into one stream: one SSRC, numbers that run on (set with out).
+	joiner atomic.Pointer[broker.Joiner]
 
 	mu     sync.Mutex
 	subs   map[*broker.Track]*recodeSub
@@ -50,13 +55,31 @@ type recodeSub struct {
 	refused time.Time
 }
 
+// open sets the link the recoder delivers to; oneStream joins its
+// sources into one stream.
+func (r *recoder) open(l *rtplink.Link, oneStream bool) {
+	if oneStream {
+		r.joiner.Store(broker.NewJoiner(l, r.codec, 90000))
+	}
+	r.out.Store(l)
+}
+
+// sink is where a camera's packets, transcoded or not, go: the link, or
+// the joiner in front of it.
+func (r *recoder) sink(l *rtplink.Link) broker.Sink {
+	if j := r.joiner.Load(); j != nil {
+		return j
+	}
+	return l
+}
+
 // Deliver passes a camera of the link's codec on and has the others
 // transcoded; it never blocks.
 func (r *recoder) Deliver(pk *media.Packet, from *broker.Track) {
 	l := r.out.Load()
 	needs, known := r.vt.Needs(from, r.codec)
 	if l != nil && known && !needs {
-		l.Deliver(pk, from)
+		r.sink(l).Deliver(pk, from)
 		return
 	}
 	pk.Release()
@@ -92,7 +115,7 @@ func (r *recoder) Deliver(pk *media.Packet, from *broker.Track) {
 
 // start subscribes the link to a transcoder of t.
 func (r *recoder) start(t *broker.Track, l *rtplink.Link) {
-	stop, err := r.vt.Subscribe(r.room, t, r.codec, l)
+	stop, err := r.vt.Subscribe(r.room, t, r.codec, r.sink(l))
 	r.mu.Lock()
 	s := r.subs[t]
 	if err != nil {
