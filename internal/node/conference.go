@@ -65,8 +65,16 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 			latch = append(latch, ip)
 		}
 	}
+	// A phone with video latches its audio and video on one IP (its NAT
+	// maps them to two ports): each link learns the source of its own
+	// payload types.
+	var audioPT func(uint8) bool
+	if v := caller.Video; v != nil {
+		videoPT := v.PT
+		audioPT = func(pt uint8) bool { return pt != videoPT }
+	}
 	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: caller.Media.String(), Kind: "audio",
-		Member: m.ID, Mix: mix, Policed: true, Latch: latch})
+		Member: m.ID, Mix: mix, Policed: true, Latch: latch, LatchPT: audioPT})
 	if err != nil {
 		leave()
 		return netip.AddrPort{}, none, confErr(err)
@@ -79,7 +87,7 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
 	if caller.Video != nil {
 		var release func()
-		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video)
+		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video, caller.Signal)
 		if release != nil {
 			inner := leave
 			leave = func() {
@@ -132,12 +140,22 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 // (phoneComposites.watch): by another that runs, else one started for the
 // phones, else the phone follows the speaker. release, if not nil, gives
 // back what the link holds (a composite, or the following) when the
-// phone leaves. Not yet: latching a video stream behind NAT (the audio
-// link latches; two links latching onto one IP could take each other's
-// packets).
-func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer) (netip.AddrPort, string, func()) {
+// phone leaves. Behind NAT the link latches onto the source of the
+// phone's video payload type, the audio link onto the others'
+// (rtplink.Config.LatchPT); the video's RTCP is not latched.
+func (c conferences) phoneVideo(ctx context.Context, sessionID, member string, v sip.VideoOffer, signal netip.Addr) (netip.AddrPort, string, func()) {
 	req := session.NewRTPLink{Remote: v.Media.String(), Kind: "video", Direction: "sendrecv", Codec: v.Codec,
 		Member: member, Policed: true, SendPT: v.PT}
+	// Behind NAT the phone's video comes from its signalling IP too: the
+	// link latches onto the source of its payload type (the audio link
+	// onto the others').
+	for _, ip := range []netip.Addr{signal, v.Media.Addr()} {
+		if ip.IsValid() {
+			req.Latch = append(req.Latch, ip)
+		}
+	}
+	videoPT := v.PT
+	req.LatchPT = func(pt uint8) bool { return pt == videoPT }
 	from, release := c.phones.acquire(sessionID, v.Codec)
 	speaker := from == "" && c.phones != nil
 	req.From = from

@@ -675,3 +675,68 @@ func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 	streamMu.Unlock()
 	phone.wait(t)
 }
+
+// TestVideoPhoneBehindNATIsLatched: a SIPp video phone's SDP names a
+// private address (10.11.12.13, audio at 4000, video at 4002) while its
+// media come from two sockets on 127.0.0.1, where its SIP comes from, as
+// a phone behind NAT's do (its NAT maps the two streams to two ports).
+// Its camera starts first: the audio link, latching on the same IP, does
+// not take it. Each link learns its own source: the session gets the
+// phone's camera and its voice, the phone gets video (its composite) and
+// the mix.
+func TestVideoPhoneBehindNATIsLatched(t *testing.T) {
+	bin := testutil.NeedBinary(t, "ffmpeg")
+	n, ctx := newSIPpNode(t)
+	s := createSession(t, n, "video phone behind NAT")
+	phone := startSIPpAs(t, ctx, n, "dialin_video_nat.xml", s.ID, "carol", carolPass, 40*time.Second, "-d", "15000")
+	links := func() (audio, video linkJSON) {
+		var sess struct{ Links []linkJSON }
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID, nil, &sess)
+		for _, l := range sess.Links {
+			switch l.Remote {
+			case "10.11.12.13:4000":
+				audio = l
+			case "10.11.12.13:4002":
+				video = l
+			}
+		}
+		return audio, video
+	}
+	testutil.WaitFor(t, 15*time.Second, "the phone's links", func() bool { a, v := links(); return a.ID != "" && v.ID != "" })
+	node := net.UDPAddrFromAddrPort(n.socks.RTP.LocalAddr())
+	natVideo, natAudio := udpConn(t), udpConn(t)
+	var videoIn atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			k, err := natVideo.Read(buf)
+			if err != nil {
+				return
+			}
+			if k >= 12 {
+				videoIn.Add(1)
+			}
+		}
+	}()
+	phoneCamera(t, bin, "libvpx", natVideo, node, 15)
+	_, v := links()
+	testutil.WaitFor(t, 10*time.Second, "the phone's camera in the session", func() bool { _, v = links(); return v.Stats.PacketsIn > 10 })
+	speak := make(chan struct{})
+	defer close(speak)
+	go pcmuTone(natAudio, node, 1000, speak, nil)
+	heard := heardPCMU(natAudio, 3*time.Second)
+	if len(heard) < 8000 {
+		t.Errorf("the phone behind NAT heard %d samples of the mix in 3 s", len(heard))
+	}
+	testutil.WaitFor(t, 20*time.Second, "video to the phone behind NAT", func() bool { return videoIn.Load() > 10 })
+	a, v := links()
+	t.Logf("audio link: %d packets in, %d out; video link: %d in, %d out; the phone's video socket got %d",
+		a.Stats.PacketsIn, a.Stats.PacketsOut, v.Stats.PacketsIn, v.Stats.PacketsOut, videoIn.Load())
+	if a.Stats.PacketsIn < 50 {
+		t.Errorf("the session heard %d packets of the phone's voice", a.Stats.PacketsIn)
+	}
+	if got := metricValue(t, n, `convene_media_latched_total{socket="rtp"}`); got != 2 {
+		t.Errorf("RTP sources latched: %v, want the phone's 2", got)
+	}
+	phone.wait(t)
+}

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/convene/convene/internal/media"
+
 	"github.com/convene/convene/internal/udpmux"
 )
 
@@ -14,11 +16,17 @@ func (l *Link) latch() {
 	if len(l.cfg.Latch) == 0 || l.cfg.LatchWindow <= 0 {
 		return
 	}
-	stop := l.socks.RTP.Latch(l.cfg.Latch, l.cfg.LatchWindow, l, func(from netip.AddrPort) {
+	var accept func(b []byte) bool
+	if pt := l.cfg.LatchPT; pt != nil {
+		accept = func(b []byte) bool {
+			return media.Classify(b, false) == media.ClassRTP && pt(b[1]&0x7f)
+		}
+	}
+	stop := l.socks.RTP.LatchIf(l.cfg.Latch, l.cfg.LatchWindow, accept, l, func(from netip.AddrPort) {
 		l.move(&l.dest, l.socks.RTP, from)
 	})
 	l.unlatchRTP.Store(&stop)
-	if !l.cfg.RTCPMux {
+	if !l.cfg.RTCPMux && l.cfg.LatchPT == nil {
 		stop := l.socks.RTCP.Latch(l.cfg.Latch, l.cfg.LatchWindow, rtcpHandler{l}, func(from netip.AddrPort) {
 			l.move(&l.rtcpDest, l.socks.RTCP, from)
 		})

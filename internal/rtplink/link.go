@@ -67,6 +67,12 @@ type Config struct {
 	// apart, unless muxed). A source once learnt is never replaced.
 	Latch       []netip.Addr
 	LatchWindow time.Duration
+	// LatchPT, if set, narrows the latch to RTP of the payload types it
+	// accepts: a phone's audio and video links latch on one IP (its NAT
+	// maps the two streams to two ports), and each learns its own source
+	// whichever sends first. Their RTCP, which payload types cannot tell
+	// apart, is not latched then.
+	LatchPT func(pt uint8) bool
 	// Info describes what the endpoint sends (its codec, when named), for
 	// the track's receivers (broker.Member.Info).
 	Info broker.TrackInfo

@@ -107,19 +107,21 @@ type mediaPlace struct {
 	member  string
 	group   string
 	gated   bool
-	policed bool         // created by a member: consent before sending (LinkPolicy)
-	latch   []netip.Addr // IPs the endpoint may be learnt at (NewRTPLink.Latch)
-	from    string       // NewRTPLink.From
-	sendPT  uint8        // NewRTPLink.SendPT
+	policed bool             // created by a member: consent before sending (LinkPolicy)
+	latch   []netip.Addr     // IPs the endpoint may be learnt at (NewRTPLink.Latch)
+	latchPT func(uint8) bool // NewRTPLink.LatchPT
+	from    string           // NewRTPLink.From
+	sendPT  uint8            // NewRTPLink.SendPT
 }
 
 // linkExtras are what a link request carries that the catalog does not
 // keep: the gateway's latching IPs, whose tracks alone the endpoint hears,
 // the payload type it takes.
 type linkExtras struct {
-	latch  []netip.Addr
-	from   string
-	sendPT uint8
+	latch   []netip.Addr
+	latchPT func(uint8) bool
+	from    string
+	sendPT  uint8
 }
 
 // opener starts the media of one type of link record in a room.
@@ -184,7 +186,7 @@ func openRTP(s *Service, rec catalog.Link, room *broker.Room, at mediaPlace) (Me
 	if at.policed {
 		cfg.Consent = s.o.Links.consentTimeout()
 	}
-	cfg.Latch, cfg.LatchWindow = at.latch, s.o.Links.latchWindow()
+	cfg.Latch, cfg.LatchPT, cfg.LatchWindow = at.latch, at.latchPT, s.o.Links.latchWindow()
 	// A link that hears one member's tracks (a video phone: a composite,
 	// or the speaker it follows) takes them as one stream, across changes
 	// of that member (broker.Room.SetFrom).
@@ -264,13 +266,13 @@ func (s *Service) AddRTPLink(ctx context.Context, sessionID string, req NewRTPLi
 			latch = append(latch, ip)
 		}
 	}
-	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed, linkExtras{latch: latch, from: req.From, sendPT: req.SendPT})
+	return s.addLink(ctx, sessionID, rec, req.Member, req.Policed, linkExtras{latch: latch, latchPT: req.LatchPT, from: req.From, sendPT: req.SendPT})
 }
 
 // attach opens a link's media for member (or none), registering its track
 // with the session's floor gates; mu is held, c may be nil.
 func (s *Service) attach(c *control, rec catalog.Link, member string, policed bool, x linkExtras, room *broker.Room) (*liveLink, error) {
-	at := mediaPlace{member: member, policed: policed, latch: x.latch, from: x.from, sendPT: x.sendPT}
+	at := mediaPlace{member: member, policed: policed, latch: x.latch, latchPT: x.latchPT, from: x.from, sendPT: x.sendPT}
 	if c != nil {
 		if m, ok := c.members[member]; ok {
 			at.group = m.Subgroup

@@ -148,6 +148,10 @@ type NewRTPLink struct {
 	// gateway, never by the API; for a policed link only IPs the
 	// destination policy allows are kept. Not kept in the catalog.
 	Latch []netip.Addr `json:"-"`
+	// LatchPT, if set, narrows the latch to RTP of the payload types it
+	// accepts (a phone's audio and video links latch on one IP;
+	// rtplink.Config.LatchPT). Set by the SIP gateway only.
+	LatchPT func(pt uint8) bool `json:"-"`
 	// From, when set, makes a receiving link hear only the tracks of that
 	// member (a video phone: its session's composite); SendPT, when not
 	// zero, is the payload type the endpoint takes what it receives in.

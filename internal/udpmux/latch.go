@@ -18,6 +18,7 @@ import (
 type latch struct {
 	ips    []netip.Addr
 	until  time.Time
+	accept func(b []byte) bool // nil: any datagram
 	h      Handler
 	learnt func(from netip.AddrPort)
 	done   bool // under Socket.mu
@@ -30,7 +31,15 @@ type latch struct {
 // cancel ends it early (the endpoint was heard at its registered address,
 // or it closed).
 func (s *Socket) Latch(ips []netip.Addr, window time.Duration, h Handler, learnt func(from netip.AddrPort)) (cancel func()) {
-	l := &latch{until: time.Now().Add(window), h: h, learnt: learnt}
+	return s.LatchIf(ips, window, nil, h, learnt)
+}
+
+// LatchIf is Latch for the datagrams accept takes only (nil: any): two
+// endpoints latching on one IP (a phone's audio and video streams, which
+// its NAT maps to two ports) each learn their own source, told apart by
+// what they send (their RTP payload types).
+func (s *Socket) LatchIf(ips []netip.Addr, window time.Duration, accept func(b []byte) bool, h Handler, learnt func(from netip.AddrPort)) (cancel func()) {
+	l := &latch{until: time.Now().Add(window), accept: accept, h: h, learnt: learnt}
 	s.mu.Lock()
 	for _, ip := range ips {
 		ip = ip.Unmap()
@@ -72,10 +81,11 @@ func (s *Socket) endLatch(l *latch) {
 	}
 }
 
-// latchFor finds the latch a datagram from an unregistered source ends,
-// registers the source for it and returns its handler; nil when none
-// waits for the source's IP. Expired latches met on the way end.
-func (s *Socket) latchFor(from netip.AddrPort) Handler {
+// latchFor finds the latch datagram b from an unregistered source ends
+// (the first waiting for the source's IP that accepts b), registers the
+// source for it and returns its handler; nil when none does. Expired
+// latches met on the way end.
+func (s *Socket) latchFor(from netip.AddrPort, b []byte) Handler {
 	if from.Port() == 0 {
 		return nil // nothing can be sent back to port 0
 	}
@@ -93,7 +103,7 @@ func (s *Socket) latchFor(from netip.AddrPort) Handler {
 			s.endLatch(l)
 			continue
 		}
-		if _, taken := s.handlers[from]; !taken && won == nil {
+		if _, taken := s.handlers[from]; !taken && won == nil && (l.accept == nil || l.accept(b)) {
 			won = l
 			s.endLatch(l)
 			s.handlers[from] = l.h

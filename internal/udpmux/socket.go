@@ -222,7 +222,7 @@ func (s *Socket) read() {
 		h := s.handlers[from]
 		s.mu.RUnlock()
 		if h == nil {
-			h = s.latchFor(from)
+			h = s.latchFor(from, p.Bytes())
 		}
 		if h == nil {
 			s.unknown.Add(1)
