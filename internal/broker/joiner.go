@@ -57,17 +57,7 @@ func (j *Joiner) Deliver(p *media.Packet, from *Track) {
 		j.cur = from
 	}
 	seq, ts := j.out.next(binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint16(b[2:]), binary.BigEndian.Uint32(b[4:]), now)
-	var out *media.Packet
-	if j.out.rewrite {
-		out = media.NewPacket()
-		w := out.Buffer()[:len(b)]
-		copy(w, b)
-		binary.BigEndian.PutUint16(w[2:], seq)
-		binary.BigEndian.PutUint32(w[4:], ts)
-		binary.BigEndian.PutUint32(w[8:], j.out.ssrc)
-		out.SetLen(len(b))
-		out.Kind = p.Kind
-	}
+	out := j.out.copyOf(p, seq, ts)
 	j.mu.Unlock()
 	if out != nil {
 		p.Release()

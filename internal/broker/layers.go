@@ -194,6 +194,25 @@ func (c *continuity) change(seq uint16, ts uint32, now time.Time, rate uint32) {
 	c.seqOff, c.tsOff, c.rewrite = seq-(c.lastSeq+1), ts-(c.lastTS+gap), true
 }
 
+// copyOf returns, after the first change, a copy of p (shared with
+// other receivers) with the stream's SSRC and the numbers next gave;
+// nil before it, when p goes on as it is.
+func (c *continuity) copyOf(p *media.Packet, seq uint16, ts uint32) *media.Packet {
+	if !c.rewrite {
+		return nil
+	}
+	b := p.Bytes()
+	out := media.NewPacket()
+	w := out.Buffer()[:len(b)]
+	copy(w, b)
+	binary.BigEndian.PutUint16(w[2:], seq)
+	binary.BigEndian.PutUint32(w[4:], ts)
+	binary.BigEndian.PutUint32(w[8:], c.ssrc)
+	out.SetLen(len(b))
+	out.Kind = p.Kind
+	return out
+}
+
 // next notes the packet (ssrc, seq, ts) going out and returns its
 // numbers: as they came before the first change, else rewritten.
 func (c *continuity) next(ssrc uint32, seq uint16, ts uint32, now time.Time) (uint16, uint32) {
@@ -243,16 +262,7 @@ func (lp *layerPick) Deliver(p *media.Packet, from *Track) {
 	var out *media.Packet
 	if pass {
 		seq, ts := lp.out.next(binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint16(b[2:]), binary.BigEndian.Uint32(b[4:]), now)
-		if lp.out.rewrite { // p is shared: a copy of its own
-			out = media.NewPacket()
-			w := out.Buffer()[:len(b)]
-			copy(w, b)
-			binary.BigEndian.PutUint16(w[2:], seq)
-			binary.BigEndian.PutUint32(w[4:], ts)
-			binary.BigEndian.PutUint32(w[8:], lp.out.ssrc)
-			out.SetLen(len(b))
-			out.Kind = p.Kind
-		}
+		out = lp.out.copyOf(p, seq, ts) // p is shared: a copy of its own
 	}
 	lp.mu.Unlock()
 	if ask != nil {

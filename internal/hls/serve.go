@@ -183,11 +183,27 @@ type flight struct {
 // segments and their parts) and maxLists playlists.
 type answers struct {
 	mu      sync.Mutex
-	files   map[string]*answer
-	lists   map[string]*answer
-	order   []string // files, oldest first
-	lorder  []string // lists, oldest first
+	files   kept
+	lists   kept
 	flights map[string]*flight
+}
+
+// kept are at most max answers by key; the oldest go first.
+type kept struct {
+	by    map[string]*answer
+	order []string // oldest first
+	max   int
+}
+
+func (k *kept) put(key string, a *answer) {
+	if _, ok := k.by[key]; !ok {
+		k.order = append(k.order, key)
+	}
+	k.by[key] = a
+	if len(k.order) > k.max {
+		delete(k.by, k.order[0])
+		k.order = k.order[1:]
+	}
 }
 
 const (
@@ -199,10 +215,10 @@ const (
 func (k *answers) get(key string, gen uint64) *answer {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if a := k.files[key]; a != nil {
+	if a := k.files.by[key]; a != nil {
 		return a
 	}
-	if a := k.lists[key]; a != nil && a.gen == gen {
+	if a := k.lists.by[key]; a != nil && a.gen == gen {
 		return a
 	}
 	return nil
@@ -221,7 +237,9 @@ func (k *answers) join(key string, acquire func() bool) (f *flight, lead, ok boo
 		return nil, false, false
 	}
 	if k.flights == nil {
-		k.flights, k.files, k.lists = map[string]*flight{}, map[string]*answer{}, map[string]*answer{}
+		k.flights = map[string]*flight{}
+		k.files = kept{by: map[string]*answer{}, max: maxFiles}
+		k.lists = kept{by: map[string]*answer{}, max: maxLists}
 	}
 	f = &flight{key: key, done: make(chan struct{})}
 	k.flights[key] = f
@@ -240,23 +258,9 @@ func (k *answers) land(f *flight, a *answer) {
 		return
 	}
 	if a.playlist {
-		if _, ok := k.lists[key]; !ok {
-			k.lorder = append(k.lorder, key)
-		}
-		k.lists[key] = a
-		if len(k.lorder) > maxLists {
-			delete(k.lists, k.lorder[0])
-			k.lorder = k.lorder[1:]
-		}
-		return
-	}
-	if _, ok := k.files[key]; !ok {
-		k.order = append(k.order, key)
-	}
-	k.files[key] = a
-	if len(k.order) > maxFiles {
-		delete(k.files, k.order[0])
-		k.order = k.order[1:]
+		k.lists.put(key, a)
+	} else {
+		k.files.put(key, a)
 	}
 }
 
