@@ -145,14 +145,15 @@ WHERE id = ? AND node_id = ? AND segment = ? AND state = 'recording'`), r.ID, r.
 }
 
 // ServiceNodes returns the nodes that run something of an activated
-// session — a stored link, or a running recording ("" for one nobody
-// writes) — so that a round of failover can tell in one query whether any
+// session — a stored link, a running recording ("" for one nobody
+// writes), or a phone's call — so that a round of failover can tell in one query whether any
 // of them is gone.
 func (s *Store) ServiceNodes(ctx context.Context) ([]string, error) {
 	return s.column(ctx, "service nodes", `SELECT n.node_id FROM link_nodes n
 JOIN links l ON l.id = n.link_id JOIN sessions s ON s.id = l.session_id WHERE s.state = 'activated'
 UNION SELECT r.node_id FROM recordings r JOIN sessions s ON s.id = r.session_id
-WHERE r.state = 'recording' AND s.state = 'activated'`)
+WHERE r.state = 'recording' AND s.state = 'activated'
+UNION SELECT c.node_id FROM sip_calls c JOIN sessions s ON s.id = c.session_id WHERE s.state = 'activated'`)
 }
 
 // StrandedRecordings returns the recordings still running of sessions

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -30,6 +31,7 @@ type conferences struct {
 	media    netip.AddrPort // the shared RTP socket's address
 	chat     *chat.Service  // the phone takes part in the chat by SIP MESSAGE; nil: it does not
 	phones   *phoneComposites
+	calls    *phoneCalls // a cluster's: calls kept for another node to take over; nil: not kept
 }
 
 // phoneSuffix marks the name of a member who dialled in.
@@ -46,13 +48,28 @@ func (c conferences) IsConference(ctx context.Context, user string) bool {
 
 // Join adds the caller as a participant with a mixed audio link.
 func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPort, sip.ConferenceCall, error) {
+	m, err := c.sessions.Join(ctx, caller.Session, caller.Display+phoneSuffix, "participant")
+	if err != nil {
+		return netip.AddrPort{}, sip.ConferenceCall{}, confErr(err)
+	}
+	return c.connect(ctx, caller, m.ID, m.Name)
+}
+
+// connect gives a phone's member (memberID, named name) its media: a
+// mixed audio link, a video link if the phone offered video (phoneVideo),
+// its digits and the session's chat; in a cluster the call is kept in the
+// catalog for another node to take over (phoneCalls). If it cannot, the
+// member leaves.
+func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, name string) (netip.AddrPort, sip.ConferenceCall, error) {
 	var none sip.ConferenceCall
 	sessionID := caller.Session
-	m, err := c.sessions.Join(ctx, sessionID, caller.Display+phoneSuffix, "participant")
-	if err != nil {
-		return netip.AddrPort{}, none, confErr(err)
+	var kept atomic.Pointer[string] // the call's ID, once kept
+	leave := func() {
+		_ = c.sessions.Leave(context.Background(), sessionID, memberID)
+		if id := kept.Load(); id != nil {
+			c.calls.forget(*id)
+		}
 	}
-	leave := func() { _ = c.sessions.Leave(context.Background(), sessionID, m.ID) }
 	mix := caller.Codec
 	if te := caller.TelephoneEvent; te >= 96 && te <= 127 {
 		mix += ";telephone-event=" + strconv.Itoa(te)
@@ -74,7 +91,7 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		audioPT = func(pt uint8) bool { return pt != videoPT }
 	}
 	l, err := c.sessions.AddRTPLink(ctx, sessionID, session.NewRTPLink{Remote: caller.Media.String(), Kind: "audio",
-		Member: m.ID, Mix: mix, Policed: true, Latch: latch, LatchPT: audioPT})
+		Member: memberID, Mix: mix, Policed: true, Latch: latch, LatchPT: audioPT})
 	if err != nil {
 		leave()
 		return netip.AddrPort{}, none, confErr(err)
@@ -84,10 +101,16 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		leave()
 		return netip.AddrPort{}, none, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
 	}
-	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, m.ID, d) }}
+	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, memberID, d) }}
+	if c.calls != nil {
+		call.Keep = func(d sip.Dialog) {
+			kept.Store(&d.CallID)
+			c.calls.keep(sessionID, memberID, d)
+		}
+	}
 	if caller.Video != nil {
 		var release func()
-		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, m.ID, *caller.Video, caller.Signal)
+		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, memberID, *caller.Video, caller.Signal)
 		if release != nil {
 			inner := leave
 			leave = func() {
@@ -101,7 +124,7 @@ func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPor
 		// The node orders the chat for the phone and sends it each line,
 		// in order, as a MESSAGE (one at a time: the next waits for the
 		// phone's answer); the phone's MESSAGEs are said in its name.
-		ag, err := c.chat.AttachAgent(ctx, sessionID, m.ID, m.Name, func(from, text string) {
+		ag, err := c.chat.AttachAgent(ctx, sessionID, memberID, name, func(from, text string) {
 			if from != "" {
 				text = from + ": " + text
 			}

@@ -369,13 +369,19 @@ func startSIPp(t *testing.T, ctx context.Context, n *Node, scenario, session str
 // A refused call ends at timeout.
 func startSIPpAs(t *testing.T, ctx context.Context, n *Node, scenario, session, user, pass string, timeout time.Duration, extra ...string) *sippPhone {
 	t.Helper()
+	return startSIPpTo(t, ctx, n.SIPAddr(), scenario, session, user, pass, timeout, extra...)
+}
+
+// startSIPpTo is startSIPpAs against the SIP server at addr.
+func startSIPpTo(t *testing.T, ctx context.Context, addr, scenario, session, user, pass string, timeout time.Duration, extra ...string) *sippPhone {
+	t.Helper()
 	sf, _ := filepath.Abs(filepath.Join("testdata", scenario))
 	p := &sippPhone{}
 	args := []string{"-sf", sf, "-s", session, "-set", "domain", "convene.test",
 		"-au", user, "-ap", pass, "-auth_uri", session + "@convene.test", "-nostdin", "-i", "127.0.0.1",
 		"-p", strconv.Itoa(freePortPair(t)), "-mp", strconv.Itoa(freePortPair(t)),
 		"-m", "1", "-timeout", strconv.Itoa(int(timeout/time.Second)) + "s", "-timeout_error"}
-	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), append(append(args, extra...), n.SIPAddr())...)
+	p.cmd = exec.CommandContext(ctx, testutil.NeedBinary(t, "sipp"), append(append(args, extra...), addr)...)
 	p.cmd.Dir = t.TempDir()
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {

@@ -11,8 +11,9 @@ import (
 )
 
 // failover brings back, on the node that owns a session, what a dead node
-// ran of it (issue 16): its plain RTP links (session.Service.Rehome) and
-// its recordings, continued in a new segment (recording.Service.Adopt).
+// ran of it (issue 16): its plain RTP links (session.Service.Rehome), its
+// recordings, continued in a new segment (recording.Service.Adopt), and
+// its phones' calls, re-INVITEd to this node (phoneCalls.takeOver).
 // A node is dead when the registry has not heard it for its stale time
 // (5 s), or, at a takeover, when it is the owner whose lease expired (it
 // stopped serving one renewal before, by fencing). Only the session's
@@ -35,6 +36,7 @@ type failover struct {
 	sessions   *session.Service
 	recordings *recording.Service
 	registry   *registry.Registry
+	calls      *phoneCalls // the phones' calls (set once SIP runs)
 	log        *slog.Logger
 }
 
@@ -102,4 +104,5 @@ func (f *failover) session(ctx context.Context, id, from string) {
 	if n, err := f.recordings.Adopt(ctx, l, gone); err != nil {
 		f.log.Warn("failover: continue recordings", "session", id, "continued", n, "err", err)
 	}
+	f.calls.takeOver(ctx, l, gone)
 }

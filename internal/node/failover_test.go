@@ -43,7 +43,8 @@ const childNodeEnv = "CONVENE_TEST_CHILD_NODE"
 // that the test can kill it with SIGKILL — no drain, no goodbye on NATS,
 // leases left to expire, files cut wherever the writers were. It reads its
 // config from the file childNodeEnv names, logs to node.log in its data
-// dir, prints "ready <url> <rtp address>" and serves until killed.
+// dir, prints "ready <url> <rtp address> <sip address>" and serves until
+// killed.
 func TestChildNode(t *testing.T) {
 	path := os.Getenv(childNodeEnv)
 	if path == "" {
@@ -66,17 +67,17 @@ func TestChildNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("ready %s %s\n", n.URL(), n.RTPAddr())
+	fmt.Printf("ready %s %s %s\n", n.URL(), n.RTPAddr(), n.SIPAddr())
 	time.Sleep(10 * time.Minute)
 	os.Exit(3) // never drain: the parent kills us first
 }
 
 // childNode is a node running as a child process (TestChildNode).
 type childNode struct {
-	cfg      config.Config
-	url, rtp string
-	cmd      *exec.Cmd
-	once     sync.Once
+	cfg           config.Config
+	url, rtp, sip string
+	cmd           *exec.Cmd
+	once          sync.Once
 }
 
 func (c *childNode) URL() string { return c.url }
@@ -133,7 +134,7 @@ func startChildNode(t *testing.T, cfg config.Config) *childNode {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if _, err := fmt.Sscanf(sc.Text(), "ready %s %s", &c.url, &c.rtp); err == nil {
+			if _, err := fmt.Sscanf(sc.Text(), "ready %s %s %s", &c.url, &c.rtp, &c.sip); err == nil {
 				ready <- true
 				break
 			}

@@ -249,9 +249,17 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	n.phones = newPhoneComposites(n.composites, n.sessions.Room)
-	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat,
-		phones: n.phones}, reg, log); err != nil {
+	confs := conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat, phones: n.phones}
+	if f := n.failover; f != nil { // a cluster: calls are kept for another node to take over
+		confs.calls = &phoneCalls{self: f.self, cat: n.cat, log: log.With("component", "failover")}
+		confs.calls.confs = confs
+		f.calls = confs.calls
+	}
+	if n.sipUsers, n.sip, err = startSIP(ctx, cfg.SIP, n.cat, n.relay, confs, reg, log); err != nil {
 		return nil, err
+	}
+	if confs.calls != nil {
+		confs.calls.srv = n.sip
 	}
 	tcMetrics := transcode.NewMetrics()
 	tcMetrics.Register(reg)

@@ -88,6 +88,10 @@ type ConferenceCall struct {
 	// nothing) or "sendrecv".
 	Video          netip.AddrPort
 	VideoDirection string
+	// Keep, if set, is given the call's dialog once the phone has the
+	// node's answer (and again after the node took the call over,
+	// Server.Resume), for another node to take the call over.
+	Keep func(Dialog)
 }
 
 // ErrConferenceFull is what a Conferences returns when the session or the
@@ -351,6 +355,12 @@ func audioOf(d *sdp.SessionDescription, m *sdp.MediaDescription) (offer, error) 
 // stream, the video stream at video in direction vdir when video is valid,
 // every other one refused (port 0).
 func answerSDP(o offer, local, video netip.AddrPort, vdir string, id uint64) []byte {
+	return sdpOf(o, local, video, vdir, id, 1)
+}
+
+// sdpOf is answerSDP with session ID id at version ver: also the offer of
+// a re-INVITE, whose streams are the ones negotiated (RFC 3264 §8).
+func sdpOf(o offer, local, video netip.AddrPort, vdir string, id, ver uint64) []byte {
 	fmts := strconv.Itoa(int(o.pt))
 	if o.tePT >= 0 {
 		fmts += " " + strconv.Itoa(o.tePT)
@@ -360,7 +370,7 @@ func answerSDP(o offer, local, video netip.AddrPort, vdir string, id uint64) []b
 		ip = "IP6"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "v=0\r\no=convene %d 1 IN %s %s\r\ns=convene\r\nc=IN %s %s\r\nt=0 0\r\n", id, ip, local.Addr(), ip, local.Addr())
+	fmt.Fprintf(&b, "v=0\r\no=convene %d %d IN %s %s\r\ns=convene\r\nc=IN %s %s\r\nt=0 0\r\n", id, ver, ip, local.Addr(), ip, local.Addr())
 	lines := o.lines
 	if len(lines) == 0 { // an offer made in code: its audio alone
 		lines, o.audio, o.video = []mline{{media: "audio"}}, 0, -1
@@ -482,8 +492,9 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 		return
 	}
 	s.conf.add(string(*req.CallID()), call)
-	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, call.Video, call.VideoDirection, uint64(s.o.Now().UnixNano())))
-	if to := res.To(); to != nil && !to.Params.Has("tag") {
+	sdpID := uint64(s.o.Now().UnixNano())
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", answerSDP(o, local, call.Video, call.VideoDirection, sdpID))
+	if to := res.To(); to != nil { // sipgo gave it a tag of its own: the dialog's is ourTag
 		to.Params.Add("tag", ourTag)
 	}
 	res.AppendHeader(sip.NewHeader("Contact", fmt.Sprintf("<sip:%s@%s>", session, hostPort(s.o.Advertise, s.port))))
@@ -493,6 +504,9 @@ func (s *Server) joinConference(req *sip.Request, tx sip.ServerTransaction, sess
 	s.respond(tx, res)
 	if dlg != nil {
 		close(dlg.ready) // requests inside the call may go now
+		if call.Keep != nil {
+			call.Keep(dlg.dialog(session, req.Body(), sdpID))
+		}
 	}
 }
 

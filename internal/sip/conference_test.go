@@ -25,7 +25,8 @@ type confRecorder struct {
 	left   int
 	digits []byte
 	roster []Participant
-	refuse error // Join's answer when set
+	refuse error    // Join's answer when set
+	kept   []Dialog // what Keep was given
 }
 
 func (c *confRecorder) IsConference(_ context.Context, user string) bool { return user == "s_live" }
@@ -46,6 +47,11 @@ func (c *confRecorder) Join(_ context.Context, caller Caller) (netip.AddrPort, C
 		Digit: func(d byte) {
 			c.mu.Lock()
 			c.digits = append(c.digits, d)
+			c.mu.Unlock()
+		},
+		Keep: func(d Dialog) {
+			c.mu.Lock()
+			c.kept = append(c.kept, d)
 			c.mu.Unlock()
 		},
 	}, nil
