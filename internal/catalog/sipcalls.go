@@ -101,3 +101,8 @@ func (s *Store) DeleteSIPCall(ctx context.Context, callID string) error {
 	}
 	return nil
 }
+
+// NodeSIPCalls returns the Call-IDs of the calls node serves.
+func (s *Store) NodeSIPCalls(ctx context.Context, node string) ([]string, error) {
+	return s.column(ctx, "node sip calls", "SELECT call_id FROM sip_calls WHERE node_id = ? ORDER BY call_id", node)
+}

@@ -37,6 +37,9 @@ func testSIPCallMoves(t *testing.T, drv backend) {
 	if ns, err := s.ServiceNodes(ctx); err != nil || len(ns) != 1 || ns[0] != "a" {
 		t.Fatalf("service nodes %v %v, want the call's a", ns, err)
 	}
+	if ids, err := s.NodeSIPCalls(ctx, "a"); err != nil || len(ids) != 1 || ids[0] != c.CallID {
+		t.Fatalf("a's calls %v %v", ids, err)
+	}
 	late := ms(10 * time.Second)
 	bl, ok, err := s.AcquireLease(ctx, "s_1", "b", late, 6*time.Second)
 	if err != nil || !ok {
@@ -51,6 +54,9 @@ func testSIPCallMoves(t *testing.T, drv backend) {
 	}
 	if err := s.MoveSIPCall(ctx, bl, late, c.CallID, "a", "b"); !errors.Is(err, ErrMoved) {
 		t.Fatalf("the call was taken over twice: %v", err)
+	}
+	if ids, err := s.NodeSIPCalls(ctx, "a"); err != nil || len(ids) != 0 {
+		t.Fatalf("a's calls after the move %v %v", ids, err)
 	}
 	c.Node, c.Dialog = "b", []byte(`{"call_id":"call-1@phone","cseq":2}`)
 	if err := s.PutSIPCall(ctx, c); err != nil {

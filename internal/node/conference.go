@@ -64,7 +64,14 @@ func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, n
 	var none sip.ConferenceCall
 	sessionID := caller.Session
 	var kept atomic.Pointer[string] // the call's ID, once kept
+	var holds []func()               // what the node holds for the call: the video's composite, the chat agent
+	drop := func() {
+		for _, h := range holds {
+			h()
+		}
+	}
 	leave := func() {
+		drop()
 		_ = c.sessions.Leave(context.Background(), sessionID, memberID)
 		if id := kept.Load(); id != nil {
 			c.calls.forget(*id)
@@ -101,7 +108,7 @@ func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, n
 		leave()
 		return netip.AddrPort{}, none, fmt.Errorf("the node's media address %q: %w", l.Local.Addr, err)
 	}
-	call := sip.ConferenceCall{Leave: leave, Digit: func(d byte) { c.dtmf.digit(sessionID, memberID, d) }}
+	call := sip.ConferenceCall{Leave: leave, Drop: drop, Digit: func(d byte) { c.dtmf.digit(sessionID, memberID, d) }}
 	if c.calls != nil {
 		call.Keep = func(d sip.Dialog) {
 			kept.Store(&d.CallID)
@@ -112,12 +119,7 @@ func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, n
 		var release func()
 		call.Video, call.VideoDirection, release = c.phoneVideo(ctx, sessionID, memberID, *caller.Video, caller.Signal)
 		if release != nil {
-			inner := leave
-			leave = func() {
-				inner()
-				release()
-			}
-			call.Leave = leave
+			holds = append(holds, release)
 		}
 	}
 	if c.chat != nil && caller.Say != nil {
@@ -135,10 +137,7 @@ func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, n
 			return netip.AddrPort{}, none, err
 		}
 		call.Text = ag.Say
-		call.Leave = func() {
-			ag.Close()
-			leave()
-		}
+		holds = append(holds, ag.Close)
 	}
 	return netip.AddrPortFrom(addr, uint16(l.Local.RTPPort)), call, nil
 }

@@ -24,10 +24,11 @@ import (
 //	             ─▶ OnTakeOver(s, A): A's links re-homed (takeOwnership), A's recordings continue on B
 //	kill -9 C (not an owner) ─▶ stale in B's registry (5 s) ─▶ B's next round (≤ 2 s): the same for C
 //
-// Every round the node also stops the recording segments it writes and
-// closes the links it serves that the catalog says moved on
-// (recording.Service.Fence, session.Service.DropMovedLinks): a node that
-// was only cut off, and taken for dead, stops serving them. And it ends
+// Every round the node also stops the recording segments it writes,
+// closes the links it serves and lets go of the phones' calls it answers
+// that the catalog says moved on (recording.Service.Fence,
+// session.Service.DropMovedLinks, phoneCalls.fence): a node that was only
+// cut off, and taken for dead, stops serving them. And it ends
 // the recordings of sessions no longer active whose node is dead
 // (recording.Service.EndStranded): nobody else would.
 type failover struct {
@@ -46,6 +47,7 @@ type failover struct {
 func (f *failover) round(ctx context.Context) {
 	f.recordings.Fence(ctx)
 	f.sessions.DropMovedLinks(ctx)
+	f.calls.fence(ctx)
 	if n, err := f.recordings.EndStranded(ctx, f.gone("")); err != nil {
 		f.log.Warn("failover: end stranded recordings", "ended", n, "err", err)
 	}

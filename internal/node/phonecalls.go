@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/convene/convene/internal/catalog"
@@ -31,6 +32,9 @@ type phoneCalls struct {
 	confs conferences // whose calls is this
 	srv   *sip.Server // set once SIP runs
 	log   *slog.Logger
+
+	mu   sync.Mutex
+	mine map[string]bool // the calls this node kept, by Call-ID
 }
 
 // resumeWithin bounds setting a phone up again and its re-INVITE.
@@ -44,11 +48,21 @@ func (p *phoneCalls) keep(sessionID, member string, d sip.Dialog) {
 		Dialog: d.Marshal()})
 	if err != nil {
 		p.log.Warn("sip call not kept: no other node can take it over", "session", sessionID, "member", member, "err", err)
+		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mine == nil {
+		p.mine = map[string]bool{}
+	}
+	p.mine[d.CallID] = true
 }
 
 // forget drops a call that ended.
 func (p *phoneCalls) forget(callID string) {
+	p.mu.Lock()
+	delete(p.mine, callID)
+	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.cat.DeleteSIPCall(ctx, callID); err != nil {
@@ -129,6 +143,48 @@ func (p *phoneCalls) dropLinks(ctx context.Context, sessionID, member string) {
 	for _, l := range s.Links {
 		if l.Member == member && l.Type == session.LinkRTP {
 			_ = p.confs.sessions.RemoveLink(ctx, sessionID, session.LinkRTP, l.ID)
+		}
+	}
+}
+
+// fence lets go of the calls this node kept that the catalog says another
+// node serves now (it took them over while this one was cut off and
+// taken for dead): their requests are no longer answered here, their chat
+// agent and composite are let go, their members stay (sip.Server.LetGo).
+// After every lease round, like session.Service.DropMovedLinks.
+func (p *phoneCalls) fence(ctx context.Context) {
+	if p == nil || p.srv == nil {
+		return
+	}
+	p.mu.Lock()
+	before := make([]string, 0, len(p.mine)) // stored before the query: one kept after it is not in its answer
+	for id := range p.mine {
+		before = append(before, id)
+	}
+	p.mu.Unlock()
+	if len(before) == 0 {
+		return
+	}
+	ids, err := p.cat.NodeSIPCalls(ctx, p.self)
+	if err != nil {
+		return // the catalog cannot tell
+	}
+	still := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		still[id] = true
+	}
+	var moved []string
+	p.mu.Lock()
+	for _, id := range before {
+		if !still[id] && p.mine[id] {
+			moved = append(moved, id)
+			delete(p.mine, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, id := range moved {
+		if p.srv.LetGo(id) {
+			p.log.Warn("sip call served by another node now: let go here", "call", id)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/audio"
+	"github.com/convene/convene/internal/catalog"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/testutil"
 )
@@ -155,5 +156,49 @@ func TestPhoneCallTakenOverAfterKill9(t *testing.T) {
 	}
 	if v := metricValue(t, b, `convene_sip_calls_total{result="conference_resumed"}`); v != 1 {
 		t.Errorf("calls resumed on node B: %v, want 1", v)
+	}
+}
+
+// TestMovedPhoneCallLetGo: a node of a cluster answers a SIPp phone's call
+// and keeps it in the catalog; when the catalog says another node serves
+// the call (it took it over while this one was cut off), the node lets it
+// go at its next lease round: the call is no longer answered here, and
+// the phone's member stays in the session, the stored call untouched.
+func TestMovedPhoneCallLetGo(t *testing.T) {
+	testutil.NeedBinary(t, "sipp")
+	c := startCluster(t)
+	n := c.start(t, "node-a", func(cfg *config.Config) { cfg.SIP.Domain = "convene.test" })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := n.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, n, "moved call")
+	phone := udpConn(t)
+	startSIPpTo(t, ctx, n.SIPAddr(), "dialin_failover.xml", s.ID, "carol", carolPass, 100*time.Second,
+		"-set", "mport", strconv.Itoa(phone.LocalAddr().(*net.UDPAddr).Port))
+	var kept []catalog.SIPCall
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		var err error
+		if kept, err = n.cat.SIPCalls(ctx, s.ID); err != nil || len(kept) != 1 || kept[0].Node != "node-a" {
+			return fmt.Sprintf("stored calls %+v (%v), want the phone's on node-a", kept, err)
+		}
+		return ""
+	})
+	moved := kept[0]
+	moved.Node = "node-b"
+	if err := n.cat.PutSIPCall(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, "the call let go", func() bool {
+		return metricValue(t, n, `convene_sip_calls_total{result="conference_let_go"}`) == 1
+	})
+	var got struct{ Members []struct{ ID, Name string } }
+	call(t, "GET", n.URL()+"/api/v1/sessions/"+s.ID+"/members", nil, &got)
+	if len(got.Members) != 1 || got.Members[0].ID != kept[0].Member {
+		t.Errorf("members %+v, want the phone's %s kept", got.Members, kept[0].Member)
+	}
+	if after, err := n.cat.SIPCalls(ctx, s.ID); err != nil || len(after) != 1 || after[0].Node != "node-b" {
+		t.Errorf("stored calls after letting go %+v (%v), want node-b's untouched", after, err)
 	}
 }

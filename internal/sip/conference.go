@@ -92,6 +92,9 @@ type ConferenceCall struct {
 	// node's answer (and again after the node took the call over,
 	// Server.Resume), for another node to take the call over.
 	Keep func(Dialog)
+	// Drop, if set, lets go of what this node holds for the call while
+	// its member stays (another node serves the call now: Server.LetGo).
+	Drop func()
 }
 
 // ErrConferenceFull is what a Conferences returns when the session or the

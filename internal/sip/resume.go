@@ -209,3 +209,19 @@ func CallerOf(d Dialog) (Caller, error) {
 	}
 	return c, nil
 }
+
+// LetGo forgets a call another node serves now (it took the call over
+// while this one was cut off): its requests are no longer answered here
+// and what the node held for it is dropped (ConferenceCall.Drop); its
+// member stays. It reports whether the node had the call.
+func (s *Server) LetGo(callID string) bool {
+	call, ok := s.conf.take(callID)
+	if !ok {
+		return false
+	}
+	if call.Drop != nil {
+		call.Drop()
+	}
+	s.m.calls.WithLabelValues("conference_let_go").Inc()
+	return true
+}

@@ -206,3 +206,33 @@ func FuzzParseDialog(f *testing.F) {
 		}
 	})
 }
+
+// TestLetGoForgetsTheCall: a call another node took over is let go here:
+// what was held for it is dropped without its member leaving, and the
+// phone's BYE to this node finds no call (refused: the proxy routes it
+// as any in-dialog request it has no call for, 404).
+func TestLetGoForgetsTheCall(t *testing.T) {
+	conf := &confRecorder{}
+	a := newTestEnv(t, func(o *Options) { o.Conferences = conf }, "alice")
+	p := newPhone(t, "alice", a.srv.Addr())
+	ok, _ := dialIn(t, a, conf, p, "letgo1")
+	dropped := 0
+	call, _ := a.srv.conf.get("letgo1")
+	call.Drop = func() { dropped++ }
+	a.srv.conf.add("letgo1", call)
+	if !a.srv.LetGo("letgo1") || a.srv.LetGo("letgo1") {
+		t.Fatal("LetGo: want true once, then false")
+	}
+	if _, left := conf.state(); dropped != 1 || left != 0 {
+		t.Fatalf("dropped %d, left %d: want dropped once and the member kept", dropped, left)
+	}
+	p.send("BYE " + ok.Contact().Address.String() + " SIP/2.0\r\nVia: SIP/2.0/UDP " + p.addr() + ";branch=z9hG4bKlgbye;rport\r\n" +
+		"Max-Forwards: 70\r\nFrom: <sip:alice@convene.test>;tag=caller1\r\nTo: " + ok.To().Value() + "\r\n" +
+		"Call-ID: letgo1\r\nCSeq: 3 BYE\r\nContent-Length: 0\r\n\r\n")
+	if r := p.await(false); r.StatusCode/100 != 4 {
+		t.Fatalf("BYE in a call let go: %d, want it refused", r.StatusCode)
+	}
+	if v := counter(t, a.reg, "convene_sip_calls_total", map[string]string{"result": "conference_let_go"}); v != 1 {
+		t.Errorf("calls let go %v, want 1", v)
+	}
+}
