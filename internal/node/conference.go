@@ -64,7 +64,7 @@ func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, n
 	var none sip.ConferenceCall
 	sessionID := caller.Session
 	var kept atomic.Pointer[string] // the call's ID, once kept
-	var holds []func()               // what the node holds for the call: the video's composite, the chat agent
+	var holds []func()              // what the node holds for the call: the video's composite, the chat agent
 	drop := func() {
 		for _, h := range holds {
 			h()
