@@ -56,6 +56,9 @@ func (s *Server) rtc(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.keepAlive(ctx, cancel, c)
+	if moves, err := strconv.Atoi(r.URL.Query().Get("moves")); err == nil && moves > 0 {
+		ctx = sfu.Placed(ctx) // moved here by the web app already: not placed again
+	}
 	if err := s.o.RTC.Serve(ctx, sid, p.member, wsConn{c}); err != nil {
 		c.Close(websocket.StatusPolicyViolation, truncate(err.Error(), 120))
 		return

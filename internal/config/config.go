@@ -139,6 +139,13 @@ type WebRTCConfig struct {
 	MaxPeers   int `yaml:"max_peers"`
 	MaxTracks  int `yaml:"max_tracks"`
 	MaxBitrate int `yaml:"max_bitrate"`
+	// PlaceNear places browser members in a cluster (issue 16): one who
+	// joins here is sent to the session's owner node when that node is up,
+	// has room, takes the member's token and answers within this round
+	// trip, so a session's members meet on one node and their packets
+	// cross no bridge. Farther (another institution), full or unknown,
+	// the member stays here. 0 turns placement off.
+	PlaceNear Duration `yaml:"place_near"`
 }
 
 // RelayConfig configures the RTP relay that carries the media of proxied
@@ -434,7 +441,7 @@ func Default() Config {
 		Relay: RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true,
 			MaxPacket: 1500, LatchWindow: Duration(3 * time.Second), MaxStreamsPerCall: 4, MaxStreamsPerUser: 64, MaxStreamsPerSource: 256},
 		WebRTC: WebRTCConfig{Enabled: true, UDPPort: 40002, PortMin: 50000, PortMax: 50999, MaxPeers: 1000, MaxTracks: 8,
-			MaxBitrate: 6_000_000},
+			MaxBitrate: 6_000_000, PlaceNear: Duration(10 * time.Millisecond)},
 		SIP: SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20,
 			RequestRate: 100, MaxContacts: 10, TCPIdleTimeout: Duration(2 * time.Minute), TCPMaxConns: 4096, TCPMaxConnsPerIP: 32,
 			MinPasswordLength: 12},
@@ -536,6 +543,9 @@ func (c Config) Validate() error {
 		}
 		if w.MaxBitrate < 100_000 {
 			bad("webrtc.max_bitrate", w.MaxBitrate, "want at least 100000 bit/s")
+		}
+		if w.PlaceNear < 0 || w.PlaceNear.Std() > time.Second {
+			bad("webrtc.place_near", w.PlaceNear, "want 0 (off) to 1s")
 		}
 	}
 	if a := net.ParseIP(c.Relay.Addr); a == nil || a.IsUnspecified() {

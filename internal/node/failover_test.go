@@ -521,7 +521,7 @@ func TestWebRTCMemberRejoinsAfterKill9(t *testing.T) {
 		if ca != nil {
 			ca.Close()
 		}
-		ca = dialRTC(t, a, s.ID, atok, rtctest.Options{Audio: true})
+		ca = dialRTC(t, a, s.ID, atok, rtctest.Options{Audio: true, Moves: 1}) // Ada stays on A, not placed on B
 		if rejoinNode(ca.Welcome().Alternatives) != b.URL() {
 			return fmt.Sprintf("Ada's welcome names %+v, not node B (%s)", ca.Welcome().Alternatives, b.URL())
 		}
@@ -652,22 +652,14 @@ func TestMixerComesBackAfterKill9(t *testing.T) {
 // web app's signalling socket drops, it moves by itself to node B, the
 // node its socket named, as the same member, and Bob hears Ada again.
 func TestBrowserRejoinsAfterKill9(t *testing.T) {
-	testutil.NeedBinary(t, "chromium")
-	nodeJS := testutil.NeedBinary(t, "node")
-	web, err := filepath.Abs(filepath.Join("..", "..", "web"))
-	if err != nil {
-		t.Fatal(err)
+	web := needBrowser(t)
+	if os.Getenv(childNodeEnv) != "" {
+		t.Skip("in the child")
 	}
-	if _, err := os.Stat(filepath.Join(web, "node_modules", "playwright-core")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("web/node_modules has no playwright-core (make test-deps)")
-		}
-		t.Skip("web/node_modules has no playwright-core (make test-deps installs it)")
-	}
-	if !webui.Built() {
-		t.Skip("the web app is not built into this binary (make web)")
-	}
-	c, a := startClusterWithChild(t, "node-a", "node-b")
+	c := startCluster(t, "node-b")
+	// Ada's browser stays on A, where she joins, rather than being placed
+	// on B, the session's owner.
+	a := startChildNode(t, c.config(t, "node-a", func(cfg *config.Config) { cfg.WebRTC.PlaceNear = 0 }))
 	b := c.nodes[0]
 	s := createSession(t, b, "browser rejoin")
 	_, btok := joinMember(t, b, s.ID, "Bob")
@@ -683,44 +675,7 @@ func TestBrowserRejoinsAfterKill9(t *testing.T) {
 		}
 		return ""
 	})
-
-	cmd := exec.Command(nodeJS, "e2e/rejoin.mjs", a.URL()+"/join/"+s.ID+"#t="+url.QueryEscape(jt.Token), "Ada", b.URL())
-	cmd.Dir, cmd.Stderr = web, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { in.Close(); cmd.Wait() })
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(want string) []string {
-		t.Helper()
-		select {
-		case l := <-lines:
-			f := strings.Fields(l)
-			if len(f) < 2 || f[0] != want {
-				t.Fatalf("the browser said %q, want %s", l, want)
-			}
-			return f[1:]
-		case <-time.After(3 * time.Minute):
-			t.Fatalf("the browser did not say %s", want)
-		}
-		return nil
-	}
+	next := browsePage(t, web, a.URL()+"/join/"+s.ID+"#t="+url.QueryEscape(jt.Token), "Ada", b.URL())
 	ada := next("joined")[0]
 	testutil.WaitUntil(t, 60*time.Second, func() string {
 		if n := heardFrom(cb, ada); n < 50 {
@@ -753,8 +708,8 @@ func TestDrainSaysGoingAway(t *testing.T) {
 	s := createSession(t, b, "drain")
 	_, atok := joinMember(t, a, s.ID, "Ada")
 	_, ctok := joinMember(t, a, s.ID, "Cy")
-	ca := dialRTC(t, a, s.ID, atok, rtctest.Options{Audio: true})
-	cc := dialRTC(t, a, s.ID, ctok, rtctest.Options{})
+	ca := dialRTC(t, a, s.ID, atok, rtctest.Options{Audio: true, Moves: 1}) // they stay on A, not placed on B
+	cc := dialRTC(t, a, s.ID, ctok, rtctest.Options{Moves: 1})
 	closed := func(cl *rtctest.Client) {
 		t.Helper()
 		select {
@@ -788,4 +743,72 @@ func drained(cl *rtctest.Client) <-chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// needBrowser skips a test without Chromium, node and playwright-core
+// (fails in CI, where make test-deps installs them) and returns the web
+// app's directory.
+func needBrowser(t *testing.T) string {
+	t.Helper()
+	testutil.NeedBinary(t, "chromium")
+	testutil.NeedBinary(t, "node")
+	web, err := filepath.Abs(filepath.Join("..", "..", "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(web, "node_modules", "playwright-core")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("web/node_modules has no playwright-core (make test-deps)")
+		}
+		t.Skip("web/node_modules has no playwright-core (make test-deps installs it)")
+	}
+	if !webui.Built() {
+		t.Skip("the web app is not built into this binary (make web)")
+	}
+	return web
+}
+
+// browsePage runs web/e2e/rejoin.mjs: a Chromium page joins through link
+// as name and then waits to be on the node at url to by itself. next
+// returns the fields of the script's next line, which must start with
+// want ("joined <member>", "rejoined <member> <page url>").
+func browsePage(t *testing.T, web, link, name, to string) (next func(want string) []string) {
+	t.Helper()
+	cmd := exec.Command(testutil.NeedBinary(t, "node"), "e2e/rejoin.mjs", link, name, to)
+	cmd.Dir, cmd.Stderr = web, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return func(want string) []string {
+		t.Helper()
+		select {
+		case l := <-lines:
+			f := strings.Fields(l)
+			if len(f) < 2 || f[0] != want {
+				t.Fatalf("the browser said %q, want %s", l, want)
+			}
+			return f[1:]
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("the browser did not say %s", want)
+		}
+		return nil
+	}
 }

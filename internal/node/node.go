@@ -266,7 +266,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.transcode = transcode.NewHub(transcode.Options{Supervisor: n.super, Metrics: tcMetrics, Logger: log})
 	// A member rejoins on another node with room if this one goes.
 	rejoin := func() []capacity.Alternative { return n.alternatives(0) }
-	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, rejoin, reg, log); err != nil {
+	if n.rtc, err = startRTC(cfg, n.sessions, n.gov, n.transcode, n.vtranscode, n.chat, rejoin, n.place, reg, log); err != nil {
 		return nil, err
 	}
 	handler := api.New(api.Options{

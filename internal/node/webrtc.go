@@ -21,7 +21,7 @@ import (
 
 // startRTC starts the node's WebRTC (nil when webrtc.enabled is off).
 func startRTC(cfg config.Config, sessions *session.Service, gov *capacity.Governor, hub *transcode.Hub, vhub *vtranscode.Hub, conv *chat.Service,
-	failover func() []capacity.Alternative, reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
+	failover func() []capacity.Alternative, place func(string) (capacity.Alternative, bool), reg prometheus.Registerer, log *slog.Logger) (*sfu.SFU, error) {
 	w := cfg.WebRTC
 	if !w.Enabled {
 		return nil, nil
@@ -45,7 +45,7 @@ func startRTC(cfg config.Config, sessions *session.Service, gov *capacity.Govern
 	rtc, err := sfu.New(sfu.Config{Addr: a.Unmap(), UDPPort: w.UDPPort, PortMin: uint16(w.PortMin), PortMax: uint16(w.PortMax),
 		TCPPort: w.TCPPort, PublicIPs: config.SplitList(w.PublicIPs), ICEServers: servers, MaxPeers: w.MaxPeers,
 		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Transcode: hub, Video: vhub, Logger: log,
-		Admit: sessions.Admit, Shed: gov.Level, Conversations: rtcConversations{conv, sessions}, Failover: failover}, sessions)
+		Admit: sessions.Admit, Shed: gov.Level, Conversations: rtcConversations{conv, sessions}, Failover: failover, Place: place}, sessions)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package registry
 import (
 	"math"
 	"sort"
+	"time"
 
 	"github.com/convene/convene/internal/bus"
 )
@@ -103,4 +104,12 @@ func (r *Registry) delaysFrom(id string) Delays {
 		d[p.Node] = p
 	}
 	return d
+}
+
+// Near reports whether node id answers self's delay probes within within
+// (its smoothed round trip, in self's last heartbeat), most of the last
+// ones answered; unknown is not near.
+func (r *Registry) Near(self, id string, within time.Duration) bool {
+	p, ok := r.delaysFrom(self)[id]
+	return ok && p.Loss < 0.5 && p.RTTSeconds > 0 && p.RTTSeconds <= within.Seconds()
 }

@@ -132,3 +132,19 @@ func TestChooseNearestFirst(t *testing.T) {
 		t.Errorf("WithRoom: %v, want %v", got, want[:MaxChoices])
 	}
 }
+
+// TestNear: a node is near when its smoothed round trip in self's last
+// heartbeat is within the bound and most probes were answered; a node
+// never measured, or farther, or mostly silent, is not.
+func TestNear(t *testing.T) {
+	r, w, _ := newTest(t)
+	self := roomy("self", 1000, 0, 0)
+	self.Heartbeat.Peers = []bus.PeerRTT{{Node: "near", RTTSeconds: 0.002}, {Node: "lossy", RTTSeconds: 0.001, Loss: 0.25},
+		{Node: "silent", RTTSeconds: 0.001, Loss: 0.75}, {Node: "far", RTTSeconds: 0.040}, {Node: "new"}}
+	w.fn(self)
+	for id, want := range map[string]bool{"near": true, "lossy": true, "silent": false, "far": false, "new": false, "unknown": false} {
+		if got := r.Near("self", id, 10*time.Millisecond); got != want {
+			t.Errorf("Near(%s) = %v, want %v", id, got, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,10 @@ import (
 // Options choose what a client publishes.
 type Options struct {
 	Audio, Video bool
+	// Moves, when not zero, says the member was moved to this node
+	// already (as the web app's socket does: ?moves=): it is not placed
+	// on another node (sfu.Placed).
+	Moves int
 	// Simulcast publishes video as three layers (rids l, m, h) of about
 	// 100, 300 and 900 kbit/s.
 	Simulcast bool
@@ -203,6 +208,9 @@ func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
 // Dial opens a member's signalling socket: base is the node's HTTP URL.
 func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options) (*Client, error) {
 	u := "ws" + strings.TrimPrefix(base, "http") + "/api/v1/sessions/" + sessionID + "/rtc"
+	if opt.Moves > 0 {
+		u += "?moves=" + strconv.Itoa(opt.Moves)
+	}
 	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + memberToken}}})
 	if err != nil {
 		return nil, err

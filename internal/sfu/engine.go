@@ -72,7 +72,11 @@ type Config struct {
 	// them, and a "nodes" frame whenever they changed (checked every
 	// FailoverRefresh).
 	Failover func() []capacity.Alternative
-	Logger   *slog.Logger
+	// Place, if set, tells where a browser member of a session should
+	// meet instead of here, if anywhere (issue 16: the session's owner,
+	// near and with room); the member is sent there (place.go).
+	Place  func(sessionID string) (capacity.Alternative, bool)
+	Logger *slog.Logger
 }
 
 // FailoverRefresh is how often a member's socket is sent the cluster's

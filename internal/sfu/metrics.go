@@ -14,6 +14,7 @@ type Metrics struct {
 	dropped   *prometheus.CounterVec
 	shed      prometheus.Counter // dropped{reason="shed"}: the node is over capacity
 	refused   *prometheus.CounterVec
+	placed    prometheus.Counter
 	errors    *prometheus.CounterVec
 	pli       *prometheus.CounterVec
 	nack      *prometheus.CounterVec
@@ -37,6 +38,8 @@ func newMetrics(b *batchConn) *Metrics {
 			Help: "RTP packets sent to WebRTC subscribers."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_dropped_packets_total",
 			Help: "RTP packets not sent to a WebRTC subscriber, by reason."}, []string{"reason"}),
+		placed: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_placed_total",
+			Help: "Browser members sent to meet on another node of the cluster (the session's, near and with room)."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_refused_total",
 			Help: "Peers refused or hung up by a cap, by reason."}, []string{"reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_signalling_errors_total",
@@ -80,7 +83,7 @@ func newMetrics(b *batchConn) *Metrics {
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay,
+	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.placed, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay,
 		m.channels, m.channelsOpened, m.channelsRefused)
 	r.MustRegister(m.batch...)
 }

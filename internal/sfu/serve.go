@@ -32,6 +32,12 @@ const maxFrameRate = 50
 // Serve runs a browser member's signalling socket until either side hangs
 // up. The caller has authenticated the member.
 func (s *SFU) Serve(ctx context.Context, sessionID, memberID string, c Conn) error {
+	if to, ok := s.place(ctx, sessionID, memberID); ok {
+		s.m.placed.Inc()
+		writeFrame(ctx, c, Frame{Type: "error", Code: "moved", Message: "this session meets on node " + to.Node,
+			Alternatives: []capacity.Alternative{to}})
+		return ErrPlaced
+	}
 	p, err := s.newPeer(sessionID, memberID, modeBrowser)
 	if err != nil {
 		writeFrame(ctx, c, Frame{Type: "error", Code: joinErrorCode(err), Message: err.Error(), Alternatives: alternatives(err)})

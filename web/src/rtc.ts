@@ -66,9 +66,12 @@ export class RTC {
   // the first remote video frame was decoded.
   timing: { wsOpen?: number; firstFrame?: number } = {};
 
-  constructor(session: string, token: string, private on: RTCEvents) {
+  // moves is how often the member was moved to another node already
+  // (move.ts): a member that was is not placed elsewhere again.
+  constructor(session: string, token: string, private on: RTCEvents, moves = 0) {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    this.ws = new WebSocket(`${proto}//${location.host}/api/v1/sessions/${session}/rtc?token=${encodeURIComponent(token)}`);
+    const placed = moves > 0 ? `&moves=${moves}` : '';
+    this.ws = new WebSocket(`${proto}//${location.host}/api/v1/sessions/${session}/rtc?token=${encodeURIComponent(token)}${placed}`);
     this.ws.onopen = () => {
       this.timing.wsOpen = performance.now();
       this.watchFirstFrame();

@@ -166,16 +166,18 @@ export function Room({ session }: { session: string }) {
   useEffect(() => {
     if (!token) return;
     let stop = false;
+    const moved = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
     const r = new RTC(session, token, {
       remotes: setRemotes,
       quality: setQuality,
       error: (code, msg, alts) => {
-        if (code !== 'over_capacity') return setErr(`${code}: ${msg}`);
-        // Over capacity: move to a node with room that takes our token.
+        if (code !== 'over_capacity' && code !== 'moved') return setErr(`${code}: ${msg}`);
+        // Over capacity, or the session meets on another node (placed
+        // there: near, with room): move to it, if it takes our token.
         const moves = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
         const to = moveTarget(alts, moves);
-        if (!to) return setErr(refusedMessage(msg, alts, moves));
-        setErr(`This server is busy: moving you to ${to.node}…`);
+        if (!to) return setErr(code === 'moved' ? `${code}: ${msg}` : refusedMessage(msg, alts, moves));
+        setErr(code === 'moved' ? `This meeting is on ${to.node}: moving you there…` : `This server is busy: moving you to ${to.node}…`);
         stop = true;
         location.assign(moveLink(to, session, me, token, moves));
       },
@@ -190,7 +192,7 @@ export function Room({ session }: { session: string }) {
         const moves = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
         location.assign(moveLink(to, session, me, token, moves));
       },
-    });
+    }, moved);
     rtc.current = r;
     // The chat moves onto a data channel of the meeting's connection once
     // the node welcomed us; until then, and if it fails, the WebSocket.

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convene/convene/internal/rtctest"
+	"github.com/convene/convene/internal/testutil"
+)
+
+// TestMembersMeetOnTheOwner: two nodes, three nats-servers and PostgreSQL;
+// node B owns a session. A browser member (pion) who opens its signalling
+// socket on node A is told to meet on B — an error frame "moved" naming B,
+// whose URL takes its token — and is let in on B; one that says it was
+// moved already stays on A, and so does a member of a session A owns.
+// Then a Chromium page that joins through A's join link ends on B's room
+// page by itself, and Bob, on B, hears it there.
+func TestMembersMeetOnTheOwner(t *testing.T) {
+	c := startCluster(t, "node-a", "node-b")
+	a, b := c.nodes[0], c.nodes[1]
+	s := createSession(t, b, "placed")
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		if !a.registry.Near("node-a", "node-b", a.cfg.WebRTC.PlaceNear.Std()) || len(a.alternatives(placePPS)) == 0 {
+			return "node A has not measured node B near, with room, yet"
+		}
+		return ""
+	})
+	_, tok := joinMember(t, a, s.ID, "Ada")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := rtctest.Dial(ctx, a.URL(), s.ID, tok, rtctest.Options{})
+	var ff *rtctest.FirstFrameError
+	if !errors.As(err, &ff) {
+		if cl != nil {
+			cl.Close()
+		}
+		t.Fatalf("a member of B's session on node A: %v, want an error frame", err)
+	}
+	if f := ff.Frame; f.Code != "moved" || len(f.Alternatives) != 1 || f.Alternatives[0].Node != "node-b" ||
+		f.Alternatives[0].URL != b.URL() || !f.Alternatives[0].TokenValid {
+		t.Fatalf("error frame %+v, want moved to node B", f)
+	}
+	if v := metricValue(t, a, "convene_webrtc_placed_total"); v != 1 {
+		t.Errorf("placed on node A: %v, want 1", v)
+	}
+	dialRTC(t, b, s.ID, tok, rtctest.Options{})          // let in where it was sent
+	_, tok2 := joinMember(t, a, s.ID, "Cy")              // moved here already: stays
+	dialRTC(t, a, s.ID, tok2, rtctest.Options{Moves: 1}) //
+	own := createSession(t, a, "A's own")                // A owns it: nobody is sent away
+	_, tok3 := joinMember(t, a, own.ID, "Di")            //
+	dialRTC(t, a, own.ID, tok3, rtctest.Options{})       //
+	if v := metricValue(t, a, "convene_webrtc_placed_total"); v != 1 {
+		t.Errorf("placed on node A after the members who stay: %v, want still 1", v)
+	}
+
+	web := needBrowser(t)
+	_, btok := joinMember(t, b, s.ID, "Bob")
+	cb := dialRTC(t, b, s.ID, btok, rtctest.Options{Audio: true})
+	var jt struct{ Token string }
+	if code := call(t, "POST", a.URL()+"/api/v1/sessions/"+s.ID+"/tokens", map[string]string{"role": "participant"}, &jt); code != 201 {
+		t.Fatalf("join token: %d", code)
+	}
+	next := browsePage(t, web, a.URL()+"/join/"+s.ID+"#t="+url.QueryEscape(jt.Token), "Eve", b.URL())
+	eve := next("joined")[0]
+	on := next("rejoined")
+	if on[0] != eve || !strings.HasPrefix(on[1], b.URL()+"/s/"+s.ID) {
+		t.Fatalf("the page is %v, want Eve (%s) on node B's room page %s", on, eve, b.URL())
+	}
+	testutil.WaitUntil(t, 60*time.Second, func() string {
+		if n := heardFrom(cb, eve); n < 50 {
+			return fmt.Sprintf("Bob, on node B, heard %d packets of Eve's", n)
+		}
+		return ""
+	})
+	if v := metricValue(t, a, "convene_webrtc_placed_total"); v != 2 {
+		t.Errorf("placed on node A: %v, want 2 (Ada's pion client, Eve's page)", v)
+	}
+}
