@@ -127,6 +127,22 @@ WHERE kind = ? AND id = ? AND session_id = ? AND node_id = ?`), node, member, fr
 	})
 }
 
+// OrphanMediaService says nobody runs a service any more (it stopped on
+// m.Node without being asked to: its room went there), so that the
+// session's owner starts it again; only if the row still names m.Node
+// (else ErrMoved).
+func (s *Store) OrphanMediaService(ctx context.Context, m MediaService) error {
+	res, err := s.db.ExecContext(ctx, s.q("UPDATE media_services SET node_id = '' WHERE kind = ? AND id = ? AND node_id = ?"),
+		m.Kind, m.ID, m.Node)
+	if err != nil {
+		return fmt.Errorf("catalog: orphan media service: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("catalog: orphan %s %q of %q: %w", m.Kind, m.ID, m.Node, ErrMoved)
+	}
+	return nil
+}
+
 // OrphanMediaServices says nobody runs the services node ran (it has just
 // started again after a crash and runs none), so that their sessions'
 // owners start them again at once instead of waiting for the node to look

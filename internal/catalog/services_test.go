@@ -99,6 +99,19 @@ func testMediaServiceMoves(t *testing.T, drv backend) {
 		t.Fatal(err)
 	}
 
+	// It stops on b unasked (its room went): let go once.
+	comp.Node = "b"
+	if err := s.OrphanMediaService(ctx, comp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OrphanMediaService(ctx, comp); !errors.Is(err, ErrMoved) {
+		t.Errorf("orphaned twice: %v", err)
+	}
+	comp.Node = ""
+	if err := s.MoveMediaService(ctx, bl, late, comp, "b", "m_c6"); err != nil {
+		t.Fatal(err)
+	}
+
 	// Stopped through the API on b: gone.
 	if err := s.RemoveMediaService(ctx, ServiceComposite, "c_1", "b"); err != nil {
 		t.Fatal(err)
