@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -344,11 +345,7 @@ func (s *Service) owners() map[string]bool {
 func (s *Service) IDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.comps))
-	for id := range s.comps {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(s.comps))
 }
 
 // Count is how many composites run.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,11 +237,7 @@ func (s *Service) end(session string) error {
 func (s *Service) Sessions() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.streams))
-	for id := range s.streams {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(s.streams))
 }
 
 // Get describes a session's stream.
