@@ -7,6 +7,7 @@ import (
 
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/composite"
+	"github.com/convene/convene/internal/hls"
 )
 
 // Video composites (package composite):
@@ -15,6 +16,22 @@ import (
 //	                                                     503 over_capacity (composite.cores, the node's capacity)
 //	list   GET    /api/v1/sessions/{id}/composites        a token of the session or the operator
 //	stop   DELETE /api/v1/sessions/{id}/composites/{cid}  a chair or the operator: 204
+//
+// A composite started here is kept (Options.Kept): in a cluster, when its
+// node dies, the session's owner starts it again with the same ID and
+// request (composite.moved).
+
+// Kept is told of the media services started and stopped through the API
+// (not those a node starts for itself: a SIP phone's composite, an HLS
+// stream's own), which in a cluster outlive their node; the node keeps
+// them in its catalog. It logs what it cannot keep: the service runs, and
+// only its failover is lost.
+type Kept interface {
+	HLSStarted(session, by string, so hls.StartOptions)
+	HLSStopped(session string)
+	CompositeStarted(info composite.Info, by string)
+	CompositeStopped(session, id string)
+}
 
 func (s *Server) compositeService(w http.ResponseWriter) bool {
 	if s.o.Composites == nil {
@@ -25,7 +42,8 @@ func (s *Server) compositeService(w http.ResponseWriter) bool {
 }
 
 func (s *Server) startComposite(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.chair(w, r); !ok || !s.compositeService(w) {
+	p, ok := s.chair(w, r)
+	if !ok || !s.compositeService(w) {
 		return
 	}
 	var req composite.Request
@@ -50,6 +68,9 @@ func (s *Server) startComposite(w http.ResponseWriter, r *http.Request) {
 		// The session refused the composite's member or link.
 		s.writeServiceError(w, r, err)
 		return
+	}
+	if s.o.Kept != nil {
+		s.o.Kept.CompositeStarted(info, p.owner())
 	}
 	w.Header().Set("Location", "/api/v1/sessions/"+sid+"/composites/"+info.ID)
 	writeJSON(w, http.StatusCreated, info)
@@ -92,6 +113,9 @@ func (s *Server) stopComposite(w http.ResponseWriter, r *http.Request) {
 	if err := s.o.Composites.Stop(r.PathValue("id"), r.PathValue("cid")); err != nil {
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 		return
+	}
+	if s.o.Kept != nil {
+		s.o.Kept.CompositeStopped(r.PathValue("id"), r.PathValue("cid"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -26,6 +28,12 @@ import (
 //	                                                under the signed prefix; 401 once the token it was
 //	                                                signed for is revoked
 //	thumb  GET    /api/v1/sessions/{id}/tracks/{track}/thumbnail.jpg   a token of the session or the operator
+//
+// A stream started here is kept (Options.Kept): in a cluster, when its
+// node dies, the session's owner starts it again under the same paths
+// (hls.moved), and the same viewer token opens it there; a node that does
+// not run a session's stream passes its viewers' requests to the one that
+// does (proxyHLS).
 //
 // Players cannot set headers, so the viewer's token comes in the query,
 // once: the answer sends the player to a path prefix signed for the
@@ -52,7 +60,8 @@ func (s *Server) hlsService(w http.ResponseWriter) bool {
 }
 
 func (s *Server) startHLS(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.chair(w, r); !ok || !s.hlsService(w) {
+	p, ok := s.chair(w, r)
+	if !ok || !s.hlsService(w) {
 		return
 	}
 	var so hls.StartOptions
@@ -85,6 +94,9 @@ func (s *Server) startHLS(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusOK
 	if started {
 		code = http.StatusCreated
+		if s.o.Kept != nil {
+			s.o.Kept.HLSStarted(r.PathValue("id"), p.owner(), so)
+		}
 	}
 	w.Header().Set("Location", "/api/v1/sessions/"+r.PathValue("id")+"/hls")
 	writeJSON(w, code, info)
@@ -109,6 +121,9 @@ func (s *Server) stopHLS(w http.ResponseWriter, r *http.Request) {
 	if err := s.o.HLS.Stop(r.PathValue("id")); err != nil {
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 		return
+	}
+	if s.o.Kept != nil {
+		s.o.Kept.HLSStopped(r.PathValue("id"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -150,7 +165,9 @@ func (s *Server) viewHLS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := s.o.HLS.Get(sid); !ok {
-		writeError(w, http.StatusNotFound, "not_found", hls.ErrNotFound.Error())
+		if !s.proxyHLS(w, r, sid) {
+			writeError(w, http.StatusNotFound, "not_found", hls.ErrNotFound.Error())
+		}
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -185,9 +202,54 @@ func (s *Server) serveHLS(w http.ResponseWriter, r *http.Request) {
 	if !s.hlsService(w) {
 		return
 	}
+	if _, ok := s.o.HLS.Get(sid); !ok && s.proxyHLS(w, r, sid) {
+		return
+	}
 	if err := s.o.HLS.Serve(sid, file, w, r); err != nil {
 		writeError(w, http.StatusNotFound, "not_found", "no such HLS file (yet, or any more)")
 	}
+}
+
+// hlsProxied marks a viewer's request one node passes to another
+// (proxyHLS): that node answers it itself, never passes it on again.
+const hlsProxied = "X-Convene-Hls-Proxied"
+
+// proxyHLS passes a viewer's request for a stream this node does not run
+// to the node of the cluster that does (Options.HLSElsewhere), after this
+// node checked the token or the signed prefix as for its own: so a
+// viewer link keeps working through any node, and the web app's viewer
+// page, which fetches from its own origin only (its CSP), plays a stream
+// that moved to another node (its node died). The other node checks
+// again; the request goes without the caller's credential headers. It
+// reports whether it passed the request on.
+func (s *Server) proxyHLS(w http.ResponseWriter, r *http.Request, sid string) bool {
+	if s.o.HLSElsewhere == nil || r.Header.Get(hlsProxied) != "" {
+		return false
+	}
+	base := s.o.HLSElsewhere(sid)
+	if base == "" {
+		return false
+	}
+	to, err := url.Parse(base)
+	if err != nil || (to.Scheme != "http" && to.Scheme != "https") || to.Host == "" {
+		return false
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(to)
+			for _, h := range []string{"X-API-Key", "Authorization", "Cookie"} {
+				pr.Out.Header.Del(h)
+			}
+			pr.Out.Header.Set(hlsProxied, "1")
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.Warn("hls: pass a viewer's request on", "session", sid, "to", to.Host, "err", err)
+			w.Header().Set("Retry-After", "2")
+			writeError(w, http.StatusBadGateway, "unavailable", "the node that runs this stream did not answer")
+		},
+	}
+	rp.ServeHTTP(w, r)
+	return true
 }
 
 func (s *Server) trackThumbnail(w http.ResponseWriter, r *http.Request) {

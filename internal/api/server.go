@@ -98,6 +98,15 @@ type Options struct {
 	// Composites make video composites of sessions (composite.go); nil
 	// answers 503.
 	Composites *composite.Service
+	// Kept, if set, hears of the HLS streams and composites started and
+	// stopped through the API, so that in a cluster they outlive their
+	// node (the node's catalog record of them); nil keeps none.
+	Kept Kept
+	// HLSElsewhere, if set, names the base URL (scheme://host[:port]) of
+	// the node of the cluster that runs a session's HLS stream when this
+	// one does not ("" for none): a viewer's requests are passed to it
+	// (hls.go, proxyHLS).
+	HLSElsewhere func(session string) string
 	// Nodes are the cluster's nodes as this node hears their heartbeats
 	// (GET /api/v1/nodes); nil answers 503.
 	Nodes *registry.Registry

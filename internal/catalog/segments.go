@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// ErrMoved reports that a recording is no longer written where the caller
-// thought: another node took it over (MoveRecording), or it ended.
-var ErrMoved = errors.New("catalog: recording moved on")
+// ErrMoved reports that a recording (or a media service) is no longer
+// run where the caller thought: another node took it over
+// (MoveRecording, MoveMediaService), or it ended.
+var ErrMoved = errors.New("catalog: moved on")
 
 // Segment is one node's part of a recording (issue 16, failover): a
 // recording starts with segment 1 and gets one more each time a survivor
@@ -146,14 +147,16 @@ WHERE id = ? AND node_id = ? AND segment = ? AND state = 'recording'`), r.ID, r.
 
 // ServiceNodes returns the nodes that run something of an activated
 // session — a stored link, a running recording ("" for one nobody
-// writes), or a phone's call — so that a round of failover can tell in one query whether any
-// of them is gone.
+// writes), an HLS stream or composite started through the API ("" for
+// one nobody runs), or a phone's call — so that a round of failover can
+// tell in one query whether any of them is gone.
 func (s *Store) ServiceNodes(ctx context.Context) ([]string, error) {
 	return s.column(ctx, "service nodes", `SELECT n.node_id FROM link_nodes n
 JOIN links l ON l.id = n.link_id JOIN sessions s ON s.id = l.session_id WHERE s.state = 'activated'
 UNION SELECT r.node_id FROM recordings r JOIN sessions s ON s.id = r.session_id
 WHERE r.state = 'recording' AND s.state = 'activated'
-UNION SELECT c.node_id FROM sip_calls c JOIN sessions s ON s.id = c.session_id WHERE s.state = 'activated'`)
+UNION SELECT c.node_id FROM sip_calls c JOIN sessions s ON s.id = c.session_id WHERE s.state = 'activated'
+UNION SELECT m.node_id FROM media_services m JOIN sessions s ON s.id = m.session_id WHERE s.state = 'activated'`)
 }
 
 // StrandedRecordings returns the recordings still running of sessions

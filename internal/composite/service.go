@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,7 @@ var (
 	ErrCapacity  = errors.New("composite: the composites' measured CPU would pass composite.cores")
 	ErrNoSession = errors.New("composite: the session is not active on this node")
 	ErrNotFound  = errors.New("composite: no such composite")
+	ErrExists    = errors.New("composite: a composite of that ID runs")
 	ErrNoFFmpeg  = errors.New("composite: ffmpeg is not installed (streaming.ffmpeg)")
 )
 
@@ -71,10 +74,10 @@ type Service struct {
 	o    Options
 	font string
 
-	mu      sync.Mutex
-	comps   map[string]*Composite // by ID
-	pending int                   // being started
-	closed  bool
+	mu       sync.Mutex
+	comps    map[string]*Composite // by ID
+	starting map[string]bool       // IDs being started
+	closed   bool
 }
 
 // NewService returns a service with no composites.
@@ -100,7 +103,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Service{o: o, comps: map[string]*Composite{}}
+	s := &Service{o: o, comps: map[string]*Composite{}, starting: map[string]bool{}}
 	if _, err := os.Stat(o.Font); err == nil {
 		s.font = o.Font
 	}
@@ -115,6 +118,34 @@ func NewService(o Options) *Service {
 
 // Start starts a composite of an active session.
 func (s *Service) Start(session string, req Request) (Info, error) {
+	return s.begin(session, fmt.Sprintf("c_%012x", rand.Uint64()>>16), req)
+}
+
+// Resume starts again, with its ID, a composite that ran on another node
+// (it died), as Start does; ErrExists if one of that ID runs here.
+func (s *Service) Resume(session, id string, req Request) (Info, error) {
+	if !validID(id) {
+		return Info{}, fmt.Errorf("%w: composite ID %q", ErrInvalid, id)
+	}
+	return s.begin(session, id, req)
+}
+
+// validID tells an ID Start makes (c_ and 12 hex digits): a directory's
+// name under Options.Dir.
+func validID(id string) bool {
+	if len(id) != 14 || !strings.HasPrefix(id, "c_") {
+		return false
+	}
+	for _, r := range id[2:] {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// begin starts composite id of a session.
+func (s *Service) begin(session, id string, req Request) (Info, error) {
 	if err := req.normalize(); err != nil {
 		return Info{}, err
 	}
@@ -126,15 +157,15 @@ func (s *Service) Start(session string, req Request) (Info, error) {
 		return Info{}, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
 	}
 	cells, _ := Cells(req.Layout, req.Width, req.Height)
-	if err := s.admit(room, len(cells), req.FPS); err != nil {
+	if err := s.admit(room, id, len(cells), req.FPS); err != nil {
 		return Info{}, err
 	}
 	defer func() {
 		s.mu.Lock()
-		s.pending--
+		delete(s.starting, id)
 		s.mu.Unlock()
 	}()
-	c, err := s.start(session, room, req, cells)
+	c, err := s.start(session, id, room, req, cells)
 	if err != nil {
 		return Info{}, err
 	}
@@ -153,15 +184,19 @@ func (s *Service) Start(session string, req Request) (Info, error) {
 	return c.info(), nil
 }
 
-// admit holds a place for a new composite, or refuses it: beyond Max,
-// beyond Cores by the running ones' measured load, or by the node's
-// governor (its cameras' feeds and the picture to every member).
-func (s *Service) admit(room *broker.Room, cells, fps int) error {
+// admit holds a place for new composite id, or refuses it: one of that
+// ID runs or starts (ErrExists), beyond Max, beyond Cores by the running
+// ones' measured load, or by the node's governor (its cameras' feeds and
+// the picture to every member).
+func (s *Service) admit(room *broker.Room, id string, cells, fps int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.comps) + s.pending
+	n := len(s.comps) + len(s.starting)
 	if s.closed {
 		return ErrNoSession
+	}
+	if s.comps[id] != nil || s.starting[id] {
+		return fmt.Errorf("%w: %s", ErrExists, id)
 	}
 	if n >= s.o.Max {
 		s.o.Metrics.refused.WithLabelValues("limit").Inc()
@@ -184,12 +219,11 @@ func (s *Service) admit(room *broker.Room, cells, fps int) error {
 			return err
 		}
 	}
-	s.pending++
+	s.starting[id] = true
 	return nil
 }
 
-func (s *Service) start(session string, room *broker.Room, req Request, cells []Rect) (*Composite, error) {
-	id := fmt.Sprintf("c_%012x", rand.Uint64()>>16)
+func (s *Service) start(session, id string, room *broker.Room, req Request, cells []Rect) (*Composite, error) {
 	dir := filepath.Join(s.o.Dir, id)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("composite: %w", err)
@@ -305,6 +339,13 @@ func (s *Service) owners() map[string]bool {
 		m[c.outlet.Member] = true
 	}
 	return m
+}
+
+// IDs are the IDs of the composites that run on the node.
+func (s *Service) IDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.comps))
 }
 
 // Count is how many composites run.

@@ -38,6 +38,8 @@ const (
 	HLSStarted       // a chair or the operator started the session's HLS broadcast
 	HLSStopped       // the session's HLS broadcast stopped (asked to, or its session ended)
 	RecordingMoved   // a recording of the session continues on another node (its node died)
+	HLSMoved         // the session's HLS broadcast runs on another node now (its node died)
+	CompositeMoved   // a composite of the session runs on another node now (its node died)
 	numTypes
 )
 
@@ -65,6 +67,8 @@ var names = [numTypes]string{
 	HLSStarted:       "hls.started",
 	HLSStopped:       "hls.stopped",
 	RecordingMoved:   "recording.moved",
+	HLSMoved:         "hls.moved",
+	CompositeMoved:   "composite.moved",
 }
 
 // Valid reports whether t is one of the events above.

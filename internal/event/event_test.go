@@ -17,8 +17,8 @@ func TestNamesRoundTrip(t *testing.T) {
 			t.Errorf("MarshalText(%v) = %q %v", typ, b, err)
 		}
 	}
-	if len(seen) != 23 {
-		t.Errorf("%d events, want 23", len(seen))
+	if len(seen) != 25 {
+		t.Errorf("%d events, want 25", len(seen))
 	}
 	if Type(0).Valid() || Type(200).Valid() {
 		t.Error("zero or out-of-range type is valid")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,21 @@ type StartOptions struct {
 // Start starts the HLS stream of an active session; a session that has
 // one already gets it back with started false.
 func (s *Service) Start(session string, so StartOptions) (info Info, started bool, err error) {
+	info, started, err = s.begin(session, so)
+	if started {
+		s.publish(session, event.HLSStarted, info)
+	}
+	return info, started, err
+}
+
+// Resume starts, as Start does, a session's stream that ran on another
+// node (it died) and announces nothing: the node announces hls.moved.
+func (s *Service) Resume(session string, so StartOptions) (Info, bool, error) {
+	return s.begin(session, so)
+}
+
+// begin starts a session's stream; Start and Resume announce it or not.
+func (s *Service) begin(session string, so StartOptions) (info Info, started bool, err error) {
 	switch so.Video {
 	case "", VideoSpeaker:
 	case VideoComposite:
@@ -157,11 +173,7 @@ func (s *Service) Start(session string, so StartOptions) (info Info, started boo
 	if _, err := exec.LookPath(s.o.FFmpeg); err != nil {
 		return Info{}, false, fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
 	}
-	info, started, err = s.add(session, room, so)
-	if started {
-		s.publish(session, event.HLSStarted, info)
-	}
-	return info, started, err
+	return s.add(session, room, so)
 }
 
 // add starts a session's stream under mu; Start announces it after.
@@ -195,6 +207,20 @@ func (s *Service) publish(session string, typ event.Type, data any) {
 
 // Stop ends a session's stream and removes its files.
 func (s *Service) Stop(session string) error {
+	if err := s.end(session); err != nil {
+		return err
+	}
+	s.publish(session, event.HLSStopped, map[string]any{"session": session})
+	return nil
+}
+
+// Drop ends, as Stop does, a session's stream that moved to another node
+// (this one was taken for dead) and announces nothing: the stream goes on
+// there.
+func (s *Service) Drop(session string) error { return s.end(session) }
+
+// end stops a session's stream; Stop and Drop announce it or not.
+func (s *Service) end(session string) error {
 	s.mu.Lock()
 	st := s.streams[session]
 	delete(s.streams, session)
@@ -204,8 +230,14 @@ func (s *Service) Stop(session string) error {
 	}
 	st.close()
 	s.o.Metrics.streams.Dec()
-	s.publish(session, event.HLSStopped, map[string]any{"session": session})
 	return nil
+}
+
+// Sessions are the sessions whose streams run on the node.
+func (s *Service) Sessions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.streams))
 }
 
 // Get describes a session's stream.

@@ -98,6 +98,11 @@ type Node struct {
 	composites *composite.Service
 	// phones are the composites of video phones, or the speaker they follow.
 	phones *phoneComposites
+	// pins are the members of the HLS streams' own composites.
+	pins pinMembers
+	// kept keeps the HLS streams and composites started through the API
+	// in the catalog, so they outlive the node (a cluster only; services.go).
+	kept *keeper
 	// failover restarts what dead nodes ran of the sessions this node
 	// owns (a cluster only; failover.go).
 	failover *failover
@@ -238,7 +243,16 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	n.composites = startComposites(cfg, n.sessions, n.gov, n.super, reg, log)
-	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, n.super, n.events, reg, log)
+	n.hls, n.thumbnails = startStreaming(cfg, n.sessions, n.mixers, n.composites, &n.pins, n.super, n.events, reg, log)
+	if n.failover != nil {
+		n.kept = &keeper{self: n.failover.self, cat: n.cat, sessions: n.sessions, hls: n.hls, composites: n.composites,
+			pins: &n.pins, url: n.publicURL, urlOf: n.nodeURL, log: log.With("component", "failover"),
+			mine: map[serviceKey]bool{}, elsewhere: map[string]streamAt{}}
+		if err := n.kept.orphan(ctx); err != nil {
+			return nil, err
+		}
+		n.failover.kept = n.kept
+	}
 	if err = n.sessions.Restore(ctx); err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -300,6 +314,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		HLS:        n.hls,
 		Thumbnails: n.thumbnails,
 		Composites: n.composites,
+		Kept:       n.apiKept(),
+		HLSElsewhere: func(session string) string {
+			if n.kept == nil {
+				return ""
+			}
+			return n.kept.streamURL(session)
+		},
 		Nodes:      n.registry,
 		Chat:       n.chat,
 		MaxExports: cfg.Recording.Exports,
@@ -345,6 +366,38 @@ func natsDesc(b *bus.Bus) string {
 		return "embedded at " + b.ClientURL()
 	}
 	return b.ClientURL()
+}
+
+// apiKept is what the API tells of the services it starts and stops:
+// the keeper in a cluster, else nobody.
+func (n *Node) apiKept() api.Kept {
+	if n.kept == nil {
+		return nil
+	}
+	return n.kept
+}
+
+// publicURL is where clients reach the node, as its heartbeats say ("" if
+// it does not know); set once the HTTP listener is.
+func (n *Node) publicURL() string {
+	if n.ln == nil {
+		return ""
+	}
+	return n.public(n.tokenKey).URL
+}
+
+// nodeURL is where clients reach another node of the cluster, as its
+// heartbeats say; "" if it does not say or is taken for dead.
+func (n *Node) nodeURL(node string) string {
+	if n.registry.Gone(busToken(node)) {
+		return ""
+	}
+	for _, o := range n.registry.Nodes() {
+		if o.ID == busToken(node) {
+			return o.Heartbeat.URL
+		}
+	}
+	return ""
 }
 
 // URL returns the node's HTTP address as a URL.

@@ -78,6 +78,12 @@ func (r recordingEvents) SessionEvent(sessionID string, typ event.Type, data any
 			c.SessionEnded(sessionID)
 		}
 	}
+	if k := r.n.kept; k != nil {
+		switch typ {
+		case event.Deactivated, event.Finished, event.Canceled:
+			k.sessionEnded(sessionID)
+		}
+	}
 	if rec := r.n.recordings; rec != nil {
 		switch typ {
 		case event.Deactivated, event.Finished, event.Canceled:

@@ -3,6 +3,7 @@ package node
 import (
 	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,11 +17,11 @@ import (
 )
 
 // startStreaming makes the media services that run ffmpeg children: HLS
-// of sessions (under <data_dir>/hls; its video a composite's if asked)
-// and thumbnails of video tracks. HLS announces hls.started and
-// hls.stopped on the session's events.
+// of sessions (under <data_dir>/hls; its video a composite's if asked,
+// whose member pins notes) and thumbnails of video tracks. HLS announces
+// hls.started and hls.stopped on the session's events.
 func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.Service, composites *composite.Service,
-	super *supervise.Supervisor, ev hls.Publisher, reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
+	pins *pinMembers, super *supervise.Supervisor, ev hls.Publisher, reg prometheus.Registerer, log *slog.Logger) (*hls.Service, *thumbnail.Service) {
 	hm, tm := hls.NewMetrics(), thumbnail.NewMetrics()
 	hm.Register(reg)
 	tm.Register(reg)
@@ -31,11 +32,48 @@ func startStreaming(cfg config.Config, sessions *session.Service, mixers *mixer.
 			if err != nil {
 				return "", nil, err
 			}
-			return info.Track, func() { _ = composites.Stop(sid, info.ID) }, nil
+			pins.set(sid, info.Member)
+			return info.Track, func() {
+				pins.drop(sid, info.Member)
+				_ = composites.Stop(sid, info.ID)
+			}, nil
 		},
 		Logger: log.With("component", "hls")})
 	t := thumbnail.NewService(thumbnail.Options{Dir: filepath.Join(cfg.DataDir, "thumbnails"), FFmpeg: cfg.Streaming.FFmpeg,
 		Max: cfg.Streaming.ThumbnailsMax, Rooms: sessions.Room, Supervisor: super, Metrics: tm,
 		Logger: log.With("component", "thumbnail")})
 	return h, t
+}
+
+// pinMembers are the members that publish the HLS streams' own
+// composites, by session: the catalog keeps a stream's (keeper), so that
+// the node that starts it again after its node died removes the old one.
+type pinMembers struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (p *pinMembers) set(session, member string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]string{}
+	}
+	p.m[session] = member
+}
+
+// drop forgets a session's member if it is still member.
+func (p *pinMembers) drop(session, member string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m[session] == member {
+		delete(p.m, session)
+	}
+}
+
+// get is the member of a session's stream's composite ("" for none).
+func (p *pinMembers) get(session string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[session]
 }

@@ -143,6 +143,7 @@ export function Room({ session }: { session: string }) {
           refreshRecording();
           break;
         case 'hls.started':
+        case 'hls.moved': // its node died: another node runs it now, under the same paths
           setBroadcast(d as Broadcast);
           break;
         case 'hls.stopped':

@@ -15,7 +15,11 @@ import { viewerState, type ViewerState } from '../broadcast';
 //
 // A broadcast that has not started yet, or has ended, answers 404: the
 // page says which and opens the stream again every few seconds, so it
-// plays once the chair starts (again).
+// plays once the chair starts (again). In a cluster the same retries
+// carry it over a node's death: the session's owner starts the stream
+// again under the same paths (hls.moved), and any node passes a viewer's
+// requests to the node that runs it, so the page's own origin keeps
+// serving it (unless that origin was the node that died).
 export function Watch({ session, token }: { session: string; token: string }) {
   const video = useRef<HTMLVideoElement>(null);
   const [state, setState] = useState<ViewerState>();
