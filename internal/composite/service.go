@@ -172,6 +172,7 @@ func (s *Service) begin(session, id string, req Request) (Info, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		go c.run() // close waits for run to end: it ends at once, stop being closed
 		c.close()
 		return Info{}, ErrNoSession
 	}
