@@ -144,7 +144,9 @@ type WebRTCConfig struct {
 	// has room, takes the member's token and answers within this round
 	// trip, so a session's members meet on one node and their packets
 	// cross no bridge. Farther (another institution), full or unknown,
-	// the member stays here. 0 turns placement off.
+	// the member stays here. A session created here is handed the same
+	// way to the near node with the most room when that has 1.5 times
+	// this node's. 0 turns placement off.
 	PlaceNear Duration `yaml:"place_near"`
 }
 

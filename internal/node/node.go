@@ -216,6 +216,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 				f.round(ctx)
 			}
 		},
+		OnCreated: func(sessionID string) {
+			if n.failover != nil { // a cluster
+				n.placeSession(sessionID)
+			}
+		},
 		Queue: cfg.RTP.Queue, MaxSessions: cfg.Sessions.Max, MaxMembers: cfg.Sessions.MaxMembers, Logger: log, Admission: n.gov,
 		Links: session.LinkPolicy{Allow: allow, Own: n.ownAddrs,
 			MaxPerMember: cfg.Links.MaxPerMember, MaxPerSession: cfg.Links.MaxPerSession, Consent: cfg.Links.Consent.Std(),
@@ -341,6 +346,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.bus.SetPublic(n.public(n.tokenKey))
 
 	n.runGovernor()
+	if n.failover != nil { // a cluster: sessions handed to this node (placeSession)
+		if _, err := n.adoptPlaced(); err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+	}
 	hbCtx, cancel := context.WithCancel(context.Background())
 	n.hbCancel, n.hbDone = cancel, make(chan struct{})
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/rtctest"
 	"github.com/convene/convene/internal/testutil"
 )
@@ -79,5 +80,59 @@ func TestMembersMeetOnTheOwner(t *testing.T) {
 	})
 	if v := metricValue(t, a, "convene_webrtc_placed_total"); v != 2 {
 		t.Errorf("placed on node A: %v, want 2 (Ada's pion client, Eve's page)", v)
+	}
+}
+
+// TestNewSessionPlacedByRoom: two nodes; node A admits 1,600 packets/s,
+// node B thousands of times more. A session created through A is handed
+// to B at once (B owns it; A's members are then sent there); one created
+// through B stays on B. A session handed to a node that does not adopt it
+// (here: not a node of the cluster) comes back to its creator.
+func TestNewSessionPlacedByRoom(t *testing.T) {
+	c := startCluster(t)
+	a := c.start(t, "node-a", func(cfg *config.Config) { cfg.Capacity.PPS = 2000 })
+	b := c.start(t, "node-b")
+	c.nodes = append(c.nodes, a, b)
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		if !a.registry.Near("node-a", "node-b", a.cfg.WebRTC.PlaceNear.Std()) || len(a.alternatives(0)) == 0 {
+			return "node A has not measured node B near, with room, yet"
+		}
+		return ""
+	})
+	owner := func(n *Node, sid string) string {
+		var v sessionJSON
+		call(t, "GET", n.URL()+"/api/v1/sessions/"+sid, nil, &v)
+		return v.Owner
+	}
+	s := createSession(t, a, "created on the small node")
+	testutil.WaitUntil(t, 15*time.Second, func() string {
+		if o := owner(b, s.ID); o != "node-b" {
+			return fmt.Sprintf("the session created through node A is owned by %q, want node-b", o)
+		}
+		return ""
+	})
+	_, tok := joinMember(t, a, s.ID, "Ada") // its members meet on B
+	dialRTC(t, b, s.ID, tok, rtctest.Options{})
+	s2 := createSession(t, b, "created on the big node")
+	time.Sleep(3 * time.Second) // a round and more: nothing moves it
+	if o := owner(a, s2.ID); o != "node-b" {
+		t.Errorf("the session created through node B is owned by %q, want node-b", o)
+	}
+	// A hand-off nobody takes: the creator keeps the session.
+	s3 := createSession(t, b, "not taken")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := b.sessions.HandOff(ctx, s3.ID, func(ctx context.Context) error {
+		_, err := b.bus.Conn().RequestWithContext(ctx, placeSubject("node-nobody"), []byte(s3.ID))
+		return err
+	})
+	if err == nil {
+		t.Fatal("a hand-off to no node succeeded")
+	}
+	if o := owner(b, s3.ID); o != "node-b" {
+		t.Errorf("after a hand-off nobody took, the session is owned by %q, want node-b again", o)
+	}
+	if _, ok := b.sessions.Lease(s3.ID); !ok {
+		t.Error("node B does not hold the lease of the session it took back")
 	}
 }

@@ -64,6 +64,9 @@ func (s *Service) CreateSession(ctx context.Context, req NewSession) (Session, e
 	}
 	s.arm(rec)
 	s.log.Info("session created", "session", rec.ID, "name", req.Name, "state", state)
+	if s.o.OnCreated != nil {
+		go s.o.OnCreated(rec.ID)
+	}
 	return s.view(rec), nil
 }
 

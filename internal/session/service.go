@@ -65,8 +65,12 @@ type Options struct {
 	// OnRound, if set, runs after every lease round (RunLeases), outside
 	// the service's lock.
 	OnRound func(ctx context.Context)
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// OnCreated, if set, is told (on a goroutine of its own) of each
+	// session this node created: the node may hand it to a node with
+	// more room (HandOff, node/place.go).
+	OnCreated func(sessionID string)
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Service is the session service of one node.
