@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -32,17 +31,7 @@ func TestMembersMeetOnTheOwner(t *testing.T) {
 		return ""
 	})
 	_, tok := joinMember(t, a, s.ID, "Ada")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := rtctest.Dial(ctx, a.URL(), s.ID, tok, rtctest.Options{})
-	var ff *rtctest.FirstFrameError
-	if !errors.As(err, &ff) {
-		if cl != nil {
-			cl.Close()
-		}
-		t.Fatalf("a member of B's session on node A: %v, want an error frame", err)
-	}
-	if f := ff.Frame; f.Code != "moved" || len(f.Alternatives) != 1 || f.Alternatives[0].Node != "node-b" ||
+	if f := errorFrame(t, a, s.ID, tok); f.Code != "moved" || len(f.Alternatives) != 1 || f.Alternatives[0].Node != "node-b" ||
 		f.Alternatives[0].URL != b.URL() || !f.Alternatives[0].TokenValid {
 		t.Fatalf("error frame %+v, want moved to node B", f)
 	}

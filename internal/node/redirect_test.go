@@ -13,6 +13,7 @@ import (
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/config"
 	"github.com/convene/convene/internal/rtctest"
+	"github.com/convene/convene/internal/sfu"
 	"github.com/convene/convene/internal/testutil"
 )
 
@@ -96,21 +97,13 @@ func TestClusterRefusalNamesANodeWithRoom(t *testing.T) {
 	// A browser: refused on A with B named, joins through B with the same
 	// member token.
 	_, tok := joinMember(t, a, s.ID, "Ada")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := rtctest.Dial(ctx, a.URL(), s.ID, tok, rtctest.Options{})
-	var ff *rtctest.FirstFrameError
-	if !errors.As(err, &ff) {
-		if cl != nil {
-			cl.Close()
-		}
-		t.Fatalf("browser join on full node A: %v, want an error frame", err)
-	}
-	if f := ff.Frame; f.Code != "over_capacity" || len(f.Alternatives) != 1 || f.Alternatives[0].URL != b.URL() || !f.Alternatives[0].TokenValid {
+	if f := errorFrame(t, a, s.ID, tok); f.Code != "over_capacity" || len(f.Alternatives) != 1 || f.Alternatives[0].URL != b.URL() || !f.Alternatives[0].TokenValid {
 		t.Fatalf("error frame %+v, want over_capacity naming node B", f)
 	}
-	cl = dialRTC(t, b, s.ID, tok, rtctest.Options{}) // its token is valid there
+	cl := dialRTC(t, b, s.ID, tok, rtctest.Options{}) // its token is valid there
 	cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 
 	// A phone: 302 to B's SIP server.
 	if _, err := a.sipUsers.Add(ctx, "carol", carolPass); err != nil {
@@ -170,4 +163,21 @@ func TestPublicAddresses(t *testing.T) {
 	if got := m.alternatives(1); len(got) != 0 {
 		t.Errorf("a lone node names %+v", got)
 	}
+}
+
+// errorFrame opens a member's signalling socket on n and returns the
+// error frame it is answered with instead of a welcome.
+func errorFrame(t *testing.T, n apiNode, sid, tok string) sfu.Frame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := rtctest.Dial(ctx, n.URL(), sid, tok, rtctest.Options{})
+	var ff *rtctest.FirstFrameError
+	if !errors.As(err, &ff) {
+		if cl != nil {
+			cl.Close()
+		}
+		t.Fatalf("a member's socket on %s: %v, want an error frame", n.URL(), err)
+	}
+	return ff.Frame
 }

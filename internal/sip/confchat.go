@@ -64,22 +64,7 @@ func (s *Server) say(d *confDialog, session, text string) error {
 	case <-s.ctx.Done():
 		return s.ctx.Err()
 	}
-	d.mu.Lock()
-	d.cseq++
-	cseq := d.cseq
-	d.mu.Unlock()
-	req := sip.NewRequest(sip.MESSAGE, *d.target.Clone())
-	from := &sip.FromHeader{Address: sip.Uri{Scheme: "sip", User: session, Host: s.o.Domain}}
-	from.Params.Add("tag", d.ourTag)
-	req.AppendHeader(from)
-	to := &sip.ToHeader{Address: *d.to.Clone()}
-	if d.theirTag != "" {
-		to.Params.Add("tag", d.theirTag)
-	}
-	req.AppendHeader(to)
-	cid := sip.CallIDHeader(d.callID)
-	req.AppendHeader(&cid)
-	req.AppendHeader(&sip.CSeqHeader{SeqNo: cseq, MethodName: sip.MESSAGE})
+	req := s.dialogRequest(d, session, sip.MESSAGE)
 	req.AppendHeader(sip.NewHeader("Content-Type", "text/plain;charset=UTF-8"))
 	req.SetBody([]byte(text))
 	s.route(req, d.tp, d.addr)
@@ -126,4 +111,27 @@ func (s *Server) confMessage(req *sip.Request, tx sip.ServerTransaction, call Co
 		s.m.chat.WithLabelValues("received").Inc()
 		s.respond(tx, sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	}
+}
+
+// dialogRequest is a request of method from the node inside a phone's
+// conference call d, with the dialog's next CSeq: to the phone's Contact,
+// from the session at the node's domain with the node's tag.
+func (s *Server) dialogRequest(d *confDialog, session string, method sip.RequestMethod) *sip.Request {
+	d.mu.Lock()
+	d.cseq++
+	cseq, target := d.cseq, *d.target.Clone()
+	d.mu.Unlock()
+	req := sip.NewRequest(method, target)
+	from := &sip.FromHeader{Address: sip.Uri{Scheme: "sip", User: session, Host: s.o.Domain}}
+	from.Params.Add("tag", d.ourTag)
+	req.AppendHeader(from)
+	to := &sip.ToHeader{Address: *d.to.Clone()}
+	if d.theirTag != "" {
+		to.Params.Add("tag", d.theirTag)
+	}
+	req.AppendHeader(to)
+	cid := sip.CallIDHeader(d.callID)
+	req.AppendHeader(&cid)
+	req.AppendHeader(&sip.CSeqHeader{SeqNo: cseq, MethodName: method})
+	return req
 }

@@ -132,22 +132,8 @@ func (s *Server) Resume(ctx context.Context, d Dialog, rejoin func(say func(text
 		s.m.calls.WithLabelValues("conference_not_resumed").Inc()
 		return err
 	}
-	dlg.mu.Lock()
-	dlg.cseq++
-	cseq := dlg.cseq
-	dlg.mu.Unlock()
-	req := sip.NewRequest(sip.INVITE, *target.Clone())
-	from := &sip.FromHeader{Address: sip.Uri{Scheme: "sip", User: d.Session, Host: s.o.Domain}}
-	from.Params.Add("tag", d.OurTag)
-	req.AppendHeader(from)
-	to := &sip.ToHeader{Address: *remote.Clone()}
-	if d.TheirTag != "" {
-		to.Params.Add("tag", d.TheirTag)
-	}
-	req.AppendHeader(to)
-	cid := sip.CallIDHeader(d.CallID)
-	req.AppendHeader(&cid)
-	req.AppendHeader(&sip.CSeqHeader{SeqNo: cseq, MethodName: sip.INVITE})
+	req := s.dialogRequest(dlg, d.Session, sip.INVITE)
+	cseq := req.CSeq().SeqNo
 	mf := sip.MaxForwardsHeader(70)
 	req.AppendHeader(&mf)
 	req.AppendHeader(sip.NewHeader("Contact", fmt.Sprintf("<sip:%s@%s>", d.Session, hostPort(s.o.Advertise, s.port))))
