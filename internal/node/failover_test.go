@@ -648,9 +648,11 @@ func TestMixerComesBackAfterKill9(t *testing.T) {
 
 // TestBrowserRejoinsAfterKill9: Ada joins in Chromium (web/e2e/rejoin.mjs,
 // playwright-core; fake microphone and camera) through node A — a child
-// process — and Bob (pion) through node B. A is killed with SIGKILL: the
-// web app's signalling socket drops, it moves by itself to node B, the
-// node its socket named, as the same member, and Bob hears Ada again.
+// process — and Bob (pion) through node B. Node C, another child, has the
+// most room, so A's nodes name it first. C and then A are killed with
+// SIGKILL: the web app's signalling socket drops, it asks C, which does
+// not answer, then B, and moves by itself to B as the same member; Bob
+// hears Ada again.
 func TestBrowserRejoinsAfterKill9(t *testing.T) {
 	web := needBrowser(t)
 	if os.Getenv(childNodeEnv) != "" {
@@ -660,6 +662,7 @@ func TestBrowserRejoinsAfterKill9(t *testing.T) {
 	// Ada's browser stays on A, where she joins, rather than being placed
 	// on B, the session's owner.
 	a := startChildNode(t, c.config(t, "node-a", func(cfg *config.Config) { cfg.WebRTC.PlaceNear = 0 }))
+	dead := startChildNode(t, c.config(t, "node-c", func(cfg *config.Config) { cfg.Capacity.PPS = 100 * cfg.Capacity.PPS }))
 	b := c.nodes[0]
 	s := createSession(t, b, "browser rejoin")
 	_, btok := joinMember(t, b, s.ID, "Bob")
@@ -668,10 +671,18 @@ func TestBrowserRejoinsAfterKill9(t *testing.T) {
 	if code := call(t, "POST", a.URL()+"/api/v1/sessions/"+s.ID+"/tokens", map[string]string{"role": "participant"}, &jt); code != 201 {
 		t.Fatalf("join token: %d", code)
 	}
-	// A must have heard B's heartbeats before Ada's welcome names B.
+	// A must have heard B's and C's heartbeats and measured both near
+	// before Ada's welcome names them: C first (the most room), then B.
 	testutil.WaitUntil(t, 30*time.Second, func() string {
-		if e, ok := listNodes(t, a)["node-b"]; !ok || e.Stale {
-			return "node A does not list node B"
+		ns := listNodes(t, a)
+		measured := map[string]bool{}
+		for _, p := range ns["node-a"].Heartbeat.Peers {
+			measured[p.Node] = p.RTTSeconds > 0
+		}
+		for _, id := range []string{"node-b", "node-c"} {
+			if e, ok := ns[id]; !ok || e.Stale || !measured[id] {
+				return "node A does not list " + id + " with its delay yet"
+			}
 		}
 		return ""
 	})
@@ -684,6 +695,7 @@ func TestBrowserRejoinsAfterKill9(t *testing.T) {
 		return ""
 	})
 
+	dead.kill9()
 	a.kill9()
 	again := next("rejoined")
 	if again[0] != ada || !strings.HasPrefix(again[1], b.URL()+"/s/"+s.ID) {

@@ -290,7 +290,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}
 	handler := api.New(api.Options{
 		RTC:      n.rtc,
-		UI:       webui.Handler(),
+		UI:       webui.HandlerWith(n.peerOrigins),
 		Sessions: n.sessions,
 		Node: api.NodeInfo{ID: cfg.NodeID, Version: version, NATSURL: n.bus.ClientURL(), Embedded: n.bus.Embedded(),
 			RTPAddr: n.socks.RTP.LocalAddr().String(), RTCPAddr: n.socks.RTCP.LocalAddr().String()},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/convene/convene/internal/bus"
@@ -67,4 +68,26 @@ func sipMoved(err error) *sip.Moved {
 		return nil
 	}
 	return &sip.Moved{To: to, Err: err}
+}
+
+// peerOrigins are the web origins of the cluster's other nodes that take
+// this node's tokens (their http.public_url, by their heartbeats): the
+// web app's pages may connect to them (webui.HandlerWith), to ask whether
+// one answers before a member whose node died rejoins there.
+func (n *Node) peerOrigins() []string {
+	if n.registry == nil {
+		return nil
+	}
+	self := busToken(n.cfg.NodeID)
+	var out []string
+	for _, o := range n.registry.Nodes() {
+		hb := o.Heartbeat
+		if o.ID == self || hb.URL == "" || hb.TokenKey == "" || hb.TokenKey != n.tokenKey {
+			continue
+		}
+		if u, err := url.Parse(hb.URL); err == nil && u.Host != "" {
+			out = append(out, u.Scheme+"://"+u.Host)
+		}
+	}
+	return out
 }

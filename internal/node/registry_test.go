@@ -22,6 +22,10 @@ type clusterNodeJSON struct {
 		CPUCores            float64 `json:"cpu_cores"`
 		CapacityPPS         float64 `json:"capacity_pps"`
 		Version             string  `json:"version"`
+		Peers               []struct {
+			Node       string  `json:"node"`
+			RTTSeconds float64 `json:"rtt_seconds"`
+		} `json:"peers"`
 	} `json:"heartbeat"`
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,11 +87,11 @@ func TestResumeTakesTheCallOver(t *testing.T) {
 		return nil
 	}
 	p.mu.Unlock()
-	left := 0
+	var left atomic.Int32 // BYE leaves on the server's goroutine
 	var keptB []Dialog
 	err = b.srv.Resume(context.Background(), d, func(say func(string) error) (netip.AddrPort, ConferenceCall, error) {
 		return netip.MustParseAddrPort("127.0.0.1:40002"), ConferenceCall{
-			Leave: func() { left++ },
+			Leave: func() { left.Add(1) },
 			Keep:  func(d Dialog) { keptB = append(keptB, d) },
 		}, nil
 	})
@@ -118,15 +119,13 @@ func TestResumeTakesTheCallOver(t *testing.T) {
 	if !strings.Contains(body, "m=audio 40002 RTP/AVP 0") || !strings.Contains(body, " "+strconv.FormatUint(d.SDPID, 10)+" 2 IN IP4") {
 		t.Errorf("re-INVITE offer is not the stream at node B in SDP version 2:\n%s", body)
 	}
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	done := false
+	for end := time.Now().Add(5 * time.Second); !done && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		mu.Lock()
-		done := acked
+		done = acked
 		mu.Unlock()
-		if done {
-			break
-		}
 	}
-	if !acked {
+	if !done {
 		t.Error("the phone's 200 was not acknowledged")
 	}
 	if len(keptB) != 1 || keptB[0].SDPVersion != 2 || keptB[0].CSeq != inv.CSeq().SeqNo {
@@ -140,8 +139,8 @@ func TestResumeTakesTheCallOver(t *testing.T) {
 	if r := p.await(false); r.StatusCode != 200 {
 		t.Fatalf("BYE to node B: %d", r.StatusCode)
 	}
-	if left != 1 {
-		t.Errorf("node B's call left %d times after the BYE, want 1", left)
+	if n := left.Load(); n != 1 {
+		t.Errorf("node B's call left %d times after the BYE, want 1", n)
 	}
 	if v := counter(t, b.reg, "convene_sip_calls_total", map[string]string{"result": "conference_resumed"}); v != 1 {
 		t.Errorf("resumed calls %v, want 1", v)

@@ -65,6 +65,36 @@ export function refusedMessage(message: string, alts: Alternative[] | undefined,
 // node closed for a reason of the member's (it left or was removed, the
 // session ended) is not a reason to go elsewhere.
 export function rejoinTarget(nodes: Alternative[] | undefined, closeCode: number): Alternative | undefined {
-  if (closeCode !== 1006 && closeCode !== 1001) return undefined;
-  return moveTarget(nodes, 0);
+  return rejoinTargets(nodes, closeCode)[0];
+}
+
+// rejoinTargets are every node a member whose node went may rejoin on, in
+// the order its socket named them (rejoinTarget is the first).
+export function rejoinTargets(nodes: Alternative[] | undefined, closeCode: number): Alternative[] {
+  if (closeCode !== 1006 && closeCode !== 1001) return [];
+  return (nodes ?? []).filter((a) => a.token_valid && !!a.url && /^https?:\/\//.test(a.url));
+}
+
+// answers resolves whether the node at url answers within ms (its
+// /healthz; any answer will do, the node's policy lets a page ask the
+// cluster's nodes). A node that died with ours does not, and a member
+// sent there would land on a browser's error page.
+export async function answers(url: string, ms = 2000): Promise<boolean> {
+  try {
+    await fetch(url.replace(/\/+$/, '') + '/healthz', { mode: 'no-cors', cache: 'no-store', signal: AbortSignal.timeout(ms) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// firstAnswering is the first of alts, in order, whose node answers (probe).
+export async function firstAnswering(
+  alts: Alternative[],
+  probe: (url: string) => Promise<boolean> = answers,
+): Promise<Alternative | undefined> {
+  for (const a of alts) {
+    if (await probe(a.url!)) return a;
+  }
+  return undefined;
 }

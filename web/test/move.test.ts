@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_MOVES, moveLink, moveTarget, parseHandoff, refusedMessage, rejoinTarget, takeHandoff, type Alternative } from '../src/move';
+import {
+  MAX_MOVES,
+  firstAnswering,
+  moveLink,
+  moveTarget,
+  parseHandoff,
+  refusedMessage,
+  rejoinTarget,
+  rejoinTargets,
+  takeHandoff,
+  type Alternative,
+} from '../src/move';
 import { parseRoute } from '../src/route';
 
 const b: Alternative = { node: 'node-b', url: 'https://b.example:8443/', sip: 'b.example:5060', room_pps: 9000, token_valid: true };
@@ -54,5 +65,21 @@ describe('rejoining when the node goes', () => {
     expect(rejoinTarget([other], 1006)).toBeUndefined();
     expect(rejoinTarget([], 1006)).toBeUndefined(); // a lone node
     expect(rejoinTarget([b], 1006)).toBe(b); // after MAX_MOVES capacity moves too: a dead node is no ping-pong
+  });
+});
+
+describe('rejoining when the node went', () => {
+  it('tries every node its socket named, in order, and goes to the first that answers', async () => {
+    expect(rejoinTargets([other, b, c], 1006)).toEqual([b, c]);
+    expect(rejoinTargets([b, c], 1000)).toEqual([]);
+    const asked: string[] = [];
+    const probe = (alive: string[]) => async (url: string) => {
+      asked.push(url);
+      return alive.includes(url);
+    };
+    expect(await firstAnswering([b, c], probe([c.url!]))).toBe(c); // b died with ours
+    expect(asked).toEqual([b.url, c.url]);
+    expect(await firstAnswering([b, c], probe([]))).toBeUndefined(); // nobody answers: the page says so
+    expect(await firstAnswering([b, c], probe([b.url!, c.url!]))).toBe(b);
   });
 });

@@ -39,7 +39,7 @@ import { RTC, type Quality, type Remote } from '../rtc';
 import type { TransportKind } from '../transport';
 import { navigate, watchLink } from '../route';
 import { VIEWER_LINK_TTL } from '../broadcast';
-import { moveLink, moveTarget, refusedMessage, rejoinTarget } from '../move';
+import { firstAnswering, moveLink, moveTarget, refusedMessage, rejoinTargets } from '../move';
 
 // Another member's pointer goes away after this long without moving.
 const POINTER_IDLE_MS = 4000;
@@ -185,13 +185,18 @@ export function Room({ session }: { session: string }) {
       closed: (why, code) => {
         if (stop) return;
         // The node went (killed, cut off): rejoin on another node of the
-        // cluster as the same member, with the same token (issue 16).
-        const to = rejoinTarget(r.nodes, code);
-        if (!to) return setEnded((e) => e || 'Disconnected: ' + why);
+        // cluster that answers, as the same member, with the same token
+        // (issue 16).
+        const targets = rejoinTargets(r.nodes, code);
+        if (targets.length === 0) return setEnded((e) => e || 'Disconnected: ' + why);
         stop = true;
-        setErr(`Lost this server: rejoining on ${to.node}…`);
-        const moves = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
-        location.assign(moveLink(to, session, me, token, moves));
+        setErr('Lost this server: looking for another…');
+        firstAnswering(targets).then((to) => {
+          if (!to) return setEnded('Disconnected: this server went, and no other server of the meeting answers');
+          setErr(`Lost this server: rejoining on ${to.node}…`);
+          const moves = Number(sessionStorage.getItem('convene.moves.' + session) ?? '0');
+          location.assign(moveLink(to, session, me, token, moves));
+        });
       },
     }, moved);
     rtc.current = r;
