@@ -391,8 +391,14 @@ func (s *Service) DropMovedLinks(ctx context.Context) {
 				continue
 			}
 			node, err := s.o.Catalog.LinkNode(ctx, lid) // stored after the list was read?
-			if err != nil || node == "" || node == s.o.Node {
+			if err != nil || node == s.o.Node {
 				continue
+			}
+			if node == "" { // stored before links had a node, or removed by the node it moved to
+				if _, err := s.o.Catalog.GetLink(ctx, lid); !errors.Is(err, catalog.ErrNotFound) {
+					continue
+				}
+				node = "(removed)"
 			}
 			s.closeLink(l)
 			delete(ls.links, lid)

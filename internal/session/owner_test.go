@@ -253,4 +253,17 @@ func TestRehomeAndDropMoved(t *testing.T) {
 	if n, _ := cat.LinkNode(ctx, own.ID); n != "a" {
 		t.Errorf("a's own link is stored on %q", n)
 	}
+	// A link b serves that the node it moved to removed (a phone's
+	// links, made anew by the node that took its call over): b closes it.
+	gone, err := b.AddRTPLink(ctx, s.ID, NewRTPLink{Remote: "127.0.0.1:47124", Kind: "audio", RTCPMux: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.RemoveLink(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.DropMovedLinks(ctx)
+	if b.Load().Links != 0 {
+		t.Errorf("b serves %d links after its link was removed elsewhere, want 0", b.Load().Links)
+	}
 }
