@@ -174,16 +174,22 @@ func TestCompositeLeavesOutAKeylessCamera(t *testing.T) {
 		}
 		return l.Composites[0]
 	}
-	testutil.WaitFor(t, 40*time.Second, "the composite's frames", func() bool { return composite().Frames > 10 })
-	got := composite()
+	// Frames of the good camera. A starved machine (CI, -race) may leave
+	// the good camera out too for a while, its feed having waited 6 s for
+	// the child: it is tried again 10 s later, and must then be shown.
+	shows := func(c compositeJSON, id string) bool {
+		return slices.ContainsFunc(c.Showing, func(s string) bool { return strings.HasPrefix(s, id) })
+	}
+	var got compositeJSON
+	testutil.WaitFor(t, 40*time.Second, "the composite's frames of the good camera", func() bool {
+		got = composite()
+		return got.Frames > 10 && shows(got, good.ID)
+	})
 	t.Logf("frames %v after the start, showing %v", time.Since(started).Round(time.Millisecond), got.Showing)
 	for _, sh := range got.Showing {
 		if strings.HasPrefix(sh, bl.ID) {
 			t.Errorf("the composite shows the keyless camera %s: %v", bl.ID, got.Showing)
 		}
-	}
-	if !slices.ContainsFunc(got.Showing, func(s string) bool { return strings.HasPrefix(s, good.ID) }) {
-		t.Errorf("the composite does not show the good camera %s: %v", good.ID, got.Showing)
 	}
 	if v := metricValue(t, n, "convene_composite_keyless_cameras_total"); v < 1 {
 		t.Errorf("convene_composite_keyless_cameras_total %v, want at least 1", v)
