@@ -311,6 +311,12 @@ func quadrantsAre(f []byte, w, h int) bool {
 // socket: the node sends a phone nothing before it heard from it.
 func phoneCamera(t *testing.T, bin, encoder string, sock *net.UDPConn, node *net.UDPAddr, secs int) {
 	t.Helper()
+	phoneCameraOf(t, bin, encoder, "testsrc=size=320x240:rate=15:duration="+strconv.Itoa(secs), sock, node)
+}
+
+// phoneCameraOf is phoneCamera of the lavfi source src.
+func phoneCameraOf(t *testing.T, bin, encoder, src string, sock *net.UDPConn, node *net.UDPAddr) {
+	t.Helper()
 	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +336,7 @@ func phoneCamera(t *testing.T, bin, encoder string, sock *net.UDPConn, node *net
 		}
 	}()
 	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
-		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=15:duration="+strconv.Itoa(secs),
+		"-f", "lavfi", "-i", src,
 		"-c:v", encoder, "-deadline", "realtime", "-preset", "ultrafast", "-b:v", "200k", "-g", "15", "-payload_type", "100",
 		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
 }
@@ -601,25 +607,7 @@ func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 		}
 	}()
 	// The phone's own camera gives consent (the node sends nothing before).
-	camIn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { camIn.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			k, err := camIn.Read(buf)
-			if err != nil {
-				return
-			}
-			sock.WriteToUDP(buf[:k], node)
-		}
-	}()
-	startChild(t, exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-re",
-		"-f", "lavfi", "-i", "color=c=blue:s=320x240:r=15:d=40",
-		"-c:v", "libvpx", "-deadline", "realtime", "-b:v", "150k", "-g", "15", "-payload_type", "100",
-		"-f", "rtp", "rtp://"+camIn.LocalAddr().String()))
+	phoneCameraOf(t, bin, "libvpx", "color=c=blue:s=320x240:r=15:d=40", sock, node)
 
 	colourOf := func(f []byte) string {
 		got := mean(f, w, w/4, h/4, 3*w/4, 3*h/4)
