@@ -29,9 +29,10 @@ const (
 	// sends only frames that refer to one it never sent, and does not
 	// answer keyframe requests: a plain RTP camera, a broken sender) would
 	// stall the whole picture, every camera's (the child's frame sync
-	// waits for each input): it is left out for benchFor, then tried again.
+	// waits for each input): it is left out until it is seen sending a
+	// keyframe, and asked for one every askEvery meanwhile.
 	keyless  = 6 * time.Second
-	benchFor = 10 * time.Second
+	askEvery = 10 * time.Second
 )
 
 // Composite is one running composite of a session.
@@ -58,10 +59,10 @@ type Composite struct {
 	slots    []slot
 	speakers []string
 	heard    map[*broker.Track]heard
-	benched  map[*broker.Track]time.Time // left out until then (keyless)
-	changed  time.Time                   // when the cameras shown last changed
-	graph    string                      // the child's filter graph for the slots
-	inputs   int                         // m-lines in its SDP
+	benched  map[*broker.Track]*bench // left out until seen sending a keyframe
+	changed  time.Time                // when the cameras shown last changed
+	graph    string                   // the child's filter graph for the slots
+	inputs   int                      // m-lines in its SDP
 }
 
 // slot is what one cell shows.
@@ -263,19 +264,28 @@ func (c *Composite) choose(now time.Time) []choice {
 	var all, live []*broker.Track
 	c.mu.Lock()
 	for _, sl := range c.slots {
-		if sl.track != nil && sl.feed.Keyless(now) >= keyless {
+		if sl.track != nil && sl.feed.Keyless(now) >= keyless && c.benched[sl.track] == nil {
 			if c.benched == nil {
-				c.benched = map[*broker.Track]time.Time{}
+				c.benched = map[*broker.Track]*bench{}
 			}
-			c.benched[sl.track] = now.Add(benchFor)
+			c.benched[sl.track] = c.benchLocked(sl.track, now)
 			c.s.o.Metrics.benched.Inc()
-			c.s.o.Logger.Warn("composite leaves out a camera that sends no keyframe", "composite", c.id,
-				"session", c.session, "track", sl.track.ID(), "for", benchFor)
+			c.s.o.Logger.Warn("composite leaves out a camera that sends no keyframe until it sends one", "composite", c.id,
+				"session", c.session, "track", sl.track.ID())
 		}
 	}
-	for t, until := range c.benched {
-		if !now.Before(until) {
+	inRoom := map[*broker.Track]bool{}
+	for _, snd := range c.room.Senders() {
+		inRoom[snd.Track] = true
+	}
+	for t, b := range c.benched {
+		switch {
+		case b.seen.Load() || !inRoom[t]:
+			b.untap()
 			delete(c.benched, t)
+		case !now.Before(b.ask):
+			t.RequestKeyframe()
+			b.ask = now.Add(askEvery)
 		}
 	}
 	seen := make(map[*broker.Track]heard, len(c.heard))
@@ -516,6 +526,10 @@ func (c *Composite) close() {
 		}
 	}
 	c.slots = nil
+	for t, b := range c.benched {
+		b.untap()
+		delete(c.benched, t)
+	}
 	c.mu.Unlock()
 	c.out.Close()
 	c.outlet.Close()

@@ -39,9 +39,10 @@
 // waited 6 s for a keyframe (it sends only frames that refer to one it
 // never sent and does not answer the requests: a plain RTP camera with a
 // long GOP, a broken sender) would freeze the picture as a silent one
-// would: it is left out for 10 s, then tried again
-// (convene_composite_keyless_cameras_total). A camera whose keyframes
-// come further apart than 6 s is shown and left out in turn.
+// would: it is left out (convene_composite_keyless_cameras_total) and
+// watched, asked for a keyframe every 10 s, until it sends one; then it
+// is shown again. A camera whose keyframes come further apart than 6 s
+// is shown and left out in turn.
 //
 // At most Options.Max composites run on a node (composite.max, ErrLimit);
 // a new one is also refused when the running composites' measured CPU

@@ -183,7 +183,9 @@ func TestFloorAndSpeakers(t *testing.T) {
 	run(loud, soft, gated)
 	x := e.heard()
 	x = x[len(x)/3:]
-	if sh := audio.ToneShare(x, 440, 8000); sh < 0.5 {
+	// Windowed, as TestMixMinus: a late sender's concealed frame breaks
+	// the tone's phase, not its presence.
+	if sh := audio.WindowedToneShare(x, 440, 8000); sh < 0.5 {
 		t.Errorf("the loudest speaker holds %.2f of the mix", sh)
 	}
 	if sh := audio.ToneShare(x, 1000, 8000); sh > 0.02 {

@@ -110,7 +110,7 @@ func TestAdHocRecordingOfFFmpeg(t *testing.T) {
 	if want := float64(rec.DurationMS) / 1000; len(p.Streams) != 2 || dur < 0.9*want || dur > 1.1*want {
 		t.Errorf("the WebM export (%d bytes): %+v", size, p)
 	}
-	if b, err := exec.Command(ffmpeg, "-v", "error", "-xerror", "-i", path, "-f", "null", "-").CombinedOutput(); err != nil || len(b) > 0 {
+	if b, err := decodeAll(ffmpeg, path); err != nil || len(b) > 0 {
 		t.Errorf("ffmpeg decodes the export with %v: %s", err, b)
 	}
 }

@@ -122,7 +122,8 @@ func publishVP8(t *testing.T, n *Node, sid, name string, gop int) *atomic.Int64 
 // (a plain RTP link) sends only VP8 interframes, never a keyframe, and
 // cannot be asked for one; the composite's child would wait for it, and
 // show nothing of the other camera either. After 6 s the composite leaves
-// it out (a metric counts it) and makes frames of the good camera.
+// it out (a metric counts it), until it sends a keyframe, and makes
+// frames of the good camera.
 func TestCompositeLeavesOutAKeylessCamera(t *testing.T) {
 	testutil.NeedBinary(t, "ffmpeg")
 	n := startNode(t, testConfig(t, t.TempDir()))
@@ -176,7 +177,8 @@ func TestCompositeLeavesOutAKeylessCamera(t *testing.T) {
 	}
 	// Frames of the good camera. A starved machine (CI, -race) may leave
 	// the good camera out too for a while, its feed having waited 6 s for
-	// the child: it is tried again 10 s later, and must then be shown.
+	// the child: it comes back with its next keyframe (one a second), and
+	// must then be shown; the keyless camera never comes back.
 	shows := func(c compositeJSON, id string) bool {
 		return slices.ContainsFunc(c.Showing, func(s string) bool { return strings.HasPrefix(s, id) })
 	}

@@ -17,8 +17,11 @@ import (
 // 3 packets a frame) on the system clock through a broker room, and
 // measures when each packet reaches a receiving member: the gap between
 // consecutive packets of a stream must be the recorded gap within 5 ms at
-// the 99th percentile, and the audio and video must keep their recorded
-// offset within 20 ms (the median lateness of each kind).
+// the 99th percentile, more than the machine's own timers miss by (a
+// goroutine sleeping to the audio's schedule beside it, in the same run:
+// a loaded machine wakes everyone late), and the audio and video must
+// keep their recorded offset within 20 ms (the median lateness of each
+// kind).
 func TestRealClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3 s in real time")
@@ -65,6 +68,20 @@ func TestRealClock(t *testing.T) {
 		want[media.Video] = append(want[media.Video], ms(55+66*(i/3)))
 	}
 	start := time.Now()
+	ref := make(chan []float64, 1)
+	go func() {
+		var errs []float64 // ms
+		last := start
+		for i := range 150 {
+			<-Real{}.After(time.Until(start.Add(ms(40 + 20*i))))
+			now := time.Now()
+			if i > 0 {
+				errs = append(errs, math.Abs(float64(now.Sub(last)-20*time.Millisecond)/1e6))
+			}
+			last = now
+		}
+		ref <- errs
+	}()
 	pb := Start(context.Background(), p, Real{}, func(tr *Track, b []byte) {
 		pk := media.NewPacket()
 		pk.SetLen(copy(pk.Buffer(), b))
@@ -103,14 +120,14 @@ func TestRealClock(t *testing.T) {
 			}
 		}
 	}
-	sort.Float64s(gapErr)
-	p99 := gapErr[int(math.Ceil(0.99*float64(len(gapErr))))-1]
+	pct99 := func(xs []float64) float64 { sort.Float64s(xs); return xs[int(math.Ceil(0.99*float64(len(xs))))-1] }
+	p99, timers := pct99(gapErr), pct99(<-ref)
 	med := func(xs []float64) float64 { sort.Float64s(xs); return xs[len(xs)/2] }
 	av := med(late[media.Audio]) - med(late[media.Video])
-	t.Logf("inter-packet gap error: p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d gaps; A/V offset %.3f ms",
-		gapErr[len(gapErr)/2], p99, gapErr[len(gapErr)-1], len(gapErr), av)
-	if p99 > 5 {
-		t.Errorf("gap error p99 %.3f ms, want within 5 ms", p99)
+	t.Logf("inter-packet gap error: p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d gaps (the machine's timers: p99 %.3f ms); A/V offset %.3f ms",
+		gapErr[len(gapErr)/2], p99, gapErr[len(gapErr)-1], len(gapErr), timers, av)
+	if p99 > timers+5 {
+		t.Errorf("gap error p99 %.3f ms, want within 5 ms of the machine's timers' %.3f ms", p99, timers)
 	}
 	if math.Abs(av) > 20 {
 		t.Errorf("audio and video %.3f ms off their recorded offset, want within 20 ms", av)
