@@ -26,6 +26,7 @@ func benchOverloadCmd(args []string, stdout, stderr io.Writer) int {
 	peers := fs.String("peers", "nats-server", "comma-separated peers under the same load (nats-server; empty for none)")
 	capPPS := fs.Float64("capacity", 0, "the node's capacity.pps (0: it measures its own; -quick: 20000)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
+	inStep := fs.Bool("in-step", false, "start every meeting's speaker at the same instant, so that all meetings send each frame together (by default their starts spread over one frame interval)")
 	pin := fs.Bool("pin", false, "give each server CPU 0 to itself and run the listeners and speakers (this process) on the other CPUs (on two CPUs the load, which receives every packet, then has one core and falls behind first)")
 	server := conveneFlag(fs)
 	if code, done := parseFlags(fs, args); done {
@@ -84,7 +85,7 @@ func benchOverloadCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	r := brokerbench.RunOverload(ctx, systems, brokerbench.OverloadOptions{Quick: *quick, Scenarios: list, CapacityPPS: capacity,
-		MaxFiles: loadgen.FileLimit(),
+		MaxFiles: loadgen.FileLimit(), InStep: *inStep,
 		Log: func(f string, a ...any) {
 			fmt.Fprintf(stderr, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
 		}})

@@ -51,6 +51,9 @@ type Refusal struct {
 	LoadPPS, AddPPS, LimitPPS, CapacityPPS float64
 	Level                                  Level
 	RetryAfter                             time.Duration
+	// Paced is a refusal of a node with room that took on as much as it
+	// takes between two samples (a flash crowd): try again in a second.
+	Paced bool
 	// Alternatives are other nodes of the cluster with room for it, most
 	// room first (Options.Alternatives); none on a lone node.
 	Alternatives []Alternative
@@ -80,6 +83,10 @@ func (r *Refusal) Error() string {
 			names[i] = a.Node
 		}
 		try = "try again later or a node with room: " + strings.Join(names, ", ")
+	}
+	if r.Paced {
+		return fmt.Sprintf("node busy taking on members: this %s would add %.0f packets/s past the %.0f it takes on in half a second; try again in a second",
+			r.What, r.AddPPS, rampShare*r.CapacityPPS)
 	}
 	if r.Level != Normal {
 		return fmt.Sprintf("node over capacity: it is shedding video (%s) at %.0f packets/s of its %.0f; %s",
@@ -115,6 +122,15 @@ type Options struct {
 	// the capacity, so the node admits less and sheds, instead of
 	// admitting by CPU it will not get. Nil: the node has Cores to itself.
 	Machine func() float64
+	// Delay, if set, is the node's own queueing delay in seconds: the 99th
+	// percentile of what its media sends waited in its queues since the
+	// last call; negative when nothing was sent. In measured mode a node
+	// whose queues hold packets longer than DelayBar is at its capacity
+	// whatever its CPU says (the machine's CPUs are all taken, the
+	// kernel's send path is the limit): the capacity is held below the
+	// load it carried then, and probed up again while the queues stay
+	// short.
+	Delay func() float64
 	// Predicted, if set, is the packets/s the node's members are
 	// predicted to be sent (session.Service.Predicted), read at each
 	// sample.
@@ -138,11 +154,16 @@ type Governor struct {
 	mu       sync.Mutex
 	capacity float64 // packets/s
 	cost     float64 // CPU seconds per packet sent (measured mode)
-	load     float64 // packets/s, smoothed
-	sampled  bool
-	lastSent uint64
-	lastCPU  float64
-	lastAt   time.Time
+	// cpuCap is the capacity the CPU allows (or the probe's, or the
+	// configured one); ceiling what the queueing delay allows (0: none);
+	// capacity is the lower. delay is the last sample's.
+	cpuCap, ceiling, delay float64
+	quiet                  int     // samples in a row at most delayCalm
+	load                   float64 // packets/s, smoothed
+	sampled                bool
+	lastSent               uint64
+	lastCPU                float64
+	lastAt                 time.Time
 	// lastMachine is Options.Machine at the last sample; avail the cores
 	// left to the node (Cores less what others took), smoothed.
 	lastMachine float64
@@ -170,7 +191,7 @@ func New(o Options) *Governor {
 	if o.Cores <= 0 {
 		o.Cores = float64(runtime.GOMAXPROCS(0))
 	}
-	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}, avail: o.Cores}
+	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}, avail: o.Cores, delay: -1}
 	switch {
 	case o.PPS > 0:
 		g.capacity = o.PPS
@@ -178,6 +199,7 @@ func New(o Options) *Governor {
 		g.capacity = o.ProbePPS
 		g.cost = o.Cores / o.ProbePPS
 	}
+	g.cpuCap = g.capacity
 	return g
 }
 
@@ -217,11 +239,36 @@ const minAvail = 0.1
 // mixing, SIP, GC) would be charged to a few packets.
 const minShare = 0.25
 
+// Queueing delay (Options.Delay), with the load at least minShare of the
+// CPU's figure: past DelayBar the capacity is held where the load stands,
+// so that nothing more is admitted (and nothing is shed for it: shedding
+// follows the load against the CPU's figure, as before); after quietFor
+// samples in a row at most delayCalm, it rises by ceilingRise a sample
+// until the CPU's figure is the lower again.
+const (
+	DelayBar    = 0.05
+	delayCalm   = 0.01
+	ceilingRise = 1.01
+	// quietFor is the samples in a row at most delayCalm before the held
+	// capacity rises: one quiet half-second is not a quiet node.
+	quietFor = 4
+	// rampShare is the share of the capacity admitted between two samples
+	// at most, while the queueing signal is on (Options.Delay).
+	rampShare = 0.1
+	// holdAbove is where the held capacity puts the load: under
+	// shedAbove, over the admission limit (1 − headroom).
+	holdAbove = 0.9
+)
+
 // Sample reads the counters: the load, and in measured mode the cost per
 // packet and so the capacity; then observes the load.
 func (g *Governor) Sample() {
 	if g.o.Sent == nil || g.o.CPU == nil {
 		return
+	}
+	delay := -1.0
+	if g.o.Delay != nil {
+		delay = g.o.Delay()
 	}
 	// The counters are read before mu is taken: the session service calls
 	// Admit with its own lock held (lock order: session, then Governor).
@@ -263,10 +310,46 @@ func (g *Governor) Sample() {
 		}
 	}
 	if g.o.PPS == 0 && g.cost > 0 {
-		g.capacity = g.avail / g.cost
+		g.cpuCap = g.avail / g.cost
+	}
+	g.capacity = g.cpuCap
+	if g.o.PPS == 0 {
+		g.limitByDelay(delay, dp/dt)
 	}
 	g.mu.Unlock()
 	g.Observe(dp / dt)
+}
+
+// limitByDelay moves the ceiling by the queueing delay of a sample that
+// carried pps, and holds the capacity under it (mu held).
+func (g *Governor) limitByDelay(delay, pps float64) {
+	g.delay = delay
+	busy := pps > 0 && pps >= minShare*g.cpuCap // (else a long wait is a pause: a GC's, the scheduler's)
+	if delay > delayCalm {
+		g.quiet = 0
+	}
+	switch {
+	case busy && delay > DelayBar:
+		// Where the load stands now, up or down: held under it, a load
+		// that rose a little would pass shedAbove and shed for it.
+		c := max(pps, g.load) / holdAbove
+		if g.ceiling == 0 {
+			g.o.Logger.Warn("the node's queues hold packets: capacity held at what it carries", "delay_ms", math.Round(delay*1e3),
+				"load_pps", math.Round(pps), "capacity_pps", math.Round(c))
+		}
+		g.ceiling = c
+	case g.ceiling > 0 && delay <= delayCalm:
+		if g.quiet++; g.quiet < quietFor {
+			break
+		}
+		g.ceiling *= ceilingRise
+		if g.cpuCap > 0 && g.ceiling >= g.cpuCap {
+			g.ceiling = 0
+		}
+	}
+	if g.ceiling > 0 && (g.cpuCap == 0 || g.ceiling < g.cpuCap) {
+		g.capacity = g.ceiling
+	}
 }
 
 // Observe takes a load in packets/s (a sample, or an injected signal in
@@ -342,10 +425,17 @@ func (g *Governor) Admit(what string, pps float64) error {
 	g.mu.Lock()
 	limit := g.capacity * (1 - g.o.Headroom)
 	lvl := Level(g.level.Load())
-	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit) {
+	// Paced: with the queueing signal on, at most rampShare of the
+	// capacity is taken on between two samples (Predicted sums it anew at
+	// each), so that the signal can answer before a flash crowd is all in.
+	paced := g.o.Delay != nil && g.o.Predicted != nil && g.o.PPS == 0 && g.admitted > 0 && g.admitted+pps > rampShare*g.capacity
+	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit || paced) {
 		g.refused[what]++
 		r := &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
-			Level: lvl, RetryAfter: RetryAfter}
+			Level: lvl, RetryAfter: RetryAfter, Paced: paced && lvl == Normal && base+pps <= limit}
+		if r.Paced {
+			r.RetryAfter = time.Second
+		}
 		g.mu.Unlock()
 		if g.o.Alternatives != nil {
 			r.Alternatives = g.o.Alternatives(pps)
@@ -378,6 +468,12 @@ type Status struct {
 	CommittedPPS float64 `json:"committed_pps"`
 	AdmitPPS     float64 `json:"admit_pps"`
 	Headroom     float64 `json:"headroom"`
+	// QueueDelayMs is the last sample's queueing delay (Options.Delay,
+	// its 99th percentile; negative: nothing sent); LimitedBy says what
+	// sets the capacity: "cpu", "queueing" (the delay's ceiling, below
+	// the CPU's figure) or "configured".
+	QueueDelayMs float64 `json:"queue_delay_ms"`
+	LimitedBy    string  `json:"limited_by"`
 	// Shed is the shed level's name; ShedLevel its number (0 normal).
 	Shed      string `json:"shed"`
 	ShedLevel int    `json:"shed_level"`
@@ -392,8 +488,14 @@ func (g *Governor) Status() Status {
 	lvl := Level(g.level.Load())
 	st := Status{CapacityPPS: g.capacity, Measured: g.o.PPS == 0, LoadPPS: g.load, CommittedPPS: g.predicted + g.admitted,
 		AdmitPPS: g.capacity * (1 - g.o.Headroom), Headroom: g.o.Headroom, Shed: lvl.String(), ShedLevel: int(lvl),
-		Cores: g.o.Cores, AvailableCores: g.avail,
+		Cores: g.o.Cores, AvailableCores: g.avail, QueueDelayMs: g.delay * 1e3, LimitedBy: "cpu",
 		Refused: make(map[string]uint64, len(g.refused))}
+	switch {
+	case g.o.PPS > 0:
+		st.LimitedBy = "configured"
+	case g.ceiling > 0 && g.ceiling < g.cpuCap:
+		st.LimitedBy = "queueing"
+	}
 	if g.o.PPS == 0 && g.cost > 0 {
 		st.CostNS = g.cost * 1e9
 	}

@@ -229,3 +229,100 @@ func TestNoisyNeighbourLowersCapacity(t *testing.T) {
 		t.Errorf("after the neighbour left: capacity %.0f", st.CapacityPPS)
 	}
 }
+
+// TestQueueingDelayHoldsCapacity: a node whose CPU figure says 200,000
+// packets/s but whose queues hold packets past DelayBar at 50,000 is at
+// its capacity: it is held where its load stands (admissions refused,
+// named as limited by queueing, nothing shed), stays there while the
+// queues stay long, and rises back to the CPU's figure once they are
+// short. A long wait at a light load is a pause, and a configured
+// capacity is the operator's: neither moves it.
+func TestQueueingDelayHoldsCapacity(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu, delay float64
+	g := New(Options{Cores: 2, ProbePPS: 200_000, Headroom: 0.2, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }, Delay: func() float64 { return delay }})
+	g.Sample()
+	run := func(samples int) Status {
+		for range samples {
+			c.t = c.t.Add(time.Second)
+			sent += 50_000 // 10 µs each: half a core
+			cpu += 0.5
+			g.Sample()
+		}
+		return g.Status()
+	}
+	delay = 0.001
+	if st := run(10); st.CapacityPPS < 190_000 || st.LimitedBy != "cpu" {
+		t.Fatalf("short queues: capacity %.0f limited by %s", st.CapacityPPS, st.LimitedBy)
+	}
+	// A long wait at a light load (1,000 packets/s) is a pause.
+	delay = 0.3
+	c.t = c.t.Add(time.Second)
+	sent += 1000
+	cpu += 0.01
+	g.Sample()
+	if st := g.Status(); st.CapacityPPS < 190_000 {
+		t.Fatalf("a pause at 1000 packets/s: capacity %.0f", st.CapacityPPS)
+	}
+	delay = 0.001
+	run(5)
+
+	delay = 0.2
+	st := run(5)
+	if st.CapacityPPS < 50_000 || st.CapacityPPS > 60_000 || st.LimitedBy != "queueing" || st.QueueDelayMs != 200 || st.ShedLevel != 0 {
+		t.Fatalf("queues of 200 ms at 50000 packets/s: capacity %.0f limited by %s, delay %v ms, shed %s",
+			st.CapacityPPS, st.LimitedBy, st.QueueDelayMs, st.Shed)
+	}
+	if err := g.Admit("join", 100); err == nil {
+		t.Error("admitted a join while the queues hold packets")
+	}
+	delay = 0.03 // neither long nor short: held
+	held := run(1).CapacityPPS
+	if st := run(5); st.CapacityPPS != held {
+		t.Errorf("queues of 30 ms: capacity %.0f, then %.0f", held, st.CapacityPPS)
+	}
+	delay = 0.001
+	if st := run(400); st.CapacityPPS < 190_000 || st.LimitedBy != "cpu" || st.ShedLevel != 0 {
+		t.Errorf("short queues again: capacity %.0f limited by %s, shed %s", st.CapacityPPS, st.LimitedBy, st.Shed)
+	}
+
+	fixed := New(Options{PPS: 100_000, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }, Delay: func() float64 { return 0.5 }})
+	fixed.Sample()
+	c.t = c.t.Add(time.Second)
+	sent += 50_000
+	fixed.Sample()
+	if st := fixed.Status(); st.CapacityPPS != 100_000 || st.LimitedBy != "configured" {
+		t.Errorf("configured: capacity %.0f limited by %s", st.CapacityPPS, st.LimitedBy)
+	}
+}
+
+// TestAdmissionPaced: with the queueing signal on, a node takes on at most
+// a tenth of its capacity between two samples; past it a join is refused
+// as paced (retry in a second), and the next sample lets more in.
+func TestAdmissionPaced(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu, predicted float64
+	g := New(Options{Cores: 2, ProbePPS: 200_000, Now: c.now, Delay: func() float64 { return 0.001 },
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }, Predicted: func() float64 { return predicted }})
+	g.Sample()
+	for i := range 19 {
+		if err := g.Admit("join", 1000); err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+	}
+	err := g.Admit("join", 2000)
+	var r *Refusal
+	if !errors.As(err, &r) || !r.Paced || r.RetryAfter != time.Second {
+		t.Fatalf("past a tenth of the capacity in one sample: %v, want a paced refusal", err)
+	}
+	predicted = 19_000
+	c.t = c.t.Add(500 * time.Millisecond)
+	g.Sample()
+	if err := g.Admit("join", 2000); err != nil {
+		t.Errorf("after the next sample: %v", err)
+	}
+}

@@ -49,6 +49,7 @@ func (n *Node) newGovernor() *capacity.Governor {
 			}
 			return n.sessions.Predicted()
 		},
+		Delay:  n.queueDelay(),
 		OnShed: n.shedChanged, Alternatives: n.alternatives}
 	if _, err := machineBusySeconds(); err == nil {
 		o.Machine = func() float64 {
@@ -69,6 +70,48 @@ func (n *Node) newGovernor() *capacity.Governor {
 	st := g.Status()
 	n.log.Info("capacity", "pps", int(st.CapacityPPS), "measured", st.Measured, "headroom", c.Headroom)
 	return g
+}
+
+// minFlushes is the fewest sends over a sample whose queueing delay
+// counts: a few are one pause, not a measure.
+const minFlushes = 50
+
+// queueDelay returns the governor's Delay: the 99th percentile of the RTP
+// socket's writers' queueing (udpmux.Stats.Delay) since its last call, as
+// its bucket's upper bound (a second past the last); -1 over fewer than
+// minFlushes sends.
+func (n *Node) queueDelay() func() float64 {
+	var last []uint64
+	return func() float64 {
+		if n.socks.RTP == nil {
+			return -1
+		}
+		now := n.socks.RTP.Stats().Delay.Counts
+		d := make([]uint64, len(now))
+		var total uint64
+		for i := range now {
+			d[i] = now[i]
+			if i < len(last) {
+				d[i] -= last[i]
+			}
+			total += d[i]
+		}
+		last = now
+		if total < minFlushes {
+			return -1
+		}
+		var seen uint64
+		for i, k := range d {
+			seen += k
+			if float64(seen) >= 0.99*float64(total) {
+				if i < len(udpmux.DelayBuckets) {
+					return udpmux.DelayBuckets[i]
+				}
+				break
+			}
+		}
+		return 1
+	}
 }
 
 // shedChanged puts a shed step on every live session's events, and has

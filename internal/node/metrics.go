@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/convene/convene/internal/rtplink"
 	"github.com/convene/convene/internal/session"
+	"github.com/convene/convene/internal/udpmux"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -23,11 +24,12 @@ import (
 //	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
 //	convene_links_refused_total                    links refused by the destination policy or a cap
 //	convene_media_latched_total{socket}            sources learnt by latching (phones behind NAT)
+//	convene_media_forward_delay_seconds            a send's wait in the writers' queues (by its oldest packet)
 type mediaCollector struct {
 	svc   *session.Service
 	socks rtplink.Sockets
 
-	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused, latched *prometheus.Desc
+	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused, latched, delay *prometheus.Desc
 }
 
 func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollector {
@@ -46,11 +48,13 @@ func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollec
 		batches:  d("convene_udp_send_batches_total", "sendmmsg calls, by socket.", "socket"),
 		refused:  d("convene_links_refused_total", "Links refused by the destination policy or a cap."),
 		latched:  d("convene_media_latched_total", "Sources learnt by latching: endpoints behind NAT (dialled-in phones) whose media came from their signalling IP, not their SDP's address.", "socket"),
+		delay: d("convene_media_forward_delay_seconds", "Time a send of plain RTP (one datagram, or a sendmmsg batch) waited in the writers' queues, "+
+			"by its oldest packet: the node's own share of a plain RTP listener's latency, an upper bound for the packets sent with it."),
 	}
 }
 
 func (c *mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused, c.latched} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused, c.latched, c.delay} {
 		ch <- d
 	}
 }
@@ -89,4 +93,15 @@ func (c *mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.refused, c.svc.RefusedLinks())
 	counter(c.latched, rtp.Latched, "rtp")
 	counter(c.latched, rtcp.Latched, "rtcp")
+	if len(rtp.Delay.Counts) <= len(udpmux.DelayBuckets) {
+		return
+	}
+	var n uint64
+	buckets := make(map[float64]uint64, len(udpmux.DelayBuckets))
+	for i, ub := range udpmux.DelayBuckets {
+		n += rtp.Delay.Counts[i]
+		buckets[ub] = n
+	}
+	n += rtp.Delay.Counts[len(udpmux.DelayBuckets)]
+	ch <- prometheus.MustNewConstHistogram(c.delay, n, rtp.Delay.Sum.Seconds(), buckets)
 }

@@ -50,6 +50,9 @@ type Stats struct {
 	ReadErrors    uint64
 	QueueDrops    uint64 // dropped by the writer: queue full or closing
 	SendBatches   uint64 // sendmmsg calls
+	// Delay is how long the writers' flushes waited in their queues,
+	// counted by the oldest packet of each.
+	Delay Delay
 }
 
 // Socket is one UDP socket shared by many links.
@@ -193,6 +196,7 @@ func (s *Socket) Stats() Stats {
 	for _, w := range s.ws {
 		st.QueueDrops += w.drops.Load()
 		st.SendBatches += w.batches.Load()
+		w.delay.add(&st.Delay)
 	}
 	return st
 }

@@ -106,6 +106,16 @@ func TestDemuxBySourceAndFanOut(t *testing.T) {
 			if st := dests[0].Stats(); st.Bytes != 5 || st.Drops != 0 {
 				t.Errorf("dest stats %+v", st)
 			}
+			// Each send of the three waited in a queue: counted once a
+			// flush, at least one flush and at most three.
+			d := s.Stats().Delay
+			var flushes uint64
+			for _, n := range d.Counts {
+				flushes += n
+			}
+			if len(d.Counts) != len(DelayBuckets)+1 || flushes < 1 || flushes > 3 || d.Sum <= 0 {
+				t.Errorf("queueing delay %+v for 3 datagrams", d)
+			}
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,7 +31,8 @@ type writer struct {
 	limit int        // bound of each queue
 
 	mu       sync.Mutex
-	q        [2][]entry // by media.Kind
+	q        [2][]entry   // by media.Kind
+	since    [2]time.Time // when queue k's oldest packet was queued
 	sleeping bool
 	closing  bool
 	wake     chan struct{}
@@ -38,6 +40,7 @@ type writer struct {
 
 	drops   atomic.Uint64 // dropped because a queue was full or closing
 	batches atomic.Uint64
+	delay   delays // of each flush's oldest packet, queued until sent
 	done    chan struct{}
 
 	// owned by run
@@ -73,6 +76,9 @@ func (w *writer) send(p *media.Packet, d *Dest) bool {
 		p.Release()
 		return false
 	}
+	if len(w.q[k]) == 0 {
+		w.since[k] = time.Now()
+	}
 	w.q[k] = append(w.q[k], entry{p, d})
 	if k == media.Audio {
 		w.audioLen.Store(int32(len(w.q[k])))
@@ -86,14 +92,15 @@ func (w *writer) send(p *media.Packet, d *Dest) bool {
 	return true
 }
 
-// take swaps out queue k, waiting while both are empty. It returns false
-// when the writer is closing and everything has been sent.
-func (w *writer) take() (batch []entry, ok bool) {
+// take swaps out queue k, waiting while both are empty, with when its
+// oldest packet was queued. It returns false when the writer is closing
+// and everything has been sent.
+func (w *writer) take() (batch []entry, since time.Time, ok bool) {
 	w.mu.Lock()
 	for len(w.q[media.Audio]) == 0 && len(w.q[media.Video]) == 0 {
 		if w.closing {
 			w.mu.Unlock()
-			return nil, false
+			return nil, time.Time{}, false
 		}
 		w.sleeping = true
 		w.mu.Unlock()
@@ -104,9 +111,9 @@ func (w *writer) take() (batch []entry, ok bool) {
 	if len(w.q[k]) == 0 {
 		k = media.Video
 	}
-	batch = w.swap(k)
+	batch, since = w.swap(k), w.since[k]
 	w.mu.Unlock()
-	return batch, true
+	return batch, since, true
 }
 
 // swap is called with mu held.
@@ -135,19 +142,19 @@ func (w *writer) run() {
 		defer unix.Close(w.fd)
 	}
 	for {
-		batch, ok := w.take()
+		batch, since, ok := w.take()
 		if !ok {
 			return
 		}
 		k := batch[0].p.Kind
 		for i := 0; i < len(batch); i += maxBatch {
-			w.flush(batch[i:min(i+maxBatch, len(batch))])
+			w.flush(batch[i:min(i+maxBatch, len(batch))], since)
 			if k == media.Video && w.audioLen.Load() > 0 {
 				w.mu.Lock()
-				audio := w.swap(media.Audio)
+				audio, asince := w.swap(media.Audio), w.since[media.Audio]
 				w.mu.Unlock()
 				for j := 0; j < len(audio); j += maxBatch {
-					w.flush(audio[j:min(j+maxBatch, len(audio))])
+					w.flush(audio[j:min(j+maxBatch, len(audio))], asince)
 				}
 				w.recycle(media.Audio, audio)
 			}
@@ -156,8 +163,10 @@ func (w *writer) run() {
 	}
 }
 
-// flush sends up to maxBatch entries and releases them.
-func (w *writer) flush(es []entry) {
+// flush sends up to maxBatch entries, the oldest queued at since, and
+// releases them.
+func (w *writer) flush(es []entry, since time.Time) {
+	w.delay.observe(time.Since(since))
 	switch {
 	case w.mm != nil:
 		w.mm.send(es)

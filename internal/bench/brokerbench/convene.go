@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convene/convene/internal/bench/convene"
 	"github.com/convene/convene/internal/bench/loadgen"
 	"github.com/convene/convene/internal/bench/proc"
 )
@@ -80,6 +81,11 @@ func (c *Convene) Name() string { return "convene" }
 func (c *Convene) URL() string { return c.url }
 
 // Stop sends SIGTERM and waits.
+// ownDelay reads the node's convene_media_forward_delay_seconds.
+func (c *Convene) ownDelay() map[float64]float64 {
+	return (&convene.Node{URL: c.url, Key: c.key}).Histogram("convene_media_forward_delay_seconds")
+}
+
 func (c *Convene) Stop() { proc.Stop(c.cmd, 15*time.Second) }
 
 func (c *Convene) post(ctx context.Context, path string, body any, out any) error {
@@ -199,22 +205,54 @@ func (c *Convene) PrepareJoins(ctx context.Context, meetings []Meeting, clock *l
 
 // CapacityPPS is the node's delivery capacity (GET /api/v1/node).
 func (c *Convene) CapacityPPS() (float64, error) {
+	st, err := c.capacity()
+	return st.CapacityPPS, err
+}
+
+// capacity reads the node's capacity figures from GET /api/v1/node.
+func (c *Convene) capacity() (st struct {
+	CapacityPPS float64 `json:"capacity_pps"`
+	Shed        string  `json:"shed"`
+}, err error) {
 	req, _ := http.NewRequest("GET", c.url+"/api/v1/node", nil)
 	req.Header.Set("X-API-Key", c.key)
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer resp.Body.Close()
 	var node struct {
-		Capacity struct {
+		Capacity *struct {
 			CapacityPPS float64 `json:"capacity_pps"`
+			Shed        string  `json:"shed"`
 		} `json:"capacity"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&node); err != nil {
-		return 0, fmt.Errorf("GET /api/v1/node: %w", err)
+	if err := json.NewDecoder(resp.Body).Decode(&node); err != nil || node.Capacity == nil {
+		return st, fmt.Errorf("GET /api/v1/node: %v, capacity %v", err, node.Capacity != nil)
 	}
-	return node.Capacity.CapacityPPS, nil
+	st.CapacityPPS, st.Shed = node.Capacity.CapacityPPS, node.Capacity.Shed
+	return st, nil
+}
+
+// settle waits, up to two minutes, until the node sheds nothing: one that
+// still sheds from the last scenario refuses every new link, the
+// speakers' too.
+func (c *Convene) settle(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := c.capacity()
+		if err == nil && (st.Shed == "normal" || st.Shed == "") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the node still sheds (%s) after 2 minutes: %v", st.Shed, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // parallel runs jobs on n workers and returns the first error.

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convene/convene/internal/bench/convene"
 	"github.com/convene/convene/internal/bench/loadgen"
+	"github.com/convene/convene/internal/bench/proc"
 )
 
 // The overload mode (issue 19): a scenario driven to twice the Convene
@@ -66,7 +68,13 @@ type OverloadOptions struct {
 	// file per listener (Limited) to what this many open files allow; 0:
 	// no cap.
 	MaxFiles int
-	Log      func(format string, args ...any)
+	// InStep starts every meeting's speaker at the same instant, so all
+	// meetings send each frame together (a burst of every listener's
+	// packets once a frame interval); by default the meetings' starts are
+	// spread over one interval, as meetings people start at their own
+	// times are.
+	InStep bool
+	Log    func(format string, args ...any)
 }
 
 // OverloadStep is one window of an overload run: the quality the
@@ -87,7 +95,23 @@ type OverloadStep struct {
 	LossPct      float64 `json:"loss_pct"`
 	AvgLatencyMs float64 `json:"avg_latency_ms"`
 	DeliveredPPS float64 `json:"delivered_pps"`
-	Pass         bool    `json:"pass"` // 0 % late and average under 20 ms
+	// NodeDelayP99Ms is the 99th percentile of the node's own queueing
+	// (convene_media_forward_delay_seconds) over the window, as the upper
+	// bound of its bucket (negative: past the last bound); 0 when the
+	// system does not say. Latency beyond it was spent outside the node:
+	// the kernel, the load's process.
+	NodeDelayP99Ms float64 `json:"node_delay_p99_ms,omitempty"`
+	// MachineBusy is the share of the machine's CPUs busy over the window
+	// (every process's and the kernel's time).
+	MachineBusy float64 `json:"machine_busy"`
+	Pass        bool    `json:"pass"` // 0 % late and average under 20 ms
+}
+
+// delayer is a system that says how long it queued packets itself.
+type delayer interface {
+	// ownDelay is its queueing delay histogram: cumulative counts by
+	// upper bound in seconds; nil when it cannot be read.
+	ownDelay() map[float64]float64
 }
 
 // OverloadRun is one system in one overload scenario.
@@ -113,13 +137,14 @@ type OverloadReport struct {
 	Host        string        `json:"host"`
 	Quick       bool          `json:"quick"`
 	CapacityPPS float64       `json:"capacity_pps"`
+	InStep      bool          `json:"in_step"`
 	Runs        []OverloadRun `json:"runs"`
 	Notes       []string      `json:"notes"`
 }
 
 // RunOverload drives every selected overload scenario on every system.
 func RunOverload(ctx context.Context, systems []Joiner, o OverloadOptions) OverloadReport {
-	r := OverloadReport{Started: time.Now(), Quick: o.Quick, Host: hostDescription(), CapacityPPS: o.CapacityPPS}
+	r := OverloadReport{Started: time.Now(), Quick: o.Quick, Host: hostDescription(), CapacityPPS: o.CapacityPPS, InStep: o.InStep}
 	for _, sc := range overloadScenarios() {
 		if !selected(sc.name, o.Scenarios) {
 			continue
@@ -175,6 +200,12 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 	}
 	offeredAt := func(x float64) int { return min(total, int(math.Round(x*float64(full)/2))) }
 
+	if s, ok := sys.(interface{ settle(context.Context) error }); ok {
+		if err := s.settle(ctx); err != nil {
+			run.Error = err.Error()
+			return run
+		}
+	}
 	clock := loadgen.NewClock()
 	meetings := sc.plan(total)
 	st, join, err := sys.PrepareJoins(ctx, meetings, clock)
@@ -184,6 +215,11 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 	}
 	defer st.Close()
 	speakers := continuing(st.Speakers)
+	if !o.InStep {
+		for _, s := range speakers {
+			s.Phase = phaseOf(s.Stream.Kind(), s.Meeting)
+		}
+	}
 	j := &joins{join: join, admitted: make([]bool, len(st.Listeners))}
 
 	// Warm-up: the streams' uncounted packets, while the first listeners join.
@@ -202,8 +238,20 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 			next = offeredAt(fractions[k+1])
 		}
 		start := time.Now()
+		var d0 map[float64]float64
+		dl, own := sys.(delayer)
+		if own {
+			d0 = dl.ownDelay()
+		}
+		cpu0, cpuErr := proc.ReadCPU()
 		drive(ctx, speakers, clock, window, func() { j.upTo(ctx, next) })
 		elapsed := time.Since(start)
+		if cpu1, err := proc.ReadCPU(); err == nil && cpuErr == nil && cpu1.Total > cpu0.Total {
+			step.MachineBusy = float64(cpu1.Busy-cpu0.Busy+cpu1.Steal-cpu0.Steal) / float64(cpu1.Total-cpu0.Total)
+		}
+		if own && d0 != nil {
+			step.NodeDelayP99Ms = convene.HistogramPct(d0, dl.ownDelay(), 0.99)
+		}
 		time.Sleep(overloadDrain)
 		measure(&step, admitted, before, snapshot(st), st, elapsed)
 		run.Steps = append(run.Steps, step)
@@ -354,6 +402,18 @@ func (s *shifted) Next() loadgen.Item {
 }
 
 func (s *shifted) rebase() { s.off = s.last }
+
+// phaseOf is when meeting m's speaker starts within its stream's interval
+// (a packet's for audio, a frame's for video): the meetings spread over
+// it by the golden ratio, evenly for any number of them.
+func phaseOf(k loadgen.Kind, m int) time.Duration {
+	interval := loadgen.AudioInterval
+	if k == loadgen.Video {
+		interval = time.Second / loadgen.VideoFPS
+	}
+	_, frac := math.Modf(float64(m) * (math.Sqrt(5) - 1) / 2)
+	return time.Duration(frac * float64(interval))
+}
 
 func continuing(sp []*loadgen.Speaker) []*loadgen.Speaker {
 	for _, s := range sp {

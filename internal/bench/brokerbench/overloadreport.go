@@ -1,6 +1,8 @@
 package brokerbench
 
 import (
+	"github.com/convene/convene/internal/bench/convene"
+
 	"fmt"
 	"math"
 	"os"
@@ -43,6 +45,15 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 		"with joins continuing (10 %% more offered during the last window). Late counts lost packets too; "+
 		"a window passes with 0 %% late and an average under %d ms for the listeners admitted before it.\n\n",
 		r.Host, r.Quick, r.CapacityPPS, MaxAvgLatency.Milliseconds())
+	md.WriteString("\"node's own delay\" is Convene's convene_media_forward_delay_seconds over the window (a send's wait in its writers' queues, " +
+		"by its oldest packet), as the upper bound of its bucket: latency beyond it was spent outside the node (the kernel, the load's process). " +
+		"\"machine busy\" is every process's and the kernel's CPU over the window, of all the machine's CPUs.\n\n")
+	if r.InStep {
+		md.WriteString("Every meeting's speaker started at the same instant (-in-step): all meetings send each frame together.\n\n")
+	} else {
+		md.WriteString("The meetings' speakers start spread over one frame interval (30 ms of audio, 66.7 ms of video), " +
+			"as meetings people start at their own times are; -in-step starts them together.\n\n")
+	}
 	for _, t := range overloadTables(r) {
 		t.markdown(&md)
 	}
@@ -69,11 +80,12 @@ func overloadTables(r OverloadReport) []table {
 	var out []table
 	for _, run := range r.Runs {
 		t := table{title: fmt.Sprintf("%s on %s: %d listeners offered", run.Scenario, run.System, run.Listeners),
-			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "pass"}}
+			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "machine busy", "pass"}}
 		for _, s := range run.Steps {
 			t.rows = append(t.rows, []string{fmt.Sprintf("%.2f", s.OfferedX), fmt.Sprint(s.Offered), fmt.Sprint(s.Admitted),
 				fmt.Sprint(s.Refused), fmt.Sprint(s.Failed), fmt.Sprint(s.Measured), fmt.Sprintf("%.3f", s.LatePct),
-				fmt.Sprintf("%.3f", s.LossPct), fmt.Sprintf("%.1f", s.AvgLatencyMs), fmt.Sprintf("%.0f", s.DeliveredPPS), passWord(s.Pass)})
+				fmt.Sprintf("%.3f", s.LossPct), fmt.Sprintf("%.1f", s.AvgLatencyMs), fmt.Sprintf("%.0f", s.DeliveredPPS),
+				convene.BoundMs(s.NodeDelayP99Ms), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), passWord(s.Pass)})
 		}
 		t.foot = fmt.Sprintf("In all: %d admitted, %d refused (answered in %.1f ms on average, %.1f ms at most), %d failed.",
 			run.Admitted, run.Refused, run.RefusalAvgMs, run.RefusalMaxMs, run.Failed)
