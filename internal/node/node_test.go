@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -154,12 +155,19 @@ func udpConn(t *testing.T) *net.UDPConn {
 // and RTCP source ports.
 func freePortPair(t *testing.T) int {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		a := udpConn(t)
-		p := a.LocalAddr().(*net.UDPAddr).Port
+	// Below the kernel's ephemeral range (ip_local_port_range, 32768 and
+	// up here): a port closed again for a child to bind is never handed
+	// to another socket that asks for any port meanwhile, as one from the
+	// range can be (TestFFmpegFanOut's ffmpeg once found its port taken).
+	for i := 0; i < 200; i++ {
+		p := 20000 + 2*rand.IntN(5000) // and below the relay's 30000-39999
+		a, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
+		if err != nil {
+			continue
+		}
 		b, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p + 1})
+		a.Close()
 		if err == nil {
-			a.Close()
 			b.Close()
 			return p
 		}
