@@ -172,6 +172,7 @@ func New(o Options) *Server {
 	if o.Pprof {
 		s.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		s.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	s.mux.Handle("GET /metrics", s.metricsAuth(promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})))
 	s.route("GET /api/v1/openapi.json", s.openapi)

@@ -53,7 +53,9 @@ type Refusal struct {
 	RetryAfter                             time.Duration
 	// Paced is a refusal of a node with room that took on as much as it
 	// takes between two samples (a flash crowd): try again in a second.
-	Paced bool
+	// PacePPS is that much.
+	Paced   bool
+	PacePPS float64
 	// Alternatives are other nodes of the cluster with room for it, most
 	// room first (Options.Alternatives); none on a lone node.
 	Alternatives []Alternative
@@ -86,7 +88,7 @@ func (r *Refusal) Error() string {
 	}
 	if r.Paced {
 		return fmt.Sprintf("node busy taking on members: this %s would add %.0f packets/s past the %.0f it takes on in half a second; try again in a second",
-			r.What, r.AddPPS, rampShare*r.CapacityPPS)
+			r.What, r.AddPPS, r.PacePPS)
 	}
 	if r.Level != Normal {
 		return fmt.Sprintf("node over capacity: it is shedding video (%s) at %.0f packets/s of its %.0f; %s",
@@ -123,8 +125,10 @@ type Options struct {
 	// admitting by CPU it will not get. Nil: the node has Cores to itself.
 	Machine func() float64
 	// Delay, if set, is the node's own queueing delay in seconds: the 99th
-	// percentile of what its media sends waited in its queues since the
-	// last call; negative when nothing was sent. In measured mode a node
+	// percentile of what its media waited in its queues since the last
+	// call (the writers', and the socket's receive queue for the reader;
+	// a datagram the kernel dropped there counts as a long wait);
+	// negative when nothing was sent. In measured mode a node
 	// whose queues hold packets longer than DelayBar is at its capacity
 	// whatever its CPU says (the machine's CPUs are all taken, the
 	// kernel's send path is the limit): the capacity is held below the
@@ -158,12 +162,16 @@ type Governor struct {
 	// configured one); ceiling what the queueing delay allows (0: none);
 	// capacity is the lower. delay is the last sample's.
 	cpuCap, ceiling, delay float64
-	quiet                  int     // samples in a row at most delayCalm
-	load                   float64 // packets/s, smoothed
-	sampled                bool
-	lastSent               uint64
-	lastCPU                float64
-	lastAt                 time.Time
+	quiet                  int // samples in a row at most delayCalm
+	over                   int // samples in a row past DelayBar
+	// machineShare is the share of the machine's CPUs (Cores) busy over
+	// the last sample (Options.Machine), -1 when unknown.
+	machineShare float64
+	load         float64 // packets/s, smoothed
+	sampled      bool
+	lastSent     uint64
+	lastCPU      float64
+	lastAt       time.Time
 	// lastMachine is Options.Machine at the last sample; avail the cores
 	// left to the node (Cores less what others took), smoothed.
 	lastMachine float64
@@ -191,7 +199,7 @@ func New(o Options) *Governor {
 	if o.Cores <= 0 {
 		o.Cores = float64(runtime.GOMAXPROCS(0))
 	}
-	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}, avail: o.Cores, delay: -1}
+	g := &Governor{o: o, need: calmFor, refused: map[string]uint64{}, avail: o.Cores, delay: -1, machineShare: -1}
 	switch {
 	case o.PPS > 0:
 		g.capacity = o.PPS
@@ -239,22 +247,39 @@ const minAvail = 0.1
 // mixing, SIP, GC) would be charged to a few packets.
 const minShare = 0.25
 
-// Queueing delay (Options.Delay), with the load at least minShare of the
-// CPU's figure: past DelayBar the capacity is held where the load stands,
-// so that nothing more is admitted (and nothing is shed for it: shedding
-// follows the load against the CPU's figure, as before); after quietFor
-// samples in a row at most delayCalm, it rises by ceilingRise a sample
-// until the CPU's figure is the lower again.
+// Queueing delay (Options.Delay), on a busy node: past DelayBar the
+// capacity is held where the load stands, so that nothing more is admitted
+// (and nothing is shed for it: shedding follows the load against the CPU's
+// figure, as before); after quietFor samples in a row at most delayCalm,
+// it rises by ceilingRise a sample until the CPU's figure is the lower
+// again. Busy is a load of at least minShare of the CPU's figure, a
+// machine at least machineFull busy, or a second such sample in a row: a
+// single long wait on a node that is neither loaded nor on a busy machine
+// is a pause (a GC's, the scheduler's). The CPU's figure alone would not
+// do: it is the node's own CPU per packet, and on a machine whose other
+// work (or the kernel's share of the sends) takes the rest, it can stand
+// several times above what the node gets through.
 const (
-	DelayBar    = 0.05
+	DelayBar    = 0.02
 	delayCalm   = 0.01
 	ceilingRise = 1.01
 	// quietFor is the samples in a row at most delayCalm before the held
 	// capacity rises: one quiet half-second is not a quiet node.
 	quietFor = 4
-	// rampShare is the share of the capacity admitted between two samples
-	// at most, while the queueing signal is on (Options.Delay).
-	rampShare = 0.1
+	// machineFull is the share of the machine's CPUs busy past which a
+	// long wait is the machine's limit, whatever the node's load.
+	machineFull = 0.8
+	// While the queueing signal is on (Options.Delay), what is taken on
+	// between two samples is at most rampGrowth of what the node carries
+	// (the load, or what its members are predicted to be sent) —
+	// rampWarm once the last sample's queues were past delayCalm, near
+	// the limit — and at least rampFloor of the capacity: a flash crowd
+	// comes in over a few seconds, each step small enough that the signal
+	// answers before the next, however far the capacity figure stands
+	// above the truth.
+	rampGrowth = 0.25
+	rampWarm   = 0.05
+	rampFloor  = 0.02
 	// holdAbove is where the held capacity puts the load: under
 	// shedAbove, over the admission limit (1 − headroom).
 	holdAbove = 0.9
@@ -296,7 +321,9 @@ func (g *Governor) Sample() {
 		return
 	}
 	dp, dc := float64(sent-g.lastSent), cpu-g.lastCPU
+	g.machineShare = -1
 	if machine >= 0 && g.lastMachine >= 0 {
+		g.machineShare = (machine - g.lastMachine) / dt / g.o.Cores
 		others := max(0, machine-g.lastMachine-dc) / dt
 		g.avail += (max(minAvail*g.o.Cores, g.o.Cores-others) - g.avail) / 2
 	}
@@ -324,7 +351,12 @@ func (g *Governor) Sample() {
 // carried pps, and holds the capacity under it (mu held).
 func (g *Governor) limitByDelay(delay, pps float64) {
 	g.delay = delay
-	busy := pps > 0 && pps >= minShare*g.cpuCap // (else a long wait is a pause: a GC's, the scheduler's)
+	busy := pps > 0 && (pps >= minShare*g.cpuCap || g.machineShare >= machineFull || g.over > 0)
+	if delay > DelayBar {
+		g.over++
+	} else {
+		g.over = 0
+	}
 	if delay > delayCalm {
 		g.quiet = 0
 	}
@@ -425,14 +457,18 @@ func (g *Governor) Admit(what string, pps float64) error {
 	g.mu.Lock()
 	limit := g.capacity * (1 - g.o.Headroom)
 	lvl := Level(g.level.Load())
-	// Paced: with the queueing signal on, at most rampShare of the
-	// capacity is taken on between two samples (Predicted sums it anew at
+	// Paced: with the queueing signal on, what is taken on between two
+	// samples is bounded (rampGrowth, rampFloor; Predicted sums it anew at
 	// each), so that the signal can answer before a flash crowd is all in.
-	paced := g.o.Delay != nil && g.o.Predicted != nil && g.o.PPS == 0 && g.admitted > 0 && g.admitted+pps > rampShare*g.capacity
+	pace := max(rampGrowth*max(g.load, g.predicted), rampFloor*g.capacity)
+	if g.delay > delayCalm {
+		pace = rampWarm * max(g.load, g.predicted)
+	}
+	paced := g.o.Delay != nil && g.o.Predicted != nil && g.o.PPS == 0 && g.admitted > 0 && g.admitted+pps > pace
 	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit || paced) {
 		g.refused[what]++
 		r := &Refusal{What: what, LoadPPS: base, AddPPS: pps, LimitPPS: limit, CapacityPPS: g.capacity,
-			Level: lvl, RetryAfter: RetryAfter, Paced: paced && lvl == Normal && base+pps <= limit}
+			Level: lvl, RetryAfter: RetryAfter, Paced: paced && lvl == Normal && base+pps <= limit, PacePPS: pace}
 		if r.Paced {
 			r.RetryAfter = time.Second
 		}

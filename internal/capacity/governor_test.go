@@ -278,10 +278,10 @@ func TestQueueingDelayHoldsCapacity(t *testing.T) {
 	if err := g.Admit("join", 100); err == nil {
 		t.Error("admitted a join while the queues hold packets")
 	}
-	delay = 0.03 // neither long nor short: held
+	delay = 0.015 // neither long nor short: held
 	held := run(1).CapacityPPS
 	if st := run(5); st.CapacityPPS != held {
-		t.Errorf("queues of 30 ms: capacity %.0f, then %.0f", held, st.CapacityPPS)
+		t.Errorf("queues of 15 ms: capacity %.0f, then %.0f", held, st.CapacityPPS)
 	}
 	delay = 0.001
 	if st := run(400); st.CapacityPPS < 190_000 || st.LimitedBy != "cpu" || st.ShedLevel != 0 {
@@ -299,30 +299,99 @@ func TestQueueingDelayHoldsCapacity(t *testing.T) {
 	}
 }
 
-// TestAdmissionPaced: with the queueing signal on, a node takes on at most
-// a tenth of its capacity between two samples; past it a join is refused
-// as paced (retry in a second), and the next sample lets more in.
+// TestAdmissionPaced: with the queueing signal on, a node takes on between
+// two samples at most a quarter of what it carries, and at least a fiftieth
+// of its capacity; past it a join is refused as paced (retry in a second),
+// and the next sample lets more in.
 func TestAdmissionPaced(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
 	var sent uint64
 	var cpu, predicted float64
-	g := New(Options{Cores: 2, ProbePPS: 200_000, Now: c.now, Delay: func() float64 { return 0.001 },
+	delay := 0.001
+	g := New(Options{Cores: 2, ProbePPS: 200_000, Now: c.now, Delay: func() float64 { return delay },
 		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }, Predicted: func() float64 { return predicted }})
 	g.Sample()
-	for i := range 19 {
-		if err := g.Admit("join", 1000); err != nil {
-			t.Fatalf("join %d: %v", i, err)
+	admit := func(n int, each float64) {
+		t.Helper()
+		for i := range n {
+			if err := g.Admit("join", each); err != nil {
+				t.Fatalf("join %d of %.0f packets/s: %v", i, each, err)
+			}
 		}
 	}
-	err := g.Admit("join", 2000)
-	var r *Refusal
-	if !errors.As(err, &r) || !r.Paced || r.RetryAfter != time.Second {
-		t.Fatalf("past a tenth of the capacity in one sample: %v, want a paced refusal", err)
+	paced := func(what string) {
+		t.Helper()
+		err := g.Admit("join", 1500)
+		var r *Refusal
+		if !errors.As(err, &r) || !r.Paced || r.RetryAfter != time.Second {
+			t.Fatalf("%s: %v, want a paced refusal", what, err)
+		}
 	}
-	predicted = 19_000
+	// Nothing carried yet: a fiftieth of the capacity (4,000 packets/s).
+	admit(3, 1000)
+	paced("past a fiftieth of the capacity from nothing")
+	predicted = 4000
 	c.t = c.t.Add(500 * time.Millisecond)
 	g.Sample()
-	if err := g.Admit("join", 2000); err != nil {
-		t.Errorf("after the next sample: %v", err)
+	admit(3, 1000)
+	paced("past a fiftieth again while that is more than a quarter of the load")
+	// Carrying 80,000: a quarter of it (20,000) in one sample.
+	predicted = 80_000
+	c.t = c.t.Add(500 * time.Millisecond)
+	g.Sample()
+	admit(19, 1000)
+	paced("past a quarter of what the node carries")
+	c.t = c.t.Add(500 * time.Millisecond)
+	g.Sample()
+	admit(1, 1000)
+	// Queues past 10 ms: near the limit, a twentieth of what it carries.
+	delay = 0.015
+	c.t = c.t.Add(500 * time.Millisecond)
+	g.Sample()
+	admit(3, 1000)
+	paced("queues forming: past a twentieth of what the node carries")
+}
+
+// A long wait on a lightly loaded node is a pause only while the machine
+// has room and it does not come again: on a machine whose CPUs are taken
+// (a load generator beside it, the kernel's share of the sends), or a
+// second sample in a row, the node's capacity is held where its load is,
+// however far above it the node's own CPU per packet puts it.
+func TestQueueingDelayOnABusyMachine(t *testing.T) {
+	for _, busyMachine := range []bool{true, false} {
+		c := &clock{t: time.Unix(1000, 0)}
+		var sent uint64
+		var cpu, machine, delay float64
+		g := New(Options{Cores: 2, ProbePPS: 800_000, Headroom: 0.2, Now: c.now,
+			Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu },
+			Machine: func() float64 { return machine }, Delay: func() float64 { return delay }})
+		g.Sample()
+		sample := func() Status {
+			c.t = c.t.Add(time.Second)
+			sent += 100_000 // an eighth of what the probe says
+			cpu += 0.6
+			if busyMachine {
+				machine += 1.9
+			} else {
+				machine += 0.7
+			}
+			g.Sample()
+			return g.Status()
+		}
+		delay = 0.001
+		sample()
+		delay = 0.2
+		st := sample()
+		if held := st.LimitedBy == "queueing"; held != busyMachine {
+			t.Errorf("busy machine %v, one sample of 200 ms queues at 100000 packets/s: limited by %s, capacity %.0f",
+				busyMachine, st.LimitedBy, st.CapacityPPS)
+		}
+		st = sample()
+		if st.LimitedBy != "queueing" || st.CapacityPPS > 120_000 {
+			t.Errorf("busy machine %v, two samples of 200 ms queues: limited by %s, capacity %.0f", busyMachine, st.LimitedBy, st.CapacityPPS)
+		}
+		if err := g.Admit("join", 100); err == nil {
+			t.Errorf("busy machine %v: admitted a join while the queues hold packets", busyMachine)
+		}
 	}
 }

@@ -72,46 +72,63 @@ func (n *Node) newGovernor() *capacity.Governor {
 	return g
 }
 
-// minFlushes is the fewest sends over a sample whose queueing delay
-// counts: a few are one pause, not a measure.
+// minFlushes is the fewest sends (or datagrams read) over a sample whose
+// queueing delay counts: a few are one pause, not a measure.
 const minFlushes = 50
 
-// queueDelay returns the governor's Delay: the 99th percentile of the RTP
-// socket's writers' queueing (udpmux.Stats.Delay) since its last call, as
-// its bucket's upper bound (a second past the last); -1 over fewer than
-// minFlushes sends.
+// queueDelay returns the governor's Delay: the node's own queueing over
+// the last sample, the longer of the RTP socket's writers' (a send's wait
+// in their queues, udpmux.Stats.Delay) and its reader's (a datagram's wait
+// in the socket's receive queue, Stats.ReadDelay), each as the 99th
+// percentile's bucket bound (a second past the last) and -1 over fewer
+// than minFlushes. Datagrams the kernel dropped at the socket since the
+// last sample (Stats.SocketDrops: the reader fell that far behind) count
+// as a second: packets lost.
 func (n *Node) queueDelay() func() float64 {
-	var last []uint64
+	var lastW, lastR []uint64
+	var lastDrops uint64
 	return func() float64 {
 		if n.socks.RTP == nil {
 			return -1
 		}
-		now := n.socks.RTP.Stats().Delay.Counts
-		d := make([]uint64, len(now))
-		var total uint64
-		for i := range now {
-			d[i] = now[i]
-			if i < len(last) {
-				d[i] -= last[i]
-			}
-			total += d[i]
+		st := n.socks.RTP.Stats()
+		d := max(p99Since(&lastW, st.Delay.Counts), p99Since(&lastR, st.ReadDelay.Counts))
+		if st.SocketDrops > lastDrops {
+			d = 1
 		}
-		last = now
-		if total < minFlushes {
-			return -1
-		}
-		var seen uint64
-		for i, k := range d {
-			seen += k
-			if float64(seen) >= 0.99*float64(total) {
-				if i < len(udpmux.DelayBuckets) {
-					return udpmux.DelayBuckets[i]
-				}
-				break
-			}
-		}
-		return 1
+		lastDrops = st.SocketDrops
+		return d
 	}
+}
+
+// p99Since is the 99th percentile's bucket bound of a delay histogram's
+// counts since *last (which it updates), a second past the last bound; -1
+// over fewer than minFlushes.
+func p99Since(last *[]uint64, now []uint64) float64 {
+	d := make([]uint64, len(now))
+	var total uint64
+	for i := range now {
+		d[i] = now[i]
+		if i < len(*last) {
+			d[i] -= (*last)[i]
+		}
+		total += d[i]
+	}
+	*last = now
+	if total < minFlushes {
+		return -1
+	}
+	var seen uint64
+	for i, k := range d {
+		seen += k
+		if float64(seen) >= 0.99*float64(total) {
+			if i < len(udpmux.DelayBuckets) {
+				return udpmux.DelayBuckets[i]
+			}
+			break
+		}
+	}
+	return 1
 }
 
 // shedChanged puts a shed step on every live session's events, and has

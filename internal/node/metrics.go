@@ -19,17 +19,19 @@ import (
 //	convene_media_bytes_sent_total
 //	convene_media_dropped_packets_total{reason}    truncated, bad_version, direction, queue_full,
 //	                                               loop, oversize, unknown_source, read_error,
+//	                                               socket_full (the kernel's, at a full receive buffer)
 //	                                               floor (sent without holding the floor)
 //	                                               consent (a member's link whose remote has not sent)
 //	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
 //	convene_links_refused_total                    links refused by the destination policy or a cap
 //	convene_media_latched_total{socket}            sources learnt by latching (phones behind NAT)
 //	convene_media_forward_delay_seconds            a send's wait in the writers' queues (by its oldest packet)
+//	convene_media_receive_delay_seconds            a datagram's wait in the socket's receive queue for the reader
 type mediaCollector struct {
 	svc   *session.Service
 	socks rtplink.Sockets
 
-	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused, latched, delay *prometheus.Desc
+	sessions, links, tracks, pIn, bIn, pOut, bOut, dropped, batches, refused, latched, delay, readDelay *prometheus.Desc
 }
 
 func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollector {
@@ -50,11 +52,13 @@ func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollec
 		latched:  d("convene_media_latched_total", "Sources learnt by latching: endpoints behind NAT (dialled-in phones) whose media came from their signalling IP, not their SDP's address.", "socket"),
 		delay: d("convene_media_forward_delay_seconds", "Time a send of plain RTP (one datagram, or a sendmmsg batch) waited in the writers' queues, "+
 			"by its oldest packet: the node's own share of a plain RTP listener's latency, an upper bound for the packets sent with it."),
+		readDelay: d("convene_media_receive_delay_seconds", "Time a datagram on the RTP socket waited in the kernel's receive queue until the node read it "+
+			"(the kernel's arrival stamp to the read): a node the machine does not schedule in time makes every packet wait here, and past the buffer the kernel drops them (reason socket_full)."),
 	}
 }
 
 func (c *mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused, c.latched, c.delay} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.links, c.tracks, c.pIn, c.bIn, c.pOut, c.bOut, c.dropped, c.batches, c.refused, c.latched, c.delay, c.readDelay} {
 		ch <- d
 	}
 }
@@ -85,6 +89,7 @@ func (c *mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	drops["unknown_source"] = rtp.UnknownSource + rtcp.UnknownSource
 	drops["oversize"] += rtp.Oversize + rtcp.Oversize
 	drops["read_error"] = rtp.ReadErrors + rtcp.ReadErrors
+	drops["socket_full"] = rtp.SocketDrops + rtcp.SocketDrops
 	for r, v := range drops {
 		counter(c.dropped, v, r)
 	}
@@ -93,15 +98,21 @@ func (c *mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.refused, c.svc.RefusedLinks())
 	counter(c.latched, rtp.Latched, "rtp")
 	counter(c.latched, rtcp.Latched, "rtcp")
-	if len(rtp.Delay.Counts) <= len(udpmux.DelayBuckets) {
+	delayHistogram(ch, c.delay, rtp.Delay)
+	delayHistogram(ch, c.readDelay, rtp.ReadDelay)
+}
+
+// delayHistogram sends one of udpmux's delay histograms as d.
+func delayHistogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h udpmux.Delay) {
+	if len(h.Counts) <= len(udpmux.DelayBuckets) {
 		return
 	}
 	var n uint64
 	buckets := make(map[float64]uint64, len(udpmux.DelayBuckets))
 	for i, ub := range udpmux.DelayBuckets {
-		n += rtp.Delay.Counts[i]
+		n += h.Counts[i]
 		buckets[ub] = n
 	}
-	n += rtp.Delay.Counts[len(udpmux.DelayBuckets)]
-	ch <- prometheus.MustNewConstHistogram(c.delay, n, rtp.Delay.Sum.Seconds(), buckets)
+	n += h.Counts[len(udpmux.DelayBuckets)]
+	ch <- prometheus.MustNewConstHistogram(d, n, h.Sum.Seconds(), buckets)
 }

@@ -9,6 +9,16 @@ import (
 	"github.com/convene/convene/internal/udpmux"
 )
 
+// readBuffer is what the shared RTP and RTCP sockets ask for as receive
+// buffer: every endpoint's media arrives on one socket and one reader, and
+// the buffer is what carries that reader through a moment the machine does
+// not run it. 32 MiB holds about 150 ms of 80,000 video packets a second
+// (the overload benchmark's 1,770 speakers), where the kernel's usual cap
+// (net.core.rmem_max, 4 MiB here, doubled for its bookkeeping) held 45 ms
+// and dropped the rest; without CAP_NET_ADMIN the cap still applies, so
+// raise net.core.rmem_max (README, SECURITY.md).
+const readBuffer = 32 << 20
+
 // openSockets opens the shared RTP socket on addr:port and the RTCP socket on
 // port+1. Port 0 picks a free pair.
 func openSockets(addr string, port int, o udpmux.Options) (rtplink.Sockets, error) {
@@ -35,8 +45,7 @@ func openSockets(addr string, port int, o udpmux.Options) (rtplink.Sockets, erro
 			}
 			continue // the random port's neighbour is taken: try another pair
 		}
-		buffers := 8 << 20
-		o.ReadBuffer, o.WriteBuffer = buffers, buffers
+		o.ReadBuffer, o.WriteBuffer = readBuffer, 8<<20
 		return rtplink.Sockets{RTP: udpmux.New(rtp, o), RTCP: udpmux.New(rtcp, o)}, nil
 	}
 	return rtplink.Sockets{}, fmt.Errorf("no free pair of UDP ports on %s", addr)

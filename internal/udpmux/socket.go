@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -36,7 +38,10 @@ type Options struct {
 	// destination always goes through the same one. 0: one per CPU, so a
 	// large fan-out uses every core.
 	Writers int
-	// ReadBuffer and WriteBuffer set SO_RCVBUF/SO_SNDBUF when > 0.
+	// ReadBuffer and WriteBuffer set SO_RCVBUF/SO_SNDBUF when > 0. The
+	// kernel caps both at net.core.rmem_max and wmem_max; a process
+	// allowed to (CAP_NET_ADMIN) gets the receive buffer it asks for past
+	// the cap (SO_RCVBUFFORCE).
 	ReadBuffer, WriteBuffer int
 	Logger                  *slog.Logger
 }
@@ -53,6 +58,12 @@ type Stats struct {
 	// Delay is how long the writers' flushes waited in their queues,
 	// counted by the oldest packet of each.
 	Delay Delay
+	// ReadDelay is how long each datagram read waited in the socket's
+	// receive queue for the reader; SocketDrops the datagrams the kernel
+	// dropped at the socket, its receive buffer full (recvinfo.go). Both
+	// zero where the kernel does not say.
+	ReadDelay   Delay
+	SocketDrops uint64
 }
 
 // Socket is one UDP socket shared by many links.
@@ -66,9 +77,14 @@ type Socket struct {
 	latches  map[netip.Addr][]*latch // endpoints waiting to learn their source, by IP (latch.go)
 
 	received, unknown, oversize, readErrs, latched atomic.Uint64
-	closed                                         atomic.Bool
-	readDone                                       chan struct{}
-	closeOnce                                      sync.Once
+	// The reader's accounting (recvinfo.go); info: the kernel gives it.
+	raw       syscall.RawConn
+	info      bool
+	readDelay delays
+	sockDrops atomic.Uint64
+	closed    atomic.Bool
+	readDone  chan struct{}
+	closeOnce sync.Once
 }
 
 // Listen opens a socket on addr ("127.0.0.1:0" picks a port) and starts its
@@ -91,7 +107,7 @@ func New(conn *net.UDPConn, o Options) *Socket {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ReadBuffer > 0 {
-		_ = conn.SetReadBuffer(o.ReadBuffer)
+		setReadBuffer(conn, o.ReadBuffer)
 	}
 	if o.WriteBuffer > 0 {
 		_ = conn.SetWriteBuffer(o.WriteBuffer)
@@ -116,6 +132,8 @@ func New(conn *net.UDPConn, o Options) *Socket {
 		handlers: map[netip.AddrPort]Handler{},
 		latches:  map[netip.Addr][]*latch{},
 		readDone: make(chan struct{}),
+		raw:      raw,
+		info:     enableRecvInfo(conn),
 	}
 	for i := 0; i < o.Writers; i++ {
 		fd := -1
@@ -128,6 +146,22 @@ func New(conn *net.UDPConn, o Options) *Socket {
 	}
 	go s.read()
 	return s
+}
+
+// setReadBuffer sets conn's receive buffer to n bytes: past
+// net.core.rmem_max where the process may (SO_RCVBUFFORCE), else up to it.
+// The receive queue is what carries the reader through the moments the
+// machine does not run it; what does not fit is dropped by the kernel.
+func setReadBuffer(conn *net.UDPConn, n int) {
+	if rc, err := conn.SyscallConn(); err == nil {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+		}); err == nil && serr == nil {
+			return
+		}
+	}
+	_ = conn.SetReadBuffer(n)
 }
 
 // dontFragment sets the DF bit on everything the socket sends, as WebRTC
@@ -192,7 +226,9 @@ func (s *Socket) Stats() Stats {
 		Latched:       s.latched.Load(),
 		Oversize:      s.oversize.Load(),
 		ReadErrors:    s.readErrs.Load(),
+		SocketDrops:   s.sockDrops.Load(),
 	}
+	s.readDelay.add(&st.ReadDelay)
 	for _, w := range s.ws {
 		st.QueueDrops += w.drops.Load()
 		st.SendBatches += w.batches.Load()
@@ -203,38 +239,68 @@ func (s *Socket) Stats() Stats {
 
 func (s *Socket) read() {
 	defer close(s.readDone)
+	rb := newRecvBatch(s.raw, s.info)
+	defer rb.release()
 	for {
-		p := media.NewPacket()
-		n, from, err := s.conn.ReadFromUDPAddrPort(p.Buffer())
+		n, err := rb.read()
 		if err != nil {
-			p.Release()
 			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			s.readErrs.Add(1)
 			continue
 		}
-		s.received.Add(1)
-		if n >= media.BufSize {
-			s.oversize.Add(1)
-			p.Release()
-			continue
+		// One clock read a burst: what the burst's datagrams waited is
+		// counted to the moment the burst was read.
+		var now time.Time
+		if s.info {
+			now = time.Now()
 		}
-		p.SetLen(n)
-		from = norm(from)
-		s.mu.RLock()
-		h := s.handlers[from]
-		s.mu.RUnlock()
-		if h == nil {
-			h = s.latchFor(from, p.Bytes())
+		for i := range n {
+			s.handle(rb.take(i))
+			if s.info {
+				s.account(rb.lastOOB, now)
+			}
 		}
-		if h == nil {
-			s.unknown.Add(1)
-			p.Release()
-			continue
-		}
-		h.HandleDatagram(p, from)
 	}
+}
+
+// account counts what a datagram's control messages say (recvinfo.go).
+func (s *Socket) account(oob []byte, now time.Time) {
+	if len(oob) == 0 {
+		return
+	}
+	ri := parseRecvInfo(oob)
+	if ri.stampNs != 0 {
+		s.readDelay.observe(waited(ri.stampNs, now))
+	}
+	if ri.hasDrops {
+		s.sockDrops.Store(uint64(ri.drops))
+	}
+}
+
+// handle routes one datagram read to its source's handler.
+func (s *Socket) handle(p *media.Packet, n int, from netip.AddrPort) {
+	s.received.Add(1)
+	if n >= media.BufSize {
+		s.oversize.Add(1)
+		p.Release()
+		return
+	}
+	p.SetLen(n)
+	from = norm(from)
+	s.mu.RLock()
+	h := s.handlers[from]
+	s.mu.RUnlock()
+	if h == nil {
+		h = s.latchFor(from, p.Bytes())
+	}
+	if h == nil {
+		s.unknown.Add(1)
+		p.Release()
+		return
+	}
+	h.HandleDatagram(p, from)
 }
 
 // Close sends what is queued, then closes the socket and waits for its

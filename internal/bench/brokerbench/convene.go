@@ -86,6 +86,15 @@ func (c *Convene) ownDelay() map[float64]float64 {
 	return (&convene.Node{URL: c.url, Key: c.key}).Histogram("convene_media_forward_delay_seconds")
 }
 
+// drops reads the node's convene_media_dropped_packets_total.
+func (c *Convene) drops() (int64, int) {
+	v, ok := (&convene.Node{URL: c.url, Key: c.key}).Metric("convene_media_dropped_packets_total")
+	if !ok {
+		return -1, c.cmd.Process.Pid
+	}
+	return int64(v), c.cmd.Process.Pid
+}
+
 func (c *Convene) Stop() { proc.Stop(c.cmd, 15*time.Second) }
 
 func (c *Convene) post(ctx context.Context, path string, body any, out any) error {

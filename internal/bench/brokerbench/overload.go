@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -104,7 +105,50 @@ type OverloadStep struct {
 	// MachineBusy is the share of the machine's CPUs busy over the window
 	// (every process's and the kernel's time).
 	MachineBusy float64 `json:"machine_busy"`
-	Pass        bool    `json:"pass"` // 0 % late and average under 20 ms
+	// Where the packets lost over the window were dropped, as far as
+	// anyone counted: by the node itself (its queues, its count: -1 when
+	// the system does not say), by the kernel at the server's sockets
+	// and at the load's (receive buffers full: a process that did not
+	// read in time). On one machine the load's drops are the load's
+	// limit, not the server's; the window fails for them all the same.
+	DropsServer       int64  `json:"drops_server"`
+	DropsServerKernel uint64 `json:"drops_server_kernel"`
+	DropsLoadKernel   uint64 `json:"drops_load_kernel"`
+	Pass              bool   `json:"pass"` // 0 % late and average under 20 ms
+}
+
+// dropper is a system that counts what it dropped and whose sockets'
+// kernel drops can be read.
+type dropper interface {
+	// drops returns its own count of packets dropped (negative: it does
+	// not say) and its process's ID.
+	drops() (own int64, pid int)
+}
+
+// dropsNow reads the drop counters a window's step reports.
+type dropsNow struct {
+	own                 int64
+	srvKernel, ldKernel uint64
+}
+
+func readDrops(sys Joiner) dropsNow {
+	d := dropsNow{own: -1}
+	if dr, ok := sys.(dropper); ok {
+		var pid int
+		d.own, pid = dr.drops()
+		d.srvKernel, _ = proc.UDPDrops(pid)
+	}
+	d.ldKernel, _ = proc.UDPDrops(os.Getpid())
+	return d
+}
+
+func (d dropsNow) into(step *OverloadStep, a dropsNow) {
+	step.DropsServer = -1
+	if d.own >= 0 && a.own >= 0 {
+		step.DropsServer = d.own - a.own
+	}
+	step.DropsServerKernel = d.srvKernel - min(a.srvKernel, d.srvKernel)
+	step.DropsLoadKernel = d.ldKernel - min(a.ldKernel, d.ldKernel)
 }
 
 // delayer is a system that says how long it queued packets itself.
@@ -244,6 +288,7 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 			d0 = dl.ownDelay()
 		}
 		cpu0, cpuErr := proc.ReadCPU()
+		drops0 := readDrops(sys)
 		drive(ctx, speakers, clock, window, func() { j.upTo(ctx, next) })
 		elapsed := time.Since(start)
 		if cpu1, err := proc.ReadCPU(); err == nil && cpuErr == nil && cpu1.Total > cpu0.Total {
@@ -253,6 +298,7 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 			step.NodeDelayP99Ms = convene.HistogramPct(d0, dl.ownDelay(), 0.99)
 		}
 		time.Sleep(overloadDrain)
+		readDrops(sys).into(&step, drops0)
 		measure(&step, admitted, before, snapshot(st), st, elapsed)
 		run.Steps = append(run.Steps, step)
 		if ctx.Err() != nil {

@@ -47,6 +47,9 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 		r.Host, r.Quick, r.CapacityPPS, MaxAvgLatency.Milliseconds())
 	md.WriteString("\"node's own delay\" is Convene's convene_media_forward_delay_seconds over the window (a send's wait in its writers' queues, " +
 		"by its oldest packet), as the upper bound of its bucket: latency beyond it was spent outside the node (the kernel, the load's process). " +
+		"\"dropped\" is where the window's packets were dropped, as counted: by the node itself (convene_media_dropped_packets_total; – for a system that does not say), " +
+		"by the kernel at the server's sockets and at the load's (/proc/net/udp; full receive buffers: a process that did not read in time). " +
+		"On one machine the load's drops are the load's limit, not the server's; the window fails for them all the same. " +
 		"\"machine busy\" is every process's and the kernel's CPU over the window, of all the machine's CPUs.\n\n")
 	if r.InStep {
 		md.WriteString("Every meeting's speaker started at the same instant (-in-step): all meetings send each frame together.\n\n")
@@ -80,12 +83,12 @@ func overloadTables(r OverloadReport) []table {
 	var out []table
 	for _, run := range r.Runs {
 		t := table{title: fmt.Sprintf("%s on %s: %d listeners offered", run.Scenario, run.System, run.Listeners),
-			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "machine busy", "pass"}}
+			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "dropped: node / its sockets / load's sockets", "machine busy", "pass"}}
 		for _, s := range run.Steps {
 			t.rows = append(t.rows, []string{fmt.Sprintf("%.2f", s.OfferedX), fmt.Sprint(s.Offered), fmt.Sprint(s.Admitted),
 				fmt.Sprint(s.Refused), fmt.Sprint(s.Failed), fmt.Sprint(s.Measured), fmt.Sprintf("%.3f", s.LatePct),
 				fmt.Sprintf("%.3f", s.LossPct), fmt.Sprintf("%.1f", s.AvgLatencyMs), fmt.Sprintf("%.0f", s.DeliveredPPS),
-				convene.BoundMs(s.NodeDelayP99Ms), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), passWord(s.Pass)})
+				convene.BoundMs(s.NodeDelayP99Ms), dropsCell(s), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), passWord(s.Pass)})
 		}
 		t.foot = fmt.Sprintf("In all: %d admitted, %d refused (answered in %.1f ms on average, %.1f ms at most), %d failed.",
 			run.Admitted, run.Refused, run.RefusalAvgMs, run.RefusalMaxMs, run.Failed)
@@ -95,6 +98,16 @@ func overloadTables(r OverloadReport) []table {
 		out = append(out, t)
 	}
 	return out
+}
+
+// dropsCell is where a window's lost packets were dropped: by the node
+// (– when it does not say), at its sockets, at the load's.
+func dropsCell(s OverloadStep) string {
+	own := "–"
+	if s.DropsServer >= 0 {
+		own = fmt.Sprint(s.DropsServer)
+	}
+	return fmt.Sprintf("%s / %d / %d", own, s.DropsServerKernel, s.DropsLoadKernel)
 }
 
 func passWord(ok bool) string {
