@@ -77,22 +77,29 @@ func (n *Node) newGovernor() *capacity.Governor {
 const minFlushes = 50
 
 // queueDelay returns the governor's Delay: the node's own queueing over
-// the last sample, the longer of the RTP socket's writers' (a send's wait
-// in their queues, udpmux.Stats.Delay) and its reader's (a datagram's wait
-// in the socket's receive queue, Stats.ReadDelay), each as the 99th
+// the last sample, the longest of the RTP socket's writers' (a send's wait
+// in their queues, udpmux.Stats.Delay), its reader's (a datagram's wait in
+// the socket's receive queue, Stats.ReadDelay) and the SFU's (a packet's
+// wait in a subscriber's queue, sfu.ForwardDelay), each as the 99th
 // percentile's bucket bound (a second past the last) and -1 over fewer
 // than minFlushes. Datagrams the kernel dropped at the socket since the
 // last sample (Stats.SocketDrops: the reader fell that far behind) count
 // as a second: packets lost.
 func (n *Node) queueDelay() func() float64 {
-	var lastW, lastR []uint64
+	var lastW, lastR, lastS []uint64
 	var lastDrops uint64
 	return func() float64 {
+		d := -1.0
+		if n.rtc != nil {
+			if bounds, counts := n.rtc.ForwardDelay(); counts != nil {
+				d = p99Since(&lastS, counts, bounds)
+			}
+		}
 		if n.socks.RTP == nil {
-			return -1
+			return d
 		}
 		st := n.socks.RTP.Stats()
-		d := max(p99Since(&lastW, st.Delay.Counts), p99Since(&lastR, st.ReadDelay.Counts))
+		d = max(d, p99Since(&lastW, st.Delay.Counts, udpmux.DelayBuckets), p99Since(&lastR, st.ReadDelay.Counts, udpmux.DelayBuckets))
 		if st.SocketDrops > lastDrops {
 			d = 1
 		}
@@ -102,15 +109,15 @@ func (n *Node) queueDelay() func() float64 {
 }
 
 // p99Since is the 99th percentile's bucket bound of a delay histogram's
-// counts since *last (which it updates), a second past the last bound; -1
-// over fewer than minFlushes.
-func p99Since(last *[]uint64, now []uint64) float64 {
+// counts (by bounds, one more past the last) since *last, which it
+// updates; a second past the last bound, -1 over fewer than minFlushes.
+func p99Since(last *[]uint64, now []uint64, bounds []float64) float64 {
 	d := make([]uint64, len(now))
 	var total uint64
 	for i := range now {
 		d[i] = now[i]
 		if i < len(*last) {
-			d[i] -= (*last)[i]
+			d[i] -= min(d[i], (*last)[i])
 		}
 		total += d[i]
 	}
@@ -122,8 +129,8 @@ func p99Since(last *[]uint64, now []uint64) float64 {
 	for i, k := range d {
 		seen += k
 		if float64(seen) >= 0.99*float64(total) {
-			if i < len(udpmux.DelayBuckets) {
-				return udpmux.DelayBuckets[i]
+			if i < len(bounds) {
+				return bounds[i]
 			}
 			break
 		}

@@ -267,3 +267,23 @@ func TestSmallCapacityRefusesAPhone(t *testing.T) {
 		t.Errorf("the refused phone is still a member: %+v", members.Members)
 	}
 }
+
+// p99Since reads the 99th percentile of what a histogram counted since the
+// last call, by its own bounds; too few counts are no measure, and one
+// past every bound is a second.
+func TestP99Since(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	var last []uint64
+	if d := p99Since(&last, []uint64{10, 0, 0, 0}, bounds); d != -1 {
+		t.Errorf("10 counts: %v, want -1", d)
+	}
+	if d := p99Since(&last, []uint64{1000, 0, 0, 0}, bounds); d != 0.001 {
+		t.Errorf("990 within 1 ms: %v", d)
+	}
+	if d := p99Since(&last, []uint64{1900, 50, 50, 0}, bounds); d != 0.1 {
+		t.Errorf("900 within 1 ms, 50 within 10, 50 within 100: %v, want 0.1", d)
+	}
+	if d := p99Since(&last, []uint64{2900, 50, 50, 100}, bounds); d != 1 {
+		t.Errorf("100 of 1100 past every bound: %v, want 1", d)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are the SFU's Prometheus collectors (Register adds them).
@@ -86,4 +87,23 @@ func (m *Metrics) Register(r prometheus.Registerer) {
 	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.placed, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay,
 		m.channels, m.channelsOpened, m.channelsRefused)
 	r.MustRegister(m.batch...)
+}
+
+// ForwardDelay returns the forward delay histogram
+// (convene_webrtc_forward_delay_seconds): its bounds in seconds and the
+// packets within each (not cumulative), with one more count past the last
+// bound; nil when it cannot be read. The node's capacity governor takes
+// it with the plain RTP sockets' queueing.
+func (s *SFU) ForwardDelay() (bounds []float64, counts []uint64) {
+	var m dto.Metric
+	if err := s.m.delay.Write(&m); err != nil || m.Histogram == nil {
+		return nil, nil
+	}
+	var below uint64
+	for _, b := range m.Histogram.GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+		counts = append(counts, b.GetCumulativeCount()-below)
+		below = b.GetCumulativeCount()
+	}
+	return bounds, append(counts, m.Histogram.GetSampleCount()-below)
 }

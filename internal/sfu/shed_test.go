@@ -80,3 +80,25 @@ func TestShedLowestLayer(t *testing.T) {
 		}
 	}
 }
+
+// ForwardDelay gives the governor the forward delay histogram as counts
+// by bucket, not cumulative, with one past the last bound.
+func TestForwardDelayCounts(t *testing.T) {
+	s := &SFU{m: newMetrics(nil)}
+	for _, v := range []float64{0.0001, 0.0001, 0.003, 0.3, 2} {
+		s.m.delay.Observe(v)
+	}
+	bounds, counts := s.ForwardDelay()
+	if len(counts) != len(bounds)+1 {
+		t.Fatalf("%d counts for %d bounds", len(counts), len(bounds))
+	}
+	want := map[float64]uint64{0.0005: 2, 0.005: 1, 0.5: 1}
+	for i, b := range bounds {
+		if counts[i] != want[b] {
+			t.Errorf("within %v: %d, want %d", b, counts[i], want[b])
+		}
+	}
+	if counts[len(bounds)] != 1 {
+		t.Errorf("past every bound: %d, want 1", counts[len(bounds)])
+	}
+}
