@@ -283,6 +283,11 @@ const (
 	// holdAbove is where the held capacity puts the load: under
 	// shedAbove, over the admission limit (1 − headroom).
 	holdAbove = 0.9
+	// minHeld (packets/s) is the least load the queueing signal holds the
+	// capacity at, and the least it lets a sample take on: a node carrying
+	// a few meetings on a busy laptop waits for the machine, not for its
+	// own work, and refusing the next member would help no one.
+	minHeld = 5000
 )
 
 // Sample reads the counters: the load, and in measured mode the cost per
@@ -364,7 +369,7 @@ func (g *Governor) limitByDelay(delay, pps float64) {
 	case busy && delay > DelayBar:
 		// Where the load stands now, up or down: held under it, a load
 		// that rose a little would pass shedAbove and shed for it.
-		c := max(pps, g.load) / holdAbove
+		c := max(pps, g.load, minHeld) / holdAbove
 		if g.ceiling == 0 {
 			g.o.Logger.Warn("the node's queues hold packets: capacity held at what it carries", "delay_ms", math.Round(delay*1e3),
 				"load_pps", math.Round(pps), "capacity_pps", math.Round(c))
@@ -460,9 +465,9 @@ func (g *Governor) Admit(what string, pps float64) error {
 	// Paced: with the queueing signal on, what is taken on between two
 	// samples is bounded (rampGrowth, rampFloor; Predicted sums it anew at
 	// each), so that the signal can answer before a flash crowd is all in.
-	pace := max(rampGrowth*max(g.load, g.predicted), rampFloor*g.capacity)
+	pace := max(rampGrowth*max(g.load, g.predicted), rampFloor*g.capacity, minHeld)
 	if g.delay > delayCalm {
-		pace = rampWarm * max(g.load, g.predicted)
+		pace = max(rampWarm*max(g.load, g.predicted), minHeld)
 	}
 	paced := g.o.Delay != nil && g.o.Predicted != nil && g.o.PPS == 0 && g.admitted > 0 && g.admitted+pps > pace
 	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit || paced) {

@@ -301,14 +301,15 @@ func TestQueueingDelayHoldsCapacity(t *testing.T) {
 
 // TestAdmissionPaced: with the queueing signal on, a node takes on between
 // two samples at most a quarter of what it carries, and at least a fiftieth
-// of its capacity; past it a join is refused as paced (retry in a second),
-// and the next sample lets more in.
+// of its capacity (a twentieth of what it carries once its queues pass
+// 10 ms; never less than minHeld); past it a join is refused as paced
+// (retry in a second), and the next sample lets more in.
 func TestAdmissionPaced(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
 	var sent uint64
 	var cpu, predicted float64
 	delay := 0.001
-	g := New(Options{Cores: 2, ProbePPS: 200_000, Now: c.now, Delay: func() float64 { return delay },
+	g := New(Options{Cores: 2, ProbePPS: 1_000_000, Now: c.now, Delay: func() float64 { return delay },
 		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu }, Predicted: func() float64 { return predicted }})
 	g.Sample()
 	admit := func(n int, each float64) {
@@ -321,35 +322,39 @@ func TestAdmissionPaced(t *testing.T) {
 	}
 	paced := func(what string) {
 		t.Helper()
-		err := g.Admit("join", 1500)
+		err := g.Admit("join", 7500)
 		var r *Refusal
 		if !errors.As(err, &r) || !r.Paced || r.RetryAfter != time.Second {
 			t.Fatalf("%s: %v, want a paced refusal", what, err)
 		}
 	}
-	// Nothing carried yet: a fiftieth of the capacity (4,000 packets/s).
-	admit(3, 1000)
+	next := func(p float64) {
+		predicted = p
+		c.t = c.t.Add(500 * time.Millisecond)
+		g.Sample()
+	}
+	// Nothing carried yet: a fiftieth of the capacity (20,000 packets/s).
+	admit(3, 5000)
 	paced("past a fiftieth of the capacity from nothing")
-	predicted = 4000
-	c.t = c.t.Add(500 * time.Millisecond)
-	g.Sample()
-	admit(3, 1000)
+	next(20_000)
+	admit(3, 5000)
 	paced("past a fiftieth again while that is more than a quarter of the load")
-	// Carrying 80,000: a quarter of it (20,000) in one sample.
-	predicted = 80_000
-	c.t = c.t.Add(500 * time.Millisecond)
-	g.Sample()
-	admit(19, 1000)
+	// Carrying 400,000: a quarter of it (100,000) in one sample.
+	next(400_000)
+	admit(19, 5000)
 	paced("past a quarter of what the node carries")
-	c.t = c.t.Add(500 * time.Millisecond)
-	g.Sample()
-	admit(1, 1000)
-	// Queues past 10 ms: near the limit, a twentieth of what it carries.
+	next(400_000)
+	admit(1, 5000)
+	// Queues past 10 ms: near the limit, a twentieth of what it carries
+	// (20,000).
 	delay = 0.015
-	c.t = c.t.Add(500 * time.Millisecond)
-	g.Sample()
-	admit(3, 1000)
+	next(400_000)
+	admit(3, 5000)
 	paced("queues forming: past a twentieth of what the node carries")
+	// Carrying little on a busy machine: minHeld a sample all the same.
+	next(2000)
+	admit(1, 5000)
+	paced("queues forming, little carried: past minHeld")
 }
 
 // A long wait on a lightly loaded node is a pause only while the machine
@@ -393,5 +398,31 @@ func TestQueueingDelayOnABusyMachine(t *testing.T) {
 		if err := g.Admit("join", 100); err == nil {
 			t.Errorf("busy machine %v: admitted a join while the queues hold packets", busyMachine)
 		}
+	}
+}
+
+// A node carrying little on a busy machine is not held below minHeld: its
+// queues wait for the machine, and refusing the next member of a small
+// meeting would help no one.
+func TestQueueingDelayHoldsNoLessThanMinHeld(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu, machine float64
+	g := New(Options{Cores: 2, ProbePPS: 800_000, Headroom: 0.2, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu },
+		Machine: func() float64 { return machine }, Delay: func() float64 { return 0.2 }})
+	g.Sample()
+	for range 5 {
+		c.t = c.t.Add(time.Second)
+		sent += 500
+		cpu += 0.01
+		machine += 1.95
+		g.Sample()
+	}
+	if st := g.Status(); st.LimitedBy != "queueing" || st.CapacityPPS < minHeld {
+		t.Fatalf("500 packets/s on a full machine, queues of 200 ms: limited by %s, capacity %.0f", st.LimitedBy, st.CapacityPPS)
+	}
+	if err := g.Admit("join", 500); err != nil {
+		t.Errorf("a small meeting's next member: %v", err)
 	}
 }
