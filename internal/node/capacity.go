@@ -76,15 +76,23 @@ func (n *Node) newGovernor() *capacity.Governor {
 // queueing delay counts: a few are one pause, not a measure.
 const minFlushes = 50
 
+// readerBar is the reader's wait (p99) past which it counts in the
+// governor's queueing signal. Below it, it says little about the node's
+// own work: a trace of a node on a busy machine had its reader waiting
+// 10–30 ms for the Go scheduler with a few hundred listeners as with
+// thousands, while the writers' queues (which grow with the listeners)
+// stayed short.
+const readerBar = 0.05
+
 // queueDelay returns the governor's Delay: the node's own queueing over
 // the last sample, the longest of the RTP socket's writers' (a send's wait
-// in their queues, udpmux.Stats.Delay), its reader's (a datagram's wait in
-// the socket's receive queue, Stats.ReadDelay) and the SFU's (a packet's
-// wait in a subscriber's queue, sfu.ForwardDelay), each as the 99th
-// percentile's bucket bound (a second past the last) and -1 over fewer
-// than minFlushes. Datagrams the kernel dropped at the socket since the
-// last sample (Stats.SocketDrops: the reader fell that far behind) count
-// as a second: packets lost.
+// in their queues, udpmux.Stats.Delay), the SFU's (a packet's wait in a
+// subscriber's queue, sfu.ForwardDelay) and, past readerBar, its reader's
+// (a datagram's wait in the socket's receive queue, Stats.ReadDelay), each
+// as the 99th percentile's bucket bound (a second past the last) and -1
+// over fewer than minFlushes. Datagrams the kernel dropped at the socket
+// since the last sample (Stats.SocketDrops: the reader fell that far
+// behind) count as a second: packets lost.
 func (n *Node) queueDelay() func() float64 {
 	var lastW, lastR, lastS []uint64
 	var lastDrops uint64
@@ -99,7 +107,10 @@ func (n *Node) queueDelay() func() float64 {
 			return d
 		}
 		st := n.socks.RTP.Stats()
-		d = max(d, p99Since(&lastW, st.Delay.Counts, udpmux.DelayBuckets), p99Since(&lastR, st.ReadDelay.Counts, udpmux.DelayBuckets))
+		d = max(d, p99Since(&lastW, st.Delay.Counts, udpmux.DelayBuckets))
+		if r := p99Since(&lastR, st.ReadDelay.Counts, udpmux.DelayBuckets); r > readerBar {
+			d = max(d, r)
+		}
 		if st.SocketDrops > lastDrops {
 			d = 1
 		}
