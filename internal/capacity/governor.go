@@ -117,6 +117,15 @@ type Options struct {
 	// seconds; both only grow. Either nil: Sample measures nothing.
 	Sent func() uint64
 	CPU  func() float64
+	// Received, if set, counts the packets the node has taken from its
+	// endpoints. A packet taken costs the node about what one sent does
+	// (a system call's share, a copy, the fan-out's enqueueing), so both
+	// count in the load, the cost per packet and the capacity: without
+	// it, the CPU of 80,000 speakers' packets a second was charged to the
+	// few thousand sent to the first listeners (39 µs a packet), and the
+	// node admitted 238 video listeners where it carries 2,500. Sample
+	// reads it right after Sent.
+	Received func() uint64
 	// Machine, if set, counts the CPU seconds the whole machine has been
 	// busy (every process's, the kernel's, and what the hypervisor stole):
 	// what others take of Cores is not the node's to use. A noisy
@@ -170,6 +179,8 @@ type Governor struct {
 	load         float64 // packets/s, smoothed
 	sampled      bool
 	lastSent     uint64
+	lastRecv     uint64
+	recvRate     float64 // packets/s taken from endpoints, smoothed
 	lastCPU      float64
 	lastAt       time.Time
 	// lastMachine is Options.Machine at the last sample; avail the cores
@@ -303,6 +314,10 @@ func (g *Governor) Sample() {
 	// The counters are read before mu is taken: the session service calls
 	// Admit with its own lock held (lock order: session, then Governor).
 	now, sent, cpu := g.o.Now(), g.o.Sent(), g.o.CPU()
+	var recv uint64
+	if g.o.Received != nil {
+		recv = g.o.Received()
+	}
 	machine := -1.0
 	if g.o.Machine != nil {
 		machine = g.o.Machine()
@@ -313,10 +328,12 @@ func (g *Governor) Sample() {
 	}
 	g.mu.Lock()
 	if predicted >= 0 {
-		g.predicted, g.admitted = predicted, 0
+		// What the members are predicted to be sent, and what their
+		// senders send the node (its rate at the last sample).
+		g.predicted, g.admitted = predicted+g.recvRate, 0
 	}
 	if !g.sampled {
-		g.sampled, g.lastSent, g.lastCPU, g.lastAt, g.lastMachine = true, sent, cpu, now, machine
+		g.sampled, g.lastSent, g.lastRecv, g.lastCPU, g.lastAt, g.lastMachine = true, sent, recv, cpu, now, machine
 		g.mu.Unlock()
 		return
 	}
@@ -325,14 +342,17 @@ func (g *Governor) Sample() {
 		g.mu.Unlock()
 		return
 	}
-	dp, dc := float64(sent-g.lastSent), cpu-g.lastCPU
+	// dp: the packets handled, sent and taken (Options.Received).
+	dr := float64(recv - g.lastRecv)
+	dp, dc := float64(sent-g.lastSent)+dr, cpu-g.lastCPU
+	g.recvRate += (dr/dt - g.recvRate) / 2
 	g.machineShare = -1
 	if machine >= 0 && g.lastMachine >= 0 {
 		g.machineShare = (machine - g.lastMachine) / dt / g.o.Cores
 		others := max(0, machine-g.lastMachine-dc) / dt
 		g.avail += (max(minAvail*g.o.Cores, g.o.Cores-others) - g.avail) / 2
 	}
-	g.lastSent, g.lastCPU, g.lastAt, g.lastMachine = sent, cpu, now, machine
+	g.lastSent, g.lastRecv, g.lastCPU, g.lastAt, g.lastMachine = sent, recv, cpu, now, machine
 	if g.o.PPS == 0 && dc/dt >= minBusy && dp > 0 && (g.capacity == 0 || dp/dt >= minShare*g.capacity) {
 		c := dc / dp
 		if g.cost == 0 {
@@ -490,21 +510,23 @@ func (g *Governor) Admit(what string, pps float64) error {
 
 // Status is the Governor's state for the API and heartbeats.
 type Status struct {
-	// CapacityPPS is the delivery capacity in packets/s sent; Measured
-	// says whether it was measured (else configured).
+	// CapacityPPS is the capacity in packets/s handled: sent, and taken
+	// from endpoints where Options.Received is set; Measured says
+	// whether it was measured (else configured).
 	CapacityPPS float64 `json:"capacity_pps"`
 	Measured    bool    `json:"measured"`
-	// CostNS is the measured CPU time per packet sent, in ns (0 when
+	// CostNS is the measured CPU time per packet handled, in ns (0 when
 	// configured or not measured yet).
 	CostNS float64 `json:"cost_ns,omitempty"`
 	// Cores is the CPU the node may use; AvailableCores what is left of
 	// it to the node, others' use taken away (Options.Machine).
 	Cores          float64 `json:"cores"`
 	AvailableCores float64 `json:"available_cores"`
-	// LoadPPS is the packets/s sent now, CommittedPPS those predicted of
-	// what is admitted (its members' tracks at their measured rates, and
-	// what was admitted since they were last summed), AdmitPPS the load up
-	// to which the node admits (capacity × (1 − headroom)).
+	// LoadPPS is the packets/s handled now, CommittedPPS those predicted
+	// of what is admitted (its members' tracks at their measured rates,
+	// what their senders send it, and what was admitted since they were
+	// last summed), AdmitPPS the load up to which the node admits
+	// (capacity × (1 − headroom)).
 	LoadPPS      float64 `json:"load_pps"`
 	CommittedPPS float64 `json:"committed_pps"`
 	AdmitPPS     float64 `json:"admit_pps"`

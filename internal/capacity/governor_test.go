@@ -426,3 +426,33 @@ func TestQueueingDelayHoldsNoLessThanMinHeld(t *testing.T) {
 		t.Errorf("a small meeting's next member: %v", err)
 	}
 }
+
+// Packets taken from endpoints count in the load and the cost as sent
+// ones do: a node reading 80,000 packets a second to send 10,000 is not
+// charged its whole CPU for the 10,000, and what its senders send counts
+// as committed.
+func TestReceivedCountsInTheLoad(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent, recv uint64
+	var cpu float64
+	g := New(Options{Cores: 2, ProbePPS: 200_000, Now: c.now,
+		Sent: func() uint64 { return sent }, Received: func() uint64 { return recv },
+		CPU: func() float64 { return cpu }, Predicted: func() float64 { return 10_000 }})
+	g.Sample()
+	for range 20 {
+		c.t = c.t.Add(time.Second)
+		sent += 10_000
+		recv += 80_000
+		cpu += 0.45 // 5 µs a packet handled
+		g.Sample()
+	}
+	st := g.Status()
+	// (The running cost corrects the probe's 10 µs while the load is at
+	// least a quarter of the capacity: it stops near 360,000.)
+	if st.CostNS < 4900 || st.CostNS > 5600 || st.CapacityPPS < 350_000 || st.CapacityPPS > 410_000 {
+		t.Errorf("cost %.0f ns, capacity %.0f: want about 5000 ns a packet handled, not 45000 a packet sent", st.CostNS, st.CapacityPPS)
+	}
+	if st.LoadPPS < 89_000 || st.LoadPPS > 91_000 || st.CommittedPPS < 89_000 || st.CommittedPPS > 91_000 {
+		t.Errorf("load %.0f, committed %.0f: want the 90000 packets handled", st.LoadPPS, st.CommittedPPS)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/convene/convene/internal/bus"
@@ -31,6 +32,7 @@ const (
 // reads are the session service's, set later by Start.
 func (n *Node) newGovernor() *capacity.Governor {
 	c := n.cfg.Capacity
+	var taken atomic.Uint64 // the packets taken from endpoints, as Sent last read them
 	o := capacity.Options{PPS: c.PPS, Headroom: c.Headroom, Logger: n.log.With("component", "capacity"),
 		CPU: bus.ProcessCPUSeconds,
 		// The load is what the node was asked to send: a packet a full
@@ -41,8 +43,12 @@ func (n *Node) newGovernor() *capacity.Governor {
 				return 0
 			}
 			ld := n.sessions.Load()
+			taken.Store(ld.PacketsIn)                       // for Received, read right after
 			return ld.PacketsOut + ld.Dropped["queue_full"] // session.mediaStats
 		},
+		// What the node takes from its endpoints costs it as sending does:
+		// both are its load (capacity.Options.Received).
+		Received: taken.Load,
 		Predicted: func() float64 {
 			if n.sessions == nil {
 				return 0

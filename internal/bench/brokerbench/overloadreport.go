@@ -41,7 +41,7 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Overload: %s\n\n", r.Started.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&md, "Host: %s. Quick: %v. Convene's capacity: %.0f packets/s sent; offered up to 2× that, "+
+	fmt.Fprintf(&md, "Host: %s. Quick: %v. Convene's capacity: %.0f packets/s handled (sent, and taken from endpoints), as the node said at start-up; offered up to 2× that, "+
 		"with joins continuing (10 %% more offered during the last window). Late counts lost packets too; "+
 		"a window passes with 0 %% late and an average under %d ms for the listeners admitted before it.\n\n",
 		r.Host, r.Quick, r.CapacityPPS, MaxAvgLatency.Milliseconds())
