@@ -272,8 +272,8 @@ const minShare = 0.25
 // several times above what the node gets through.
 const (
 	DelayBar    = 0.02
-	delayCalm   = 0.01
-	ceilingRise = 1.01
+	delayCalm   = 0.005
+	ceilingRise = 1.03
 	// quietFor is the samples in a row at most delayCalm before the held
 	// capacity rises: one quiet half-second is not a quiet node.
 	quietFor = 4
@@ -283,14 +283,19 @@ const (
 	// While the queueing signal is on (Options.Delay), what is taken on
 	// between two samples is at most rampGrowth of what the node carries
 	// (the load, or what its members are predicted to be sent) —
-	// rampWarm once the last sample's queues were past delayCalm, near
+	// rampWarm once the last sample's queues were past delayWarm, near
 	// the limit — and at least rampFloor of the capacity: a flash crowd
 	// comes in over a few seconds, each step small enough that the signal
 	// answers before the next, however far the capacity figure stands
 	// above the truth.
 	rampGrowth = 0.25
-	rampWarm   = 0.05
-	rampFloor  = 0.02
+	rampWarm   = 0.02
+	delayWarm  = 0.005
+	// minPace (packets/s) is the least a sample takes on while queues
+	// form: a few browsers joining a small meeting together on a busy
+	// laptop are not turned away for it.
+	minPace   = 1000
+	rampFloor = 0.02
 	// holdAbove is where the held capacity puts the load: under
 	// shedAbove, over the admission limit (1 − headroom).
 	holdAbove = 0.9
@@ -387,9 +392,20 @@ func (g *Governor) limitByDelay(delay, pps float64) {
 	}
 	switch {
 	case busy && delay > DelayBar:
-		// Where the load stands now, up or down: held under it, a load
-		// that rose a little would pass shedAbove and shed for it.
-		c := max(pps, g.load, minHeld) / holdAbove
+		// Where the load stands now (smoothed with this sample, as Observe
+		// will), and never higher while the queues stay long: video's
+		// packet rate swings from one half-second to the next, and a hold
+		// that followed each swing up let a tenth more in each time. A
+		// load that rises past it anyway (members admitted before, their
+		// media starting) sheds what can be shed.
+		now := pps
+		if g.load > 0 {
+			now = g.load + (pps-g.load)/2
+		}
+		c := max(now, minHeld) / holdAbove
+		if g.ceiling > 0 {
+			c = min(c, g.ceiling)
+		}
 		if g.ceiling == 0 {
 			g.o.Logger.Warn("the node's queues hold packets: capacity held at what it carries", "delay_ms", math.Round(delay*1e3),
 				"load_pps", math.Round(pps), "capacity_pps", math.Round(c))
@@ -399,7 +415,9 @@ func (g *Governor) limitByDelay(delay, pps float64) {
 		if g.quiet++; g.quiet < quietFor {
 			break
 		}
-		g.ceiling *= ceilingRise
+		// Quiet queues carry the load they carry: a hold set low (a
+		// moment's stall while the load was small) starts again from it.
+		g.ceiling = max(g.ceiling, g.load/holdAbove) * ceilingRise
 		if g.cpuCap > 0 && g.ceiling >= g.cpuCap {
 			g.ceiling = 0
 		}
@@ -486,8 +504,8 @@ func (g *Governor) Admit(what string, pps float64) error {
 	// samples is bounded (rampGrowth, rampFloor; Predicted sums it anew at
 	// each), so that the signal can answer before a flash crowd is all in.
 	pace := max(rampGrowth*max(g.load, g.predicted), rampFloor*g.capacity, minHeld)
-	if g.delay > delayCalm {
-		pace = max(rampWarm*max(g.load, g.predicted), minHeld)
+	if g.delay > delayWarm {
+		pace = max(rampWarm*max(g.load, g.predicted), minPace)
 	}
 	paced := g.o.Delay != nil && g.o.Predicted != nil && g.o.PPS == 0 && g.admitted > 0 && g.admitted+pps > pace
 	if base := max(g.load, g.predicted+g.admitted); g.capacity > 0 && (lvl != Normal || base+pps > limit || paced) {

@@ -278,10 +278,10 @@ func TestQueueingDelayHoldsCapacity(t *testing.T) {
 	if err := g.Admit("join", 100); err == nil {
 		t.Error("admitted a join while the queues hold packets")
 	}
-	delay = 0.015 // neither long nor short: held
+	delay = 0.007 // neither long nor short: held
 	held := run(1).CapacityPPS
 	if st := run(5); st.CapacityPPS != held {
-		t.Errorf("queues of 15 ms: capacity %.0f, then %.0f", held, st.CapacityPPS)
+		t.Errorf("queues of 7 ms: capacity %.0f, then %.0f", held, st.CapacityPPS)
 	}
 	delay = 0.001
 	if st := run(400); st.CapacityPPS < 190_000 || st.LimitedBy != "cpu" || st.ShedLevel != 0 {
@@ -301,8 +301,8 @@ func TestQueueingDelayHoldsCapacity(t *testing.T) {
 
 // TestAdmissionPaced: with the queueing signal on, a node takes on between
 // two samples at most a quarter of what it carries, and at least a fiftieth
-// of its capacity (a twentieth of what it carries once its queues pass
-// 10 ms; never less than minHeld); past it a join is refused as paced
+// of its capacity (a fiftieth of what it carries once its queues pass
+// 5 ms; never less than minPace); past it a join is refused as paced
 // (retry in a second), and the next sample lets more in.
 func TestAdmissionPaced(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
@@ -345,16 +345,17 @@ func TestAdmissionPaced(t *testing.T) {
 	paced("past a quarter of what the node carries")
 	next(400_000)
 	admit(1, 5000)
-	// Queues past 10 ms: near the limit, a twentieth of what it carries
-	// (20,000).
+	// Queues past 5 ms: near the limit, a fiftieth of what it carries
+	// (8,000).
 	delay = 0.015
 	next(400_000)
-	admit(3, 5000)
-	paced("queues forming: past a twentieth of what the node carries")
-	// Carrying little on a busy machine: minHeld a sample all the same.
-	next(2000)
 	admit(1, 5000)
-	paced("queues forming, little carried: past minHeld")
+	paced("queues forming: past a fiftieth of what the node carries")
+	// Carrying little on a busy machine: minPace a sample all the same.
+	next(2000)
+	admit(1, 400)
+	admit(1, 500)
+	paced("queues forming, little carried: past minPace")
 }
 
 // A long wait on a lightly loaded node is a pause only while the machine
@@ -454,5 +455,76 @@ func TestReceivedCountsInTheLoad(t *testing.T) {
 	}
 	if st.LoadPPS < 89_000 || st.LoadPPS > 91_000 || st.CommittedPPS < 89_000 || st.CommittedPPS > 91_000 {
 		t.Errorf("load %.0f, committed %.0f: want the 90000 packets handled", st.LoadPPS, st.CommittedPPS)
+	}
+}
+
+// While the queues stay long, the held capacity does not follow the load's
+// swings up: a video load swinging ±30 % from one sample to the next does
+// not let members in at each swing's top.
+func TestHoldDoesNotRatchet(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu float64
+	g := New(Options{Cores: 2, ProbePPS: 1_000_000, Headroom: 0.2, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu },
+		Delay: func() float64 { return 0.1 }, Predicted: func() float64 { return 100_000 }})
+	g.Sample()
+	held := 0.0
+	for i := range 20 {
+		c.t = c.t.Add(time.Second)
+		rate := 70_000
+		if i%2 == 0 {
+			rate = 130_000
+		}
+		sent += uint64(rate)
+		cpu += 0.3
+		g.Sample()
+		st := g.Status()
+		if i >= 2 {
+			if st.LimitedBy != "queueing" || st.CapacityPPS > held {
+				t.Fatalf("sample %d at %d packets/s: capacity %.0f (held at %.0f), limited by %s", i, rate, st.CapacityPPS, held, st.LimitedBy)
+			}
+			if err := g.Admit("join", 50); err == nil {
+				t.Fatalf("sample %d at %d packets/s: admitted a join while the queues are long", i, rate)
+			}
+		}
+		held = st.CapacityPPS
+	}
+}
+
+// A hold set while the load was small does not freeze admission once the
+// load has grown under quiet queues: the held capacity rises from the
+// load it carries (and the shedding its jump set off unwinds), so members
+// are admitted again within 30 samples, not the hundreds of a rise from
+// the old hold.
+func TestHoldReleasesFromTheLoad(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu float64
+	delay := 0.2
+	g := New(Options{Cores: 2, ProbePPS: 1_000_000, Headroom: 0.2, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu },
+		Delay: func() float64 { return delay }, Predicted: func() float64 { return 0 }})
+	g.Sample()
+	step := func(rate uint64) Status {
+		c.t = c.t.Add(time.Second)
+		sent += rate
+		cpu += 0.2
+		g.Sample()
+		return g.Status()
+	}
+	step(2000)
+	if st := step(2000); st.LimitedBy != "queueing" || st.CapacityPPS > 6000 {
+		t.Fatalf("a stall at 2,000 packets/s: capacity %.0f limited by %s", st.CapacityPPS, st.LimitedBy)
+	}
+	delay = 0.001
+	for i := range 30 {
+		st := step(100_000) // the load grew; the queues are quiet
+		if err := g.Admit("join", 100); err == nil {
+			t.Logf("admitted after %d samples", i+1)
+			return
+		} else if i == 29 {
+			t.Fatalf("30 quiet samples at 100,000 packets/s after a hold at 2,000: %v (%+v)", err, st)
+		}
 	}
 }

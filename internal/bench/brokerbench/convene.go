@@ -86,6 +86,11 @@ func (c *Convene) ownDelay() map[float64]float64 {
 	return (&convene.Node{URL: c.url, Key: c.key}).Histogram("convene_media_forward_delay_seconds")
 }
 
+// readDelay reads the node's convene_media_receive_delay_seconds.
+func (c *Convene) readDelay() map[float64]float64 {
+	return (&convene.Node{URL: c.url, Key: c.key}).Histogram("convene_media_receive_delay_seconds")
+}
+
 // drops reads the node's convene_media_dropped_packets_total.
 func (c *Convene) drops() (int64, int) {
 	v, ok := (&convene.Node{URL: c.url, Key: c.key}).Metric("convene_media_dropped_packets_total")

@@ -102,6 +102,14 @@ type OverloadStep struct {
 	// system does not say. Latency beyond it was spent outside the node:
 	// the kernel, the load's process.
 	NodeDelayP99Ms float64 `json:"node_delay_p99_ms,omitempty"`
+	// NodeReadP99Ms is the same of what the node's reader made datagrams
+	// wait in its socket's receive queue
+	// (convene_media_receive_delay_seconds).
+	NodeReadP99Ms float64 `json:"node_read_p99_ms,omitempty"`
+	// NodeOverLate counts the node's sends (flushes) and reads that waited
+	// past loadgen.Late in it alone: with none, a late packet was made
+	// late outside the node (the kernel, the load's process).
+	NodeOverLate float64 `json:"node_over_late"`
 	// MachineBusy is the share of the machine's CPUs busy over the window
 	// (every process's and the kernel's time).
 	MachineBusy float64 `json:"machine_busy"`
@@ -154,8 +162,10 @@ func (d dropsNow) into(step *OverloadStep, a dropsNow) {
 // delayer is a system that says how long it queued packets itself.
 type delayer interface {
 	// ownDelay is its queueing delay histogram: cumulative counts by
-	// upper bound in seconds; nil when it cannot be read.
+	// upper bound in seconds; nil when it cannot be read. readDelay is
+	// the same of its reader's wait.
 	ownDelay() map[float64]float64
+	readDelay() map[float64]float64
 }
 
 // OverloadRun is one system in one overload scenario.
@@ -282,10 +292,10 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 			next = offeredAt(fractions[k+1])
 		}
 		start := time.Now()
-		var d0 map[float64]float64
+		var d0, r0 map[float64]float64
 		dl, own := sys.(delayer)
 		if own {
-			d0 = dl.ownDelay()
+			d0, r0 = dl.ownDelay(), dl.readDelay()
 		}
 		cpu0, cpuErr := proc.ReadCPU()
 		drops0 := readDrops(sys)
@@ -295,7 +305,14 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 			step.MachineBusy = float64(cpu1.Busy-cpu0.Busy+cpu1.Steal-cpu0.Steal) / float64(cpu1.Total-cpu0.Total)
 		}
 		if own && d0 != nil {
-			step.NodeDelayP99Ms = convene.HistogramPct(d0, dl.ownDelay(), 0.99)
+			d1 := dl.ownDelay()
+			step.NodeDelayP99Ms = convene.HistogramPct(d0, d1, 0.99)
+			step.NodeOverLate += convene.HistogramOver(d0, d1, loadgen.Late.Seconds())
+		}
+		if own && r0 != nil {
+			r1 := dl.readDelay()
+			step.NodeReadP99Ms = convene.HistogramPct(r0, r1, 0.99)
+			step.NodeOverLate += convene.HistogramOver(r0, r1, loadgen.Late.Seconds())
 		}
 		time.Sleep(overloadDrain)
 		readDrops(sys).into(&step, drops0)
@@ -423,7 +440,12 @@ func measure(step *OverloadStep, admitted []bool, a, b tally, st *Setup, d time.
 	step.Measured = n
 	if exp > 0 {
 		step.LossPct = 100 * float64(lost) / float64(exp)
-		step.LatePct = 100 * float64(late+lost) / float64(exp)
+	}
+	// Late of what reached the listeners over the window or never did: a
+	// system that fell behind delivers in a window packets sent before it
+	// (more than the window's), each of them late.
+	if recv+lost > 0 {
+		step.LatePct = 100 * float64(late+lost) / float64(recv+lost)
 	}
 	if recv > 0 {
 		step.AvgLatencyMs = ms(lat / time.Duration(recv))

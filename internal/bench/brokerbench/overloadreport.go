@@ -46,7 +46,9 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 		"a window passes with 0 %% late and an average under %d ms for the listeners admitted before it.\n\n",
 		r.Host, r.Quick, r.CapacityPPS, MaxAvgLatency.Milliseconds())
 	md.WriteString("\"node's own delay\" is Convene's convene_media_forward_delay_seconds over the window (a send's wait in its writers' queues, " +
-		"by its oldest packet), as the upper bound of its bucket: latency beyond it was spent outside the node (the kernel, the load's process). " +
+		"by its oldest packet), as the upper bound of its bucket; \"node's reader\" the same of the wait in its socket's receive queue before its reader took a datagram " +
+		"(convene_media_receive_delay_seconds): latency beyond both was spent outside the node (the kernel, the load's process); " +
+		"\"node's waits > 100 ms\" counts the sends and reads of either that waited past the late bar in the node alone (none: a late packet was made late elsewhere). " +
 		"\"dropped\" is where the window's packets were dropped, as counted: by the node itself (convene_media_dropped_packets_total; – for a system that does not say), " +
 		"by the kernel at the server's sockets and at the load's (/proc/net/udp; full receive buffers: a process that did not read in time). " +
 		"On one machine the load's drops are the load's limit, not the server's; the window fails for them all the same. " +
@@ -83,12 +85,12 @@ func overloadTables(r OverloadReport) []table {
 	var out []table
 	for _, run := range r.Runs {
 		t := table{title: fmt.Sprintf("%s on %s: %d listeners offered", run.Scenario, run.System, run.Listeners),
-			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "dropped: node / its sockets / load's sockets", "machine busy", "pass"}}
+			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "node's reader p99 ms", "node's waits > 100 ms", "dropped: node / its sockets / load's sockets", "machine busy", "pass"}}
 		for _, s := range run.Steps {
 			t.rows = append(t.rows, []string{fmt.Sprintf("%.2f", s.OfferedX), fmt.Sprint(s.Offered), fmt.Sprint(s.Admitted),
 				fmt.Sprint(s.Refused), fmt.Sprint(s.Failed), fmt.Sprint(s.Measured), fmt.Sprintf("%.3f", s.LatePct),
 				fmt.Sprintf("%.3f", s.LossPct), fmt.Sprintf("%.1f", s.AvgLatencyMs), fmt.Sprintf("%.0f", s.DeliveredPPS),
-				convene.BoundMs(s.NodeDelayP99Ms), dropsCell(s), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), passWord(s.Pass)})
+				convene.BoundMs(s.NodeDelayP99Ms), convene.BoundMs(s.NodeReadP99Ms), overLateCell(s), dropsCell(s), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), passWord(s.Pass)})
 		}
 		t.foot = fmt.Sprintf("In all: %d admitted, %d refused (answered in %.1f ms on average, %.1f ms at most), %d failed.",
 			run.Admitted, run.Refused, run.RefusalAvgMs, run.RefusalMaxMs, run.Failed)
@@ -98,6 +100,15 @@ func overloadTables(r OverloadReport) []table {
 		out = append(out, t)
 	}
 	return out
+}
+
+// overLateCell is the node's own waits past the late bar; – for a system
+// that does not say.
+func overLateCell(s OverloadStep) string {
+	if s.NodeDelayP99Ms == 0 && s.NodeReadP99Ms == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", s.NodeOverLate)
 }
 
 // dropsCell is where a window's lost packets were dropped: by the node

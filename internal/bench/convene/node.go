@@ -284,6 +284,16 @@ func HistogramPct(a, b map[float64]float64, p float64) float64 {
 	return bounds[len(bounds)-1] * 1000
 }
 
+// HistogramOver is how many of what a histogram in seconds counted between
+// snapshots a and b were over bound seconds (a bucket bound of it).
+func HistogramOver(a, b map[float64]float64, bound float64) float64 {
+	total := b[math.Inf(1)] - a[math.Inf(1)]
+	if _, ok := b[bound]; !ok || total <= 0 {
+		return 0
+	}
+	return total - (b[bound] - a[bound])
+}
+
 // BoundMs spells a HistogramPct: "≤ 10", "> 1000" past the last finite
 // bucket, "–" when nothing was counted.
 func BoundMs(ms float64) string {
