@@ -25,7 +25,7 @@ import (
 //	convene_udp_send_batches_total{socket}         sendmmsg calls (rtp, rtcp)
 //	convene_links_refused_total                    links refused by the destination policy or a cap
 //	convene_media_latched_total{socket}            sources learnt by latching (phones behind NAT)
-//	convene_media_forward_delay_seconds            a send's wait in the writers' queues (by its oldest packet)
+//	convene_media_forward_delay_seconds            a send's wait in the writers' queues (by its oldest packet, to the batch's end)
 //	convene_media_receive_delay_seconds            a datagram's wait in the socket's receive queue for the reader
 type mediaCollector struct {
 	svc   *session.Service
@@ -50,8 +50,8 @@ func newMediaCollector(svc *session.Service, socks rtplink.Sockets) *mediaCollec
 		batches:  d("convene_udp_send_batches_total", "sendmmsg calls, by socket.", "socket"),
 		refused:  d("convene_links_refused_total", "Links refused by the destination policy or a cap."),
 		latched:  d("convene_media_latched_total", "Sources learnt by latching: endpoints behind NAT (dialled-in phones) whose media came from their signalling IP, not their SDP's address.", "socket"),
-		delay: d("convene_media_forward_delay_seconds", "Time a send of plain RTP (one datagram, or a sendmmsg batch) waited in the writers' queues, "+
-			"by its oldest packet: the node's own share of a plain RTP listener's latency, an upper bound for the packets sent with it."),
+		delay: d("convene_media_forward_delay_seconds", "Time a batch of plain RTP sends (up to 256 datagrams) took from its oldest packet's queueing in the writers' queues "+
+			"until its last datagram was handed to the kernel: the node's own share of a plain RTP listener's latency, an upper bound for the packets sent with it."),
 		readDelay: d("convene_media_receive_delay_seconds", "Time a datagram on the RTP socket waited in the kernel's receive queue until the node read it "+
 			"(the kernel's arrival stamp to the read): a node the machine does not schedule in time makes every packet wait here, and past the buffer the kernel drops them (reason socket_full)."),
 	}

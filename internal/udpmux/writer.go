@@ -164,9 +164,11 @@ func (w *writer) run() {
 }
 
 // flush sends up to maxBatch entries, the oldest queued at since, and
-// releases them.
+// releases them. Its delay is counted when the last of them has been
+// handed to the kernel: a writer the machine stopped in the middle of a
+// batch (its thread descheduled) made the rest of the batch wait as much
+// as a long queue would.
 func (w *writer) flush(es []entry, since time.Time) {
-	w.delay.observe(time.Since(since))
 	switch {
 	case w.mm != nil:
 		w.mm.send(es)
@@ -189,6 +191,7 @@ func (w *writer) flush(es []entry, since time.Time) {
 			}
 		}
 	}
+	w.delay.observe(time.Since(since))
 	for _, e := range es {
 		e.d.inflight.Add(-1)
 		e.p.Release()

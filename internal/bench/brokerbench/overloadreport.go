@@ -45,8 +45,8 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 		"with joins continuing (10 %% more offered during the last window). Late counts lost packets too; "+
 		"a window passes with 0 %% late and an average under %d ms for the listeners admitted before it.\n\n",
 		r.Host, r.Quick, r.CapacityPPS, MaxAvgLatency.Milliseconds())
-	md.WriteString("\"node's own delay\" is Convene's convene_media_forward_delay_seconds over the window (a send's wait in its writers' queues, " +
-		"by its oldest packet), as the upper bound of its bucket; \"node's reader\" the same of the wait in its socket's receive queue before its reader took a datagram " +
+	md.WriteString("\"node's own delay\" is Convene's convene_media_forward_delay_seconds over the window (a batch of sends, from its oldest packet's queueing " +
+		"to its last datagram handed to the kernel), as the upper bound of its bucket; \"node's reader\" the same of the wait in its socket's receive queue before its reader took a datagram " +
 		"(convene_media_receive_delay_seconds): latency beyond both was spent outside the node (the kernel, the load's process); " +
 		"\"node's waits > 100 ms\" counts the sends and reads of either that waited past the late bar in the node alone (none: a late packet was made late elsewhere). " +
 		"\"dropped\" is where the window's packets were dropped, as counted: by the node itself (convene_media_dropped_packets_total; – for a system that does not say), " +
