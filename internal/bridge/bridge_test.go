@@ -383,3 +383,46 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	})
 }
+
+// A room no other node has is announced when it opens and then every
+// aloneEvery intervals, not every interval; once another node has the
+// session too, every interval.
+func TestLoneSpanAnnouncesRarely(t *testing.T) {
+	srv := natsServer(t)
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var fromA atomic.Int64
+	if _, err := nc.Subscribe(stateSubject("s_1", "a"), func(*nats.Msg) { fromA.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	announce := 20 * time.Millisecond
+	newBridge := func(id string) *Bridge {
+		b, err := New(Options{Node: id, Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv), Announce: announce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Shutdown)
+		return b
+	}
+	a := newBridge("a")
+	a.Open(broker.NewRoom("s_1"))
+	alone := 30 * announce // 30 intervals: the hello and about 3 more
+	time.Sleep(alone)
+	// Every interval would be 30; every aloneEvery about 4.
+	if n := fromA.Load(); n < 1 || n > int64(alone/announce)/3 {
+		t.Fatalf("a lone room was announced %d times in %v (interval %v, alone every %d)", n, alone, announce, aloneEvery)
+	}
+	b := newBridge("b")
+	b.Open(broker.NewRoom("s_1"))
+	before := fromA.Load()
+	time.Sleep(alone)
+	if n := fromA.Load() - before; n < 10 {
+		t.Fatalf("with a peer, a announced %d times in %v (interval %v): want about every interval", n, alone, announce)
+	}
+}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,7 +110,11 @@ func newSpan(b *Bridge, r *broker.Room) (*span, error) {
 	s := &span{b: b, room: r, sid: r.ID(), in: make(chan state, 64), keys: make(chan uint32, 16), kick: make(chan struct{}, 1),
 		done: make(chan struct{}), end: make(chan struct{}), exports: map[*broker.Track]*export{}, peers: map[string]*peer{}}
 	s.counts.Store(&spanCounts{})
-	unsub, err := b.o.Control.Subscribe(stateSubject(s.sid, "*"), func(_ string, data []byte) {
+	own := stateSubject(s.sid, b.o.Node)
+	unsub, err := b.o.Control.Subscribe(stateSubject(s.sid, "*"), func(subject string, data []byte) {
+		if subject == own { // our own announcement, back from NATS
+			return
+		}
 		var st state
 		if json.Unmarshal(data, &st) != nil || st.Node == "" || st.Node == b.o.Node {
 			return
@@ -202,13 +207,44 @@ func (s *span) close() {
 	<-s.end
 }
 
+// aloneEvery is how many announcement intervals a span with no peers
+// waits between announcements. Peers find each other by the hello a span
+// sends when it opens, and another node's hello makes a span announce at
+// once; the periodic announcement refreshes what peers know (and their
+// expiry) and repairs a lost message. Alone, there is nothing to refresh:
+// a rarer announcement still repairs a hello lost while NATS reconnected,
+// and a node with thousands of meetings and no other node does not wake,
+// marshal and publish for each of them every second (its media waited
+// behind those bursts).
+const aloneEvery = 10
+
+// interval is how often the span announces: Options.Announce while other
+// nodes have the session, aloneEvery times that while none has.
+func (s *span) interval() time.Duration {
+	if len(s.peers) == 0 {
+		return s.b.o.Announce * aloneEvery
+	}
+	return s.b.o.Announce
+}
+
+// jitter spreads the spans' ticks: rooms opened together (a node's start,
+// a benchmark's meetings) would otherwise tick in step.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + time.Duration(rand.Int64N(int64(d/5)+1))
+}
+
 func (s *span) run() {
 	defer close(s.end)
-	tick := time.NewTicker(s.b.o.Announce)
+	every := s.b.o.Announce * aloneEvery // alone until a peer is heard
+	tick := time.NewTicker(jitter(every))
 	defer tick.Stop()
 	s.sync()
 	s.announce(true, false)
 	for {
+		if want := s.interval(); want != every {
+			every = want
+			tick.Reset(jitter(every))
+		}
 		periodic := false
 		select {
 		case <-s.done:

@@ -528,3 +528,51 @@ func TestHoldReleasesFromTheLoad(t *testing.T) {
 		}
 	}
 }
+
+// A machine at least machineFull busy (the node's work and others')
+// takes on nothing more, whatever the capacity figure says, and says why;
+// nothing is shed for it; admission resumes as soon as the machine has
+// room again. A node carrying less than minHeld still admits.
+func TestFullMachineAdmitsNothingMore(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu, machine, others float64
+	g := New(Options{Cores: 2, ProbePPS: 800_000, Headroom: 0.2, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu },
+		Machine: func() float64 { return machine }, Delay: func() float64 { return 0.001 }})
+	g.Sample()
+	run := func(pps uint64) Status {
+		for range 4 {
+			c.t = c.t.Add(time.Second)
+			sent += pps
+			cpu += 0.5
+			machine += 0.5 + others
+			g.Sample()
+		}
+		return g.Status()
+	}
+	others = 1.2 // 85 % of the machine busy
+	st := run(50_000)
+	err := g.Admit("join", 100)
+	var r *Refusal
+	if !errors.As(err, &r) || r.MachineBusy < 0.84 || r.Paced || !strings.Contains(err.Error(), "85 %") {
+		t.Fatalf("machine 85 %% busy: admit gave %v (%+v)", err, r)
+	}
+	if st.LimitedBy != "machine" || st.ShedLevel != 0 || g.Level() != Normal {
+		t.Fatalf("machine 85 %% busy: %+v", st)
+	}
+	others = 0.9 // 70 %
+	if st := run(50_000); st.LimitedBy != "cpu" {
+		t.Fatalf("machine 70 %% busy: limited by %s", st.LimitedBy)
+	}
+	if err := g.Admit("join", 100); err != nil {
+		t.Fatalf("machine 70 %% busy: %v", err)
+	}
+	others = 1.5 // full, but the node carries little: it still admits
+	if st := run(1_000); st.LimitedBy != "cpu" {
+		t.Fatalf("a node of 1000 packets/s on a full machine: limited by %s", st.LimitedBy)
+	}
+	if err := g.Admit("join", 100); err != nil {
+		t.Fatalf("a node of 1000 packets/s on a full machine refused: %v", err)
+	}
+}

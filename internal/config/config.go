@@ -402,6 +402,12 @@ type LogConfig struct {
 	Level string `yaml:"level"`
 	// Format is text or json.
 	Format string `yaml:"format"`
+	// StallTrace, when set, is a directory where the node writes a Go
+	// execution trace of the seconds around a media stall (a send or a
+	// read that waited past 100 ms in the node): what every goroutine and
+	// thread did then. For diagnosis; the tracing costs a few per cent
+	// of CPU while on.
+	StallTrace string `yaml:"stall_trace"`
 }
 
 // Catalog drivers.

@@ -118,7 +118,7 @@ func TestDerivedNames(t *testing.T) {
 		"CONVENE_RECORDING_ADHOC_MAX", "CONVENE_RECORDING_PLAYBACKS", "CONVENE_RECORDING_EXPORTS", "CONVENE_STREAMING_FFMPEG", "CONVENE_STREAMING_HLS_MAX", "CONVENE_STREAMING_HLS_SEGMENT", "CONVENE_STREAMING_THUMBNAILS_MAX",
 		"CONVENE_COMPOSITE_MAX", "CONVENE_COMPOSITE_CORES",
 		"CONVENE_VTRANSCODE_MAX", "CONVENE_VTRANSCODE_CORES", "CONVENE_VTRANSCODE_MAX_HEIGHT", "CONVENE_VTRANSCODE_MAX_FPS",
-		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT",
+		"CONVENE_LOG_LEVEL", "CONVENE_LOG_FORMAT", "CONVENE_LOG_STALL_TRACE",
 		"CONVENE_HEARTBEAT_INTERVAL", "CONVENE_SHUTDOWN_TIMEOUT",
 	}
 	wantFlags := []string{
@@ -132,7 +132,7 @@ func TestDerivedNames(t *testing.T) {
 		"sip-algorithms", "sip-auth-calls", "sip-register-rate", "sip-invite-rate", "sip-request-rate", "sip-max-contacts",
 		"sip-tcp-idle-timeout", "sip-tcp-max-conns", "sip-tcp-max-conns-per-ip", "sip-min-password-length",
 		"nats-url", "nats-listen", "catalog-driver", "catalog-dsn", "auth-api-keys", "auth-token-secret", "sessions-max", "sessions-max-members",
-		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "capacity-pps", "capacity-headroom", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "recording-adhoc-max", "recording-playbacks", "recording-exports", "streaming-ffmpeg", "streaming-hls-max", "streaming-hls-segment", "streaming-thumbnails-max", "composite-max", "composite-cores", "vtranscode-max", "vtranscode-cores", "vtranscode-max-height", "vtranscode-max-fps", "log-level", "log-format",
+		"links-allow-destinations", "links-max-per-member", "links-max-per-session", "links-consent", "mixer-speakers", "mixer-depth", "mixer-max", "mixer-cores", "capacity-pps", "capacity-headroom", "recording-dir", "recording-capacity-mbps", "recording-quota-mb", "recording-adhoc-max", "recording-playbacks", "recording-exports", "streaming-ffmpeg", "streaming-hls-max", "streaming-hls-segment", "streaming-thumbnails-max", "composite-max", "composite-cores", "vtranscode-max", "vtranscode-cores", "vtranscode-max-height", "vtranscode-max-fps", "log-level", "log-format", "log-stall-trace",
 		"heartbeat-interval", "shutdown-timeout",
 	}
 	var gotEnv, gotFlags []string

@@ -360,6 +360,7 @@ var flagUsage = map[string]string{
 	"auth.token_secret":            "`secret` signing join tokens; empty: one is made in <data_dir>/token_secret",
 	"log.level":                    "log `level`: debug, info, warn or error",
 	"log.format":                   "log `format`: text or json",
+	"log.stall_trace":              "`directory` for Go execution traces of the seconds around a media stall (a send or read waiting past 100 ms in the node; at most 5 files; costs a few per cent of CPU while set)",
 	"heartbeat_interval":           "`duration` between node heartbeats, e.g. 2s",
 	"shutdown_timeout":             "maximum `duration` of a graceful shutdown, e.g. 10s",
 }

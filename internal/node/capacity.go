@@ -42,9 +42,9 @@ func (n *Node) newGovernor() *capacity.Governor {
 			if n.sessions == nil {
 				return 0
 			}
-			ld := n.sessions.Load()
-			taken.Store(ld.PacketsIn)                       // for Received, read right after
-			return ld.PacketsOut + ld.Dropped["queue_full"] // session.mediaStats
+			in, out, queueFull := n.sessions.Counts()
+			taken.Store(in) // for Received, read right after
+			return out + queueFull
 		},
 		// What the node takes from its endpoints costs it as sending does:
 		// both are its load (capacity.Options.Received).

@@ -53,6 +53,8 @@ type Node struct {
 	cfg     config.Config
 	log     *slog.Logger
 	version string
+	// stalls writes execution traces of media stalls (log.stall_trace).
+	stalls *stallTracer
 
 	cat      *catalog.Store
 	bus      *bus.Bus
@@ -154,6 +156,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		}
 	}()
 
+	if n.stalls, err = startStallTrace(cfg.Log.StallTrace, log); err != nil {
+		return nil, err
+	}
 	if n.cat, err = catalog.Open(ctx, cfg.Catalog.Driver, cfg.Catalog.DSN); err != nil {
 		return nil, err
 	}
@@ -471,6 +476,7 @@ func (n *Node) Drain(ctx context.Context) error {
 // a failed Start can use it.
 func (n *Node) closeAll() error {
 	var errs []error
+	defer n.stalls.stop()
 	if n.hbCancel != nil {
 		n.hbCancel()
 		<-n.hbDone

@@ -379,6 +379,14 @@ func (l *Link) Stats() Stats {
 	}
 }
 
+// Counts returns what Stats does of the packets taken and sent and of
+// those dropped at a full queue, without its maps: the capacity governor
+// sums them over every link twice a second.
+func (l *Link) Counts() (in, out, queueDrops uint64) {
+	d, r := l.dest.Load().Stats(), l.rtcpDest.Load().Stats()
+	return l.packetsIn.Load(), d.Packets, d.Drops + r.Drops
+}
+
 func (l *Link) unregister() {
 	stopLatching(&l.unlatchRTP)
 	stopLatching(&l.unlatchRTCP)

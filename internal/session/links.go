@@ -473,6 +473,34 @@ func (s *Service) Load() Load {
 	return ld
 }
 
+// counter is what a Media may offer besides Stats: the counts Counts
+// sums, without Stats' maps.
+type counter interface {
+	Counts() (in, out, queueFull uint64)
+}
+
+// Counts returns Load's PacketsIn, PacketsOut and Dropped["queue_full"]
+// (the capacity governor's load, twice a second) at less cost: links
+// that count for themselves are asked for the three numbers alone.
+func (s *Service) Counts() (in, out, queueFull uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.retired
+	in, out, queueFull = r.PacketsIn, r.PacketsOut, r.Dropped["queue_full"]
+	for _, ls := range s.live {
+		for _, l := range ls.links {
+			if c, ok := l.media.(counter); ok {
+				i, o, q := c.Counts()
+				in, out, queueFull = in+i, out+o, queueFull+q
+				continue
+			}
+			st := mediaStats(l.media)
+			in, out, queueFull = in+st.PacketsIn, out+st.PacketsOut, queueFull+st.Dropped["queue_full"]
+		}
+	}
+	return in, out, queueFull
+}
+
 func sortedLinks(m map[string]*liveLink) []*liveLink {
 	out := make([]*liveLink, 0, len(m))
 	for _, l := range m {
@@ -512,6 +540,8 @@ func (m rtpMedia) Local() Local {
 	}
 	return Local{Addr: rtp.Addr().String(), RTPPort: int(rtp.Port()), RTCPPort: int(rtcp.Port())}
 }
+
+func (m rtpMedia) Counts() (in, out, queueFull uint64) { return m.l.Counts() }
 
 func (m rtpMedia) Stats() LinkStats {
 	st := m.l.Stats()

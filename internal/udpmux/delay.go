@@ -22,7 +22,29 @@ type delays struct {
 	sum atomic.Int64      // nanoseconds
 }
 
+// StallAt is the wait past which a send or read is a stall, heard by the
+// hook set with OnStall.
+const StallAt = 100 * time.Millisecond
+
+var stallHook atomic.Pointer[func(time.Duration)]
+
+// OnStall sets f to hear every wait past StallAt (a writer's flush or a
+// datagram read), on the goroutine that measured it; f must return at
+// once. Nil removes it.
+func OnStall(f func(time.Duration)) {
+	if f == nil {
+		stallHook.Store(nil)
+		return
+	}
+	stallHook.Store(&f)
+}
+
 func (d *delays) observe(t time.Duration) {
+	if t > StallAt {
+		if h := stallHook.Load(); h != nil {
+			(*h)(t)
+		}
+	}
 	i := 0
 	for i < len(DelayBuckets) && t.Seconds() > DelayBuckets[i] {
 		i++

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,13 @@ func TestReaderWaitAndSocketDrops(t *testing.T) {
 	if !s.info {
 		t.Skip("the kernel gives no receive timestamps or drop counts")
 	}
+	var stalls atomic.Int64 // waits the stall hook heard
+	OnStall(func(d time.Duration) {
+		if d > StallAt {
+			stalls.Add(1)
+		}
+	})
+	t.Cleanup(func() { OnStall(nil) })
 	sender := udp(t)
 	hold := make(chan struct{})
 	var got int
@@ -76,6 +84,9 @@ func TestReaderWaitAndSocketDrops(t *testing.T) {
 	}
 	if total != st.Received || waitedLong == 0 {
 		t.Fatalf("read delay %v over %d datagrams read: none waited past 100 ms of a %v stall", st.ReadDelay.Counts, st.Received, stalled)
+	}
+	if n := stalls.Load(); n == 0 || uint64(n) > waitedLong {
+		t.Fatalf("the stall hook heard %d waits past %v; the histogram has %d", n, StallAt, waitedLong)
 	}
 }
 

@@ -30,8 +30,10 @@ type Cluster struct {
 // Start starts n nats-server processes with routes to each other, a
 // PostgreSQL server and n nodes, node i attached first to server i. bin is
 // the convene binary; tmp holds their files.
-func Start(bin, tmp string, n int) (c *Cluster, err error) {
-	c = &Cluster{}
+func Start(bin, tmp string, n int) (_ *Cluster, err error) {
+	// c, not the named result: a failed start returns nil, and the deferred
+	// Stop must still see what was started.
+	c := &Cluster{}
 	defer func() {
 		if err != nil {
 			c.Stop()
