@@ -23,7 +23,7 @@ const (
 	stallEvery  = time.Minute
 	stallAfter  = 500 * time.Millisecond
 	stallWindow = 3 * time.Second
-	stallBytes  = 256 << 20
+	stallBytes  = 64 << 20
 )
 
 type stallTracer struct {

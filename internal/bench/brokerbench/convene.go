@@ -91,6 +91,20 @@ func (c *Convene) readDelay() map[float64]float64 {
 	return (&convene.Node{URL: c.url, Key: c.key}).Histogram("convene_media_receive_delay_seconds")
 }
 
+// limit reads the node's governor from GET /api/v1/node.
+func (c *Convene) limit() (string, float64) {
+	var info struct {
+		Capacity *struct {
+			LimitedBy string  `json:"limited_by"`
+			AdmitPPS  float64 `json:"admit_pps"`
+		} `json:"capacity"`
+	}
+	if err := (&convene.Node{URL: c.url, Key: c.key}).API("GET", "/api/v1/node", nil, &info); err != nil || info.Capacity == nil {
+		return "", 0
+	}
+	return info.Capacity.LimitedBy, info.Capacity.AdmitPPS
+}
+
 // drops reads the node's convene_media_dropped_packets_total.
 func (c *Convene) drops() (int64, int) {
 	v, ok := (&convene.Node{URL: c.url, Key: c.key}).Metric("convene_media_dropped_packets_total")

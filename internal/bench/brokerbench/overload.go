@@ -119,6 +119,12 @@ type OverloadStep struct {
 	// and at the load's (receive buffers full: a process that did not
 	// read in time). On one machine the load's drops are the load's
 	// limit, not the server's; the window fails for them all the same.
+	// NodeLimit is what the node's governor said at the window's end
+	// (GET /api/v1/node): what set its capacity ("cpu", "queueing",
+	// "machine") and its admission limit, packets/s handled; empty for a
+	// system without admission.
+	NodeLimit    string  `json:"node_limited_by,omitempty"`
+	NodeAdmitPPS float64 `json:"node_admit_pps,omitempty"`
 	DropsServer       int64  `json:"drops_server"`
 	DropsServerKernel uint64 `json:"drops_server_kernel"`
 	DropsLoadKernel   uint64 `json:"drops_load_kernel"`
@@ -166,6 +172,9 @@ type delayer interface {
 	// the same of its reader's wait.
 	ownDelay() map[float64]float64
 	readDelay() map[float64]float64
+	// limit is what its governor says sets its capacity, and its
+	// admission limit in packets/s ("" when it cannot be read).
+	limit() (string, float64)
 }
 
 // OverloadRun is one system in one overload scenario.
@@ -313,6 +322,9 @@ func runOverload(ctx context.Context, sys Joiner, sc overloadScenario, o Overloa
 			r1 := dl.readDelay()
 			step.NodeReadP99Ms = convene.HistogramPct(r0, r1, 0.99)
 			step.NodeOverLate += convene.HistogramOver(r0, r1, loadgen.Late.Seconds())
+		}
+		if own {
+			step.NodeLimit, step.NodeAdmitPPS = dl.limit()
 		}
 		time.Sleep(overloadDrain)
 		readDrops(sys).into(&step, drops0)

@@ -52,7 +52,9 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 		"\"dropped\" is where the window's packets were dropped, as counted: by the node itself (convene_media_dropped_packets_total; – for a system that does not say), " +
 		"by the kernel at the server's sockets and at the load's (/proc/net/udp; full receive buffers: a process that did not read in time). " +
 		"On one machine the load's drops are the load's limit, not the server's; the window fails for them all the same. " +
-		"\"machine busy\" is every process's and the kernel's CPU over the window, of all the machine's CPUs.\n\n")
+		"\"machine busy\" is every process's and the kernel's CPU over the window, of all the machine's CPUs. "+
+		"\"node admits up to\" is what the node's governor said at the window's end (/api/v1/node): the packets/s handled (sent, and taken from endpoints) it admits up to, "+
+		"and what set that: its CPU per packet (cpu), its queues past 20 ms (queueing), or a machine at least 80 % busy, when it admits nothing more (machine).\n\n")
 	if r.InStep {
 		md.WriteString("Every meeting's speaker started at the same instant (-in-step): all meetings send each frame together.\n\n")
 	} else {
@@ -81,16 +83,25 @@ func FormatOverload(r OverloadReport) string {
 	return b.String()
 }
 
+// limitCell is the node's admission limit and what set it, at the
+// window's end; – for a system without admission.
+func limitCell(s OverloadStep) string {
+	if s.NodeLimit == "" {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f, %s", s.NodeAdmitPPS, s.NodeLimit)
+}
+
 func overloadTables(r OverloadReport) []table {
 	var out []table
 	for _, run := range r.Runs {
 		t := table{title: fmt.Sprintf("%s on %s: %d listeners offered", run.Scenario, run.System, run.Listeners),
-			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "node's reader p99 ms", "node's waits > 100 ms", "dropped: node / its sockets / load's sockets", "machine busy", "pass"}}
+			header: []string{"offered (× capacity)", "offered", "admitted", "refused", "failed", "measured", "late %", "loss %", "avg latency ms", "delivered pkt/s", "node's own delay p99 ms", "node's reader p99 ms", "node's waits > 100 ms", "dropped: node / its sockets / load's sockets", "machine busy", "node admits up to (pkt/s handled), limited by", "pass"}}
 		for _, s := range run.Steps {
 			t.rows = append(t.rows, []string{fmt.Sprintf("%.2f", s.OfferedX), fmt.Sprint(s.Offered), fmt.Sprint(s.Admitted),
 				fmt.Sprint(s.Refused), fmt.Sprint(s.Failed), fmt.Sprint(s.Measured), fmt.Sprintf("%.3f", s.LatePct),
 				fmt.Sprintf("%.3f", s.LossPct), fmt.Sprintf("%.1f", s.AvgLatencyMs), fmt.Sprintf("%.0f", s.DeliveredPPS),
-				convene.BoundMs(s.NodeDelayP99Ms), convene.BoundMs(s.NodeReadP99Ms), overLateCell(s), dropsCell(s), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), passWord(s.Pass)})
+				convene.BoundMs(s.NodeDelayP99Ms), convene.BoundMs(s.NodeReadP99Ms), overLateCell(s), dropsCell(s), fmt.Sprintf("%.0f%%", 100*s.MachineBusy), limitCell(s), passWord(s.Pass)})
 		}
 		t.foot = fmt.Sprintf("In all: %d admitted, %d refused (answered in %.1f ms on average, %.1f ms at most), %d failed.",
 			run.Admitted, run.Refused, run.RefusalAvgMs, run.RefusalMaxMs, run.Failed)
