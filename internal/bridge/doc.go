@@ -6,7 +6,8 @@
 // Every node that has a session's room announces the room's tracks that
 // its own links publish, and which other nodes' tracks it wants, on
 // convene.media.<session>.state.<node> (JSON; at once on a change, then
-// every Options.Announce; a node not heard for Options.Expire is
+// every Options.Announce while another node has the session, every ten
+// of them while none has; a node not heard for Options.Expire is
 // forgotten). Another node's track appears in the local room as a member
 // that sends (ID "bridge:<node>:<n>"), with the publisher's session member
 // as its Owner and its subgroup as its Group, so the room's own rules —

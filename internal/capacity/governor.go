@@ -420,6 +420,13 @@ func (g *Governor) limitByDelay(delay, pps float64) {
 		if g.ceiling > 0 {
 			c = min(c, g.ceiling)
 		}
+		// Never under what the members admitted are predicted to be
+		// sent (and their senders send): the stall that made the queues
+		// long also sent less over the sample that measured it, and a
+		// hold set from that dip stood under the load the node carried
+		// once it caught up (single-audio: 96,763 held against 156,405
+		// carried) and set off shedding, which pauses browsers' video.
+		c = max(c, g.predicted/holdAbove)
 		if g.ceiling == 0 {
 			g.o.Logger.Warn("the node's queues hold packets: capacity held at what it carries", "delay_ms", math.Round(delay*1e3),
 				"load_pps", math.Round(pps), "capacity_pps", math.Round(c))

@@ -576,3 +576,39 @@ func TestFullMachineAdmitsNothingMore(t *testing.T) {
 		t.Fatalf("a node of 1000 packets/s on a full machine refused: %v", err)
 	}
 }
+
+// A stall sends less over the sample that sees its long queues: the hold
+// set then does not stand under what the admitted members are predicted
+// to be sent, so nothing is shed when the node catches up, and nothing
+// more is admitted.
+func TestHoldNotUnderTheCommittedLoad(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	var sent uint64
+	var cpu float64
+	delay := 0.001
+	g := New(Options{Cores: 2, ProbePPS: 1_000_000, Headroom: 0.2, Now: c.now,
+		Sent: func() uint64 { return sent }, CPU: func() float64 { return cpu },
+		Delay: func() float64 { return delay }, Predicted: func() float64 { return 150_000 }})
+	g.Sample()
+	step := func(rate uint64) Status {
+		c.t = c.t.Add(time.Second)
+		sent += rate
+		cpu += 0.5
+		g.Sample()
+		return g.Status()
+	}
+	for range 4 {
+		step(150_000)
+	}
+	delay = 0.2
+	step(40_000) // the stall: long queues, little sent
+	for i := range 10 {
+		st := step(150_000) // caught up, the queues still long
+		if st.LimitedBy != "queueing" || st.CapacityPPS < 150_000/holdAbove-1 || st.ShedLevel != 0 {
+			t.Fatalf("sample %d after a stall: %+v; want held at %.0f, nothing shed", i, st, 150_000/holdAbove)
+		}
+		if err := g.Admit("join", 100); err == nil {
+			t.Fatalf("sample %d after a stall: admitted while the queues are long", i)
+		}
+	}
+}
