@@ -123,12 +123,12 @@ type OverloadStep struct {
 	// (GET /api/v1/node): what set its capacity ("cpu", "queueing",
 	// "machine") and its admission limit, packets/s handled; empty for a
 	// system without admission.
-	NodeLimit    string  `json:"node_limited_by,omitempty"`
-	NodeAdmitPPS float64 `json:"node_admit_pps,omitempty"`
-	DropsServer       int64  `json:"drops_server"`
-	DropsServerKernel uint64 `json:"drops_server_kernel"`
-	DropsLoadKernel   uint64 `json:"drops_load_kernel"`
-	Pass              bool   `json:"pass"` // 0 % late and average under 20 ms
+	NodeLimit         string  `json:"node_limited_by,omitempty"`
+	NodeAdmitPPS      float64 `json:"node_admit_pps,omitempty"`
+	DropsServer       int64   `json:"drops_server"`
+	DropsServerKernel uint64  `json:"drops_server_kernel"`
+	DropsLoadKernel   uint64  `json:"drops_load_kernel"`
+	Pass              bool    `json:"pass"` // 0 % late and average under 20 ms
 }
 
 // dropper is a system that counts what it dropped and whose sockets'

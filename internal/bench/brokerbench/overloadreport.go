@@ -52,8 +52,8 @@ func WriteOverloadReport(dir string, r OverloadReport) (mdPath, jsonPath string,
 		"\"dropped\" is where the window's packets were dropped, as counted: by the node itself (convene_media_dropped_packets_total; – for a system that does not say), " +
 		"by the kernel at the server's sockets and at the load's (/proc/net/udp; full receive buffers: a process that did not read in time). " +
 		"On one machine the load's drops are the load's limit, not the server's; the window fails for them all the same. " +
-		"\"machine busy\" is every process's and the kernel's CPU over the window, of all the machine's CPUs. "+
-		"\"node admits up to\" is what the node's governor said at the window's end (/api/v1/node): the packets/s handled (sent, and taken from endpoints) it admits up to, "+
+		"\"machine busy\" is every process's and the kernel's CPU over the window, of all the machine's CPUs. " +
+		"\"node admits up to\" is what the node's governor said at the window's end (/api/v1/node): the packets/s handled (sent, and taken from endpoints) it admits up to, " +
 		"and what set that: its CPU per packet (cpu), its queues past 20 ms (queueing), or a machine at least 80 % busy, when it admits nothing more (machine).\n\n")
 	if r.InStep {
 		md.WriteString("Every meeting's speaker started at the same instant (-in-step): all meetings send each frame together.\n\n")
