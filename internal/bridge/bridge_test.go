@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -424,5 +425,45 @@ func TestLoneSpanAnnouncesRarely(t *testing.T) {
 	time.Sleep(alone)
 	if n := fromA.Load() - before; n < 10 {
 		t.Fatalf("with a peer, a announced %d times in %v (interval %v): want about every interval", n, alone, announce)
+	}
+}
+
+// A span whose peer went quiet (expired: NATS restarting, a partition)
+// goes on announcing every interval for a while, so the two find each
+// other again as soon as messages flow.
+func TestSpanThatLostItsPeerAnnouncesOften(t *testing.T) {
+	srv := natsServer(t)
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var fromA atomic.Int64
+	if _, err := nc.Subscribe(stateSubject("s_1", "a"), func(*nats.Msg) { fromA.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	announce := 20 * time.Millisecond
+	a, err := New(Options{Node: "a", Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv), Announce: announce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Shutdown)
+	a.Open(broker.NewRoom("s_1"))
+	// a's hello came through: its subscriptions, sent before it, are in.
+	testutil.WaitFor(t, 5*time.Second, "a's hello", func() bool { return fromA.Load() > 0 })
+	// b says it has the session once, then goes quiet: a expires it
+	// after Expire (3 intervals).
+	hello, _ := json.Marshal(state{Node: "b", Hello: true, Tracks: []trackDesc{}})
+	if err := nc.Publish(stateSubject("s_1", "b"), hello); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * announce) // expired after 3
+	before := fromA.Load()
+	time.Sleep(10 * announce)
+	if n := fromA.Load() - before; n < 5 {
+		t.Fatalf("after its peer expired, a announced %d times in 10 intervals: want about every interval", n)
 	}
 }

@@ -104,6 +104,11 @@ type span struct {
 	exports map[*broker.Track]*export
 	peers   map[string]*peer
 	hello   bool // another node asked for our state
+	// lastPeered is when the span last had a peer: one that lost its
+	// peers (NATS restarting, a partition) keeps announcing every
+	// interval for lonelyFor, so both sides find each other again
+	// within a second of the connection coming back.
+	lastPeered time.Time
 }
 
 func newSpan(b *Bridge, r *broker.Room) (*span, error) {
@@ -219,13 +224,22 @@ func (s *span) close() {
 const aloneEvery = 10
 
 // interval is how often the span announces: Options.Announce while other
-// nodes have the session, aloneEvery times that while none has.
+// nodes have the session (and for lonelyFor intervals after the last went),
+// aloneEvery times that while none has.
 func (s *span) interval() time.Duration {
-	if len(s.peers) == 0 {
+	now := s.b.o.Now()
+	if len(s.peers) > 0 {
+		s.lastPeered = now
+	}
+	if len(s.peers) == 0 && (s.lastPeered.IsZero() || now.Sub(s.lastPeered) > lonelyFor*s.b.o.Announce) {
 		return s.b.o.Announce * aloneEvery
 	}
 	return s.b.o.Announce
 }
+
+// lonelyFor is how many announcement intervals a span that lost its last
+// peer goes on announcing every interval.
+const lonelyFor = 30
 
 // jitter spreads the spans' ticks: rooms opened together (a node's start,
 // a benchmark's meetings) would otherwise tick in step.
