@@ -385,23 +385,31 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 }
 
-// A room no other node has is announced when it opens and then every
-// aloneEvery intervals, not every interval; once another node has the
-// session too, every interval.
-func TestLoneSpanAnnouncesRarely(t *testing.T) {
+// stateWatch is a nats-server, a connection on it and a count of node
+// a's state messages for session s_1.
+func stateWatch(t *testing.T) (*server.Server, *nats.Conn, *atomic.Int64) {
+	t.Helper()
 	srv := natsServer(t)
 	nc, err := nats.Connect("", nats.InProcessServer(srv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	var fromA atomic.Int64
+	fromA := &atomic.Int64{}
 	if _, err := nc.Subscribe(stateSubject("s_1", "a"), func(*nats.Msg) { fromA.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	return srv, nc, fromA
+}
+
+// A room no other node has is announced when it opens and then every
+// aloneEvery intervals, not every interval; once another node has the
+// session too, every interval.
+func TestLoneSpanAnnouncesRarely(t *testing.T) {
+	srv, _, fromA := stateWatch(t)
 	announce := 20 * time.Millisecond
 	newBridge := func(id string) *Bridge {
 		b, err := New(Options{Node: id, Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv), Announce: announce})
@@ -432,19 +440,7 @@ func TestLoneSpanAnnouncesRarely(t *testing.T) {
 // goes on announcing every interval for a while, so the two find each
 // other again as soon as messages flow.
 func TestSpanThatLostItsPeerAnnouncesOften(t *testing.T) {
-	srv := natsServer(t)
-	nc, err := nats.Connect("", nats.InProcessServer(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	var fromA atomic.Int64
-	if _, err := nc.Subscribe(stateSubject("s_1", "a"), func(*nats.Msg) { fromA.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	srv, nc, fromA := stateWatch(t)
 	announce := 20 * time.Millisecond
 	a, err := New(Options{Node: "a", Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv), Announce: announce})
 	if err != nil {
