@@ -612,6 +612,11 @@ func (g *Governor) Status() Status {
 	case g.machineFull():
 		st.LimitedBy = "machine"
 	}
+	if g.machineFull() {
+		// It admits nothing more: what it admits up to is what it has
+		// (so other nodes' refusals do not name it, registry.Node.Room).
+		st.AdmitPPS = min(st.AdmitPPS, max(st.LoadPPS, st.CommittedPPS))
+	}
 	if g.o.PPS == 0 && g.cost > 0 {
 		st.CostNS = g.cost * 1e9
 	}

@@ -558,8 +558,8 @@ func TestFullMachineAdmitsNothingMore(t *testing.T) {
 	if !errors.As(err, &r) || r.MachineBusy < 0.84 || r.Paced || !strings.Contains(err.Error(), "85 %") {
 		t.Fatalf("machine 85 %% busy: admit gave %v (%+v)", err, r)
 	}
-	if st.LimitedBy != "machine" || st.ShedLevel != 0 || g.Level() != Normal {
-		t.Fatalf("machine 85 %% busy: %+v", st)
+	if st.LimitedBy != "machine" || st.ShedLevel != 0 || g.Level() != Normal || st.AdmitPPS > max(st.LoadPPS, st.CommittedPPS) {
+		t.Fatalf("machine 85 %% busy: %+v (it admits nothing more: no room to publish)", st)
 	}
 	others = 0.9 // 70 %
 	if st := run(50_000); st.LimitedBy != "cpu" {
