@@ -31,7 +31,7 @@ func startCluster(t *testing.T, ids ...string) *cluster {
 	t.Cleanup(func() {
 		if t.Failed() { // what the nodes' buses said, for the failure
 			for _, l := range strings.Split(c.logs.String(), "\n") {
-				if strings.Contains(l, "component=bus") {
+				if strings.Contains(l, "component=bus") || strings.Contains(l, "component=place") {
 					t.Log(l)
 				}
 			}

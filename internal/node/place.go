@@ -32,10 +32,14 @@ func (n *Node) place(sid string) (capacity.Alternative, bool) {
 	defer cancel()
 	l, err := n.cat.Owner(ctx, sid)
 	if err != nil || l.Node == "" || l.Node == self || !l.Expires.After(time.Now()) {
+		if err == nil && l.Node != "" && l.Node != self {
+			n.log.Debug("member not placed: the owner's lease has lapsed", "component", "place", "session", sid, "owner", l.Node)
+		}
 		return none, false
 	}
 	owner := busToken(l.Node)
 	if !n.registry.Near(busToken(n.cfg.NodeID), owner, within) {
+		n.log.Debug("member not placed: the owner is not near", "component", "place", "session", sid, "owner", owner, "within", within)
 		return none, false
 	}
 	for _, a := range n.alternatives(placePPS) {
@@ -43,6 +47,7 @@ func (n *Node) place(sid string) (capacity.Alternative, bool) {
 			return a, true
 		}
 	}
+	n.log.Debug("member not placed: the owner has no room, or takes no token of ours", "component", "place", "session", sid, "owner", owner)
 	return none, false
 }
 
