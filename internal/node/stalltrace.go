@@ -65,11 +65,12 @@ func (t *stallTracer) stall(d time.Duration) {
 	t.last = now
 	t.n++
 	path := filepath.Join(t.dir, fmt.Sprintf("stall-%s-%dms.trace", now.UTC().Format("20060102-150405.000"), d.Milliseconds()))
-	t.wg.Add(1)
+	fr := t.fr
+	t.wg.Add(1) // under mu, before stop clears fr: never after stop's Wait began
 	go func() {
 		defer t.wg.Done()
 		time.Sleep(stallAfter)
-		if err := t.write(path); err != nil {
+		if err := writeTrace(fr, path); err != nil {
 			t.log.Warn("stall trace", "err", err)
 			return
 		}
@@ -77,17 +78,12 @@ func (t *stallTracer) stall(d time.Duration) {
 	}()
 }
 
-func (t *stallTracer) write(path string) error {
+// writeTrace writes fr's window to a new file at path; fr is stopped only
+// after every write (stallTracer.stop waits for them).
+func writeTrace(fr *trace.FlightRecorder, path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
 	if err != nil {
 		return err
-	}
-	t.mu.Lock()
-	fr := t.fr
-	t.mu.Unlock()
-	if fr == nil {
-		f.Close()
-		return os.Remove(path)
 	}
 	if _, err := fr.WriteTo(f); err != nil {
 		f.Close()
@@ -102,10 +98,10 @@ func (t *stallTracer) stop() {
 		return
 	}
 	udpmux.OnStall(nil)
-	t.wg.Wait()
 	t.mu.Lock()
 	fr := t.fr
-	t.fr = nil
+	t.fr = nil // a stall from now on starts no write
 	t.mu.Unlock()
+	t.wg.Wait()
 	fr.Stop()
 }
