@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convene/convene/internal/bench/clusterbench"
+	"github.com/convene/convene/internal/config"
 )
 
 // benchClusterCmd measures sessions spread over one, two and three nodes
@@ -22,6 +23,7 @@ func benchClusterCmd(args []string, stdout, stderr io.Writer) int {
 	window := fs.Duration("window", 20*time.Second, "measuring window of each layout")
 	quick := fs.Bool("quick", false, "20 sessions, 8 s windows")
 	profile := fs.Bool("profile", false, "save each node's CPU profile over each layout's window in -out")
+	batch := fs.Duration("batch", config.Default().NATS.MediaBatch.Std(), "the nodes' nats.media_batch: how long a bridged packet waits for others to the same node")
 	note := fs.String("note", "", "a note for the report (the machine's state, say)")
 	wait := fs.Bool("wait", false, "wait for a running benchmark to finish instead of refusing to start")
 	server := conveneFlag(fs)
@@ -46,7 +48,7 @@ func benchClusterCmd(args []string, stdout, stderr io.Writer) int {
 	defer h.release()
 	start := time.Now()
 	res, err := clusterbench.Run(h.Ctx, clusterbench.Config{Convene: bin, Tmp: h.Tmp, Sessions: *sessions, Members: *members,
-		Warmup: *warmup, Window: *window, Notes: nonEmpty(*note), Profile: profilePrefix(*profile, *out), Log: func(f string, a ...any) {
+		Warmup: *warmup, Window: *window, Batch: *batch, Notes: nonEmpty(*note), Profile: profilePrefix(*profile, *out), Log: func(f string, a ...any) {
 			fmt.Fprintf(stdout, "[%s] "+f+"\n", append([]any{time.Since(start).Round(time.Second)}, a...)...)
 		}})
 	return report("cluster", stdout, stderr, err, func() (string, error) { return clusterbench.Write(*out, res) },

@@ -3,7 +3,7 @@ package bridge
 import (
 	"errors"
 	"log/slog"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,17 +32,27 @@ type Options struct {
 	// Announce is how often a room's state is sent again (default 1 s);
 	// Expire how long another node's state lasts unheard (default 3 s).
 	Announce, Expire time.Duration
-	// Queue bounds the packets waiting to leave, per kind (default 1024).
-	Queue  int
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Queue bounds the RTCP packets waiting to leave, per kind (default
+	// 1024).
+	Queue int
+	// Batch is how long a packet may wait for others going to the same
+	// node before they leave as one message; 0 sends what has gathered as
+	// soon as the sender runs. MaxBatch bounds a message's bytes (default
+	// DefaultMaxBatch); a full one leaves at once.
+	Batch    time.Duration
+	MaxBatch int
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Stats are the bridge's counters since it started.
 type Stats struct {
-	// PacketsOut and BytesOut are the messages sent and their bytes
-	// (envelope included); PacketsIn and BytesIn those received.
+	// PacketsOut and BytesOut are the packets sent and the bytes of their
+	// messages (envelopes included); PacketsIn and BytesIn those received.
 	PacketsOut, BytesOut, PacketsIn, BytesIn uint64
+	// BatchesOut and BatchesIn count the media messages that carried the
+	// RTP packets (a batch holds one or more).
+	BatchesOut, BatchesIn uint64
 	// Dropped counts packets dropped: a full queue, a failed publish, a
 	// malformed message.
 	Dropped uint64
@@ -55,19 +65,31 @@ type Stats struct {
 // Bridge spans rooms across nodes. Attach it to a broker with
 // broker.Broker.Watch(b.Open, b.Close).
 type Bridge struct {
-	o   Options
-	log *slog.Logger
-	out [2]chan outgoing // by media.Kind
+	o     Options
+	log   *slog.Logger
+	out   [2]chan outgoing // RTCP, by media.Kind
+	batch [2]*batcher      // RTP, by media.Kind
+	unsub [2]func()        // the subscriptions to this node's batches
 
 	mu    sync.Mutex
 	spans map[*broker.Room]*span
 
 	wg                                       sync.WaitGroup
 	pktsOut, bytesOut, pktsIn, bytesIn, drop atomic.Uint64
+	batchesOut, batchesIn                    atomic.Uint64
 	closed                                   atomic.Bool
-	// lastN numbers the node's exported tracks, across its rooms: the
-	// number alone names a track's subject.
+	// lastN numbers the node's exported tracks, across its rooms: with
+	// the node's ID the number names a track across the cluster.
 	lastN atomic.Uint32
+	// routes are the other nodes' tracks this node pulls, by node and
+	// number: copied on a change, read without a lock by every batch.
+	routes atomic.Pointer[map[route]*broker.Track]
+	rmu    sync.Mutex
+}
+
+type route struct {
+	node string
+	n    uint32
 }
 
 type outgoing struct {
@@ -91,6 +113,12 @@ func New(o Options) (*Bridge, error) {
 	if o.Queue <= 0 {
 		o.Queue = 1024
 	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.Batch < 0 {
+		o.Batch = 0
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -98,15 +126,75 @@ func New(o Options) (*Bridge, error) {
 		o.Now = time.Now
 	}
 	b := &Bridge{o: o, log: o.Logger.With("component", "bridge"), spans: map[*broker.Room]*span{}}
+	b.routes.Store(&map[route]*broker.Track{})
+	for k, c := range []Conn{o.Audio, o.Video} {
+		kind := media.Kind(k)
+		unsub, err := c.Subscribe(batchSubject(o.Node, "*"), func(subject string, data []byte) { b.receive(kind, subject, data) })
+		if err != nil {
+			if k > 0 {
+				b.unsub[0]()
+			}
+			return nil, err
+		}
+		b.unsub[k] = unsub
+	}
 	for k, c := range []Conn{o.Audio, o.Video} {
 		b.out[k] = make(chan outgoing, o.Queue)
 		b.wg.Add(1)
 		go b.send(c, b.out[k], media.Kind(k))
+		b.batch[k] = newBatcher(b, c, o.Batch, o.MaxBatch)
 	}
 	return b, nil
 }
 
-// send publishes one kind's packets in the order they were queued.
+// receive publishes the packets of a batch from another node, each on its
+// track's member in the local room, where they fan out like a local
+// sender's. Records of tracks this node does not pull (any more) are let
+// go; a malformed record ends the batch and counts as dropped.
+func (b *Bridge) receive(kind media.Kind, subject string, data []byte) {
+	from := subject[strings.LastIndexByte(subject, '.')+1:]
+	routes := *b.routes.Load()
+	b.batchesIn.Add(1)
+	b.bytesIn.Add(uint64(len(data)))
+	err := parseBatch(data, func(n uint32, k media.Kind, pkt []byte) {
+		t := routes[route{from, n}]
+		if t == nil || k != kind || t.Kind() != kind || len(pkt) >= media.BufSize {
+			return
+		}
+		b.pktsIn.Add(1)
+		p := media.NewPacket()
+		p.SetLen(copy(p.Buffer(), pkt))
+		t.Publish(p)
+	})
+	if err != nil {
+		b.drop.Add(1)
+	}
+}
+
+// pull routes node's track n to t until the returned func is called.
+func (b *Bridge) pull(node string, n uint32, t *broker.Track) func() {
+	k := route{node, n}
+	b.setRoute(k, t)
+	return func() { b.setRoute(k, nil) }
+}
+
+func (b *Bridge) setRoute(k route, t *broker.Track) {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	old := *b.routes.Load()
+	next := make(map[route]*broker.Track, len(old)+1)
+	for r, tr := range old {
+		next[r] = tr
+	}
+	if t != nil {
+		next[k] = t
+	} else {
+		delete(next, k)
+	}
+	b.routes.Store(&next)
+}
+
+// send publishes one kind's RTCP packets in the order they were queued.
 func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 	defer b.wg.Done()
 	buf := make([]byte, 0, EnvelopeLen+media.BufSize)
@@ -122,8 +210,8 @@ func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 	}
 }
 
-// enqueue hands a packet of local track n to its kind's sender; it never
-// blocks. It takes over the caller's reference.
+// enqueue hands an RTCP packet to its kind's sender; it never blocks. It
+// takes over the caller's reference.
 func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, n uint32, subject, owner string) {
 	select {
 	case b.out[kind] <- outgoing{p: p, n: n, subject: subject, owner: owner}:
@@ -172,8 +260,10 @@ func (b *Bridge) Shutdown() {
 	for _, s := range spans {
 		s.close()
 	}
-	for _, q := range b.out {
+	for k, q := range b.out {
 		close(q)
+		b.unsub[k]()
+		b.batch[k].stop()
 	}
 	b.wg.Wait()
 }
@@ -181,7 +271,7 @@ func (b *Bridge) Shutdown() {
 // Stats returns the bridge's counters.
 func (b *Bridge) Stats() Stats {
 	st := Stats{PacketsOut: b.pktsOut.Load(), BytesOut: b.bytesOut.Load(), PacketsIn: b.pktsIn.Load(),
-		BytesIn: b.bytesIn.Load(), Dropped: b.drop.Load()}
+		BytesIn: b.bytesIn.Load(), BatchesOut: b.batchesOut.Load(), BatchesIn: b.batchesIn.Load(), Dropped: b.drop.Load()}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st.Rooms = len(b.spans)
@@ -198,6 +288,4 @@ func (b *Bridge) Stats() Stats {
 func stateSubject(session, node string) string { return "convene.media." + session + ".state." + node }
 func keySubject(session, node string) string   { return "convene.media." + session + ".key." + node }
 func rtcpSubject(session, node string) string  { return "convene.media." + session + ".rtcp." + node }
-func dataSubject(node string, n uint32) string {
-	return "convene.m." + node + "." + strconv.FormatUint(uint64(n), 10)
-}
+func batchSubject(to, from string) string      { return "convene.m." + to + "." + from }

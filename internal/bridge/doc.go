@@ -13,26 +13,37 @@
 // as its Owner and its subgroup as its Group, so the room's own rules —
 // no echo per owner, subgroups — hold across nodes. While that member's
 // track has local subscribers (broker.Member.OnSubscribers) the node
-// subscribes to the track's subject and says it wants it; the publishing
-// node taps the local track (broker.Room.Tap, after the floor gate) only
-// while some node wants it. Remote tracks are never announced again, so
-// media cannot loop.
+// says it wants it; the publishing node taps the local track
+// (broker.Room.Tap, after the floor gate) only while some node wants it,
+// and sends each packet once to each node that wants it. Remote tracks
+// are never announced again, so media cannot loop.
 //
-// A packet crosses as one NATS message on convene.m.<node>.<n>, where n
-// numbers the tracks a node exports across all its rooms (short subjects:
-// NATS frames each message with its subject): a 5-byte envelope, then the
-// RTP packet unchanged (same SSRC, sequence numbers and timestamps):
+// Packets cross in batches: a node gathers one kind's packets by the node
+// they go to and sends each node's as one NATS message on
+// convene.m.<to>.<from>, when the oldest has waited Options.Batch
+// (nats.media_batch), when the batch reaches Options.MaxBatch bytes, or,
+// with no window, as soon as the sender runs. Every message costs both
+// nodes and every NATS server on the way a wake-up, a read and a parse,
+// whatever it carries; at a few thousand packets a second, one message
+// per packet cost a node more to receive than to deliver a packet to six
+// endpoints. A node subscribes once per kind to convene.m.<self>.*. A
+// message is records, each a 5-byte envelope, a 2-byte length and the
+// RTP packet unchanged (same SSRC, sequence numbers and timestamps); n
+// numbers the tracks a node exports across all its rooms, so (from, n)
+// names a track:
 //
 //	 0                   1                   2                   3
 //	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //	|V=1|K|R| flags |        track number n (uint32) …              |
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	| … n (cont.)   |  RTP packet …
-//	+-+-+-+-+-+-+-+-+-------------------
+//	| … n (cont.)   |     length (uint16)           |  RTP packet …
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-------------
 //
 // V is the envelope version, K the kind (0 audio, 1 video), R set for
-// RTCP, flags zero. Audio and video travel on separate
+// RTCP (never set in a batch), flags zero. A record of a track the node
+// does not pull (any more) is let go; a malformed one ends its message
+// and counts as dropped. Audio and video travel on separate
 // connections (Options.Audio, Options.Video), so an audio packet never
 // waits behind a video burst in one connection's buffer, and on the
 // receiving node both enter the room like any publisher's packets, where
@@ -57,6 +68,9 @@
 //
 // Concurrency: each spanned room has one goroutine that owns its state
 // (remote members, wants, taps); room callbacks and state messages only
-// kick it. Packets leave through one bounded queue and sender goroutine
-// per kind: a full queue drops and counts, never blocking the publisher.
+// kick it. A track's packets are copied into the batches under a mutex
+// on the publisher's goroutine; one goroutine per kind publishes them,
+// and a node's batches past 8 × MaxBatch bytes (NATS not keeping up) drop
+// and count, never blocking the publisher. RTCP leaves through a bounded
+// queue and sender goroutine per kind.
 package bridge

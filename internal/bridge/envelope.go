@@ -20,6 +20,7 @@ const (
 var (
 	ErrShort   = errors.New("bridge: message shorter than the envelope")
 	ErrVersion = errors.New("bridge: unknown envelope version")
+	ErrRecord  = errors.New("bridge: RTCP record in a batch of RTP")
 )
 
 // MaxOwner bounds the owner ID an RTCP message carries.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,11 +53,11 @@ const remotePrefix = "bridge:"
 
 // export is a local track announced to the other nodes.
 type export struct {
-	n       uint32
-	track   *broker.Track
-	desc    trackDesc
-	subject string
-	untap   func() // set while some node wants it
+	n     uint32
+	track *broker.Track
+	desc  trackDesc
+	to    atomic.Pointer[[]string] // the nodes that want it, sorted
+	untap func()                   // set while some node wants it
 }
 
 // import_ is another node's track, a sending member of the local room.
@@ -407,7 +408,7 @@ func (s *span) sync() bool {
 		e := s.exports[t]
 		if e == nil {
 			n := s.b.lastN.Add(1)
-			e = &export{n: n, track: t, subject: dataSubject(s.b.o.Node, n)}
+			e = &export{n: n, track: t}
 			s.exports[t] = e
 			changed = true
 		}
@@ -422,10 +423,10 @@ func (s *span) sync() bool {
 			e.desc, changed = d, true
 		}
 	}
-	wanted := map[uint32]bool{}
-	for _, p := range s.peers {
+	wanted := map[uint32][]string{}
+	for node, p := range s.peers {
 		for _, n := range p.wants {
-			wanted[n] = true
+			wanted[n] = append(wanted[n], node)
 		}
 	}
 	c := spanCounts{}
@@ -438,12 +439,14 @@ func (s *span) sync() bool {
 			changed = true
 			continue
 		}
-		switch want := wanted[e.n]; {
+		to := wanted[e.n]
+		sort.Strings(to)
+		if old := e.to.Load(); old == nil || !slices.Equal(*old, to) {
+			e.to.Store(&to)
+		}
+		switch want := len(to) > 0; {
 		case want && e.untap == nil:
-			n, kind, subject := e.n, t.Kind(), e.subject
-			e.untap = s.room.Tap(t, remotePrefix+"tap", broker.SinkFunc(func(p *media.Packet, _ *broker.Track) {
-				s.b.enqueue(p, kind, n, subject, "")
-			}))
+			e.untap = s.room.Tap(t, remotePrefix+"tap", exportTap{s.b, e, t.Kind()})
 		case !want && e.untap != nil:
 			e.untap()
 			e.untap = nil
@@ -476,27 +479,27 @@ func (s *span) sync() bool {
 	return changed
 }
 
-// pull subscribes to a remote track's packets and publishes each into the
-// room on the track's member: it fans out here like a local sender's.
-func (s *span) pull(node string, imp *import_) (func(), error) {
-	kind, _ := media.ParseKind(imp.desc.Kind)
-	conn := s.b.o.Audio
-	if kind == media.Video {
-		conn = s.b.o.Video
+// exportTap copies a local track's packets into the batches of the nodes
+// that want it.
+type exportTap struct {
+	b    *Bridge
+	e    *export
+	kind media.Kind
+}
+
+func (x exportTap) Deliver(p *media.Packet, _ *broker.Track) {
+	if to := *x.e.to.Load(); len(to) > 0 {
+		x.b.batch[x.kind].add(p.Bytes(), x.e.n, x.kind, to)
 	}
-	t, b := imp.track, s.b
-	return conn.Subscribe(dataSubject(node, imp.desc.N), func(_ string, data []byte) {
-		_, _, rtcp, pkt, err := parseEnvelope(data)
-		if err != nil || rtcp || len(pkt) == 0 || len(pkt) >= media.BufSize {
-			b.drop.Add(1)
-			return
-		}
-		b.pktsIn.Add(1)
-		b.bytesIn.Add(uint64(len(data)))
-		p := media.NewPacket()
-		p.SetLen(copy(p.Buffer(), pkt))
-		t.Publish(p)
-	})
+	p.Release()
+}
+
+// pull takes a remote track's packets in from now on: the node's batches
+// carry them once this node says it wants them, and each is published
+// into the room on the track's member, fanning out here like a local
+// sender's.
+func (s *span) pull(node string, imp *import_) (func(), error) {
+	return s.b.pull(node, imp.desc.N, imp.track), nil
 }
 
 // announce sends this node's state of the room.

@@ -385,6 +385,14 @@ type NATSConfig struct {
 	// Listen makes the embedded server also accept outside clients on this
 	// host:port. Empty means in-process only. Ignored when URL is set.
 	Listen string `yaml:"listen"`
+	// MediaBatch is how long a packet bridged to another node may wait
+	// for others going there, so they cross as one message (package
+	// bridge): each message costs both nodes and the NATS servers a
+	// wake-up and a read, whatever it carries. 0 sends what has gathered
+	// as soon as the sender runs. The default, 10 ms, is half an audio
+	// frame: bridged packets arrive up to that much later, and in bursts
+	// their receivers' jitter buffers absorb.
+	MediaBatch Duration `yaml:"media_batch"`
 }
 
 // CatalogConfig configures the catalog database.
@@ -454,6 +462,7 @@ func Default() Config {
 			RequestRate: 100, MaxContacts: 10, TCPIdleTimeout: Duration(2 * time.Minute), TCPMaxConns: 4096, TCPMaxConnsPerIP: 32,
 			MinPasswordLength: 12},
 		Links:             LinksConfig{MaxPerMember: 8, MaxPerSession: 64, Consent: Duration(30 * time.Second)},
+		NATS:              NATSConfig{MediaBatch: Duration(10 * time.Millisecond)},
 		Catalog:           CatalogConfig{Driver: DriverSQLite},
 		Log:               LogConfig{Level: "info", Format: "text"},
 		HeartbeatInterval: Duration(2 * time.Second),
@@ -694,6 +703,9 @@ func (c Config) Validate() error {
 		if err := checkNATSURL(c.NATS.URL); err != nil {
 			bad("nats.url", c.NATS.URL, "%v", err)
 		}
+	}
+	if c.NATS.MediaBatch < 0 || c.NATS.MediaBatch.Std() > 100*time.Millisecond {
+		bad("nats.media_batch", c.NATS.MediaBatch, "want 0 to 100ms")
 	}
 	if c.NATS.Listen != "" {
 		if err := checkHostPort(c.NATS.Listen); err != nil {

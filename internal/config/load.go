@@ -325,6 +325,7 @@ var flagUsage = map[string]string{
 	"sip.tcp_max_conns_per_ip":     "most SIP TCP connections accepted at once from one IP",
 	"sip.min_password_length":      "shortest SIP account password accepted, in characters",
 	"nats.url":                     "`URL` of an external NATS server; empty runs an embedded in-process server",
+	"nats.media_batch":             "longest `duration` a packet bridged to another node waits for others going there, to cross as one message (0: at once)",
 	"nats.listen":                  "embedded NATS only: also accept outside clients on this `host:port`; empty means in-process only",
 	"catalog.driver":               "catalog database `driver`: sqlite or postgres",
 	"catalog.dsn":                  "catalog database `DSN` (default for sqlite: <data_dir>/convene.db)",

@@ -19,7 +19,7 @@ import (
 // startBridge spans every room of the node across the cluster (package
 // bridge): state on the bus's own connection, audio and video on a
 // connection each, so audio never queues behind video.
-func startBridge(b *bus.Bus, log *slog.Logger) (*bridge.Bridge, []*bridgeConn, error) {
+func startBridge(b *bus.Bus, batch time.Duration, log *slog.Logger) (*bridge.Bridge, []*bridgeConn, error) {
 	var conns []*nats.Conn
 	closeAll := func() {
 		for _, c := range conns {
@@ -36,7 +36,7 @@ func startBridge(b *bus.Bus, log *slog.Logger) (*bridge.Bridge, []*bridgeConn, e
 	}
 	audio, video := bridge.NATSMedia(conns[0]), bridge.NATSMedia(conns[1])
 	br, err := bridge.New(bridge.Options{Node: b.NodeID(), Control: bridge.NATS(b.Conn()),
-		Audio: audio, Video: video, Logger: log})
+		Audio: audio, Video: video, Batch: batch, Logger: log})
 	if err != nil {
 		closeAll()
 		audio.Close()
@@ -62,7 +62,8 @@ func (c *bridgeConn) close() {
 // /metrics is scraped. Metrics:
 //
 //	convene_bridge_packets_total{direction}   packets sent to (out) and received from (in) other nodes
-//	convene_bridge_bytes_total{direction}     their bytes, the 3-byte envelope included
+//	convene_bridge_bytes_total{direction}     their messages' bytes, envelopes included
+//	convene_bridge_messages_total{direction}  the media messages (batches) that carried them
 //	convene_bridge_dropped_total              packets dropped: a full queue, a failed publish, a bad message
 //	convene_bridge_tracks{state}              other nodes' tracks in this node's rooms (remote), those
 //	                                          pulled here, and this node's tracks pushed to others
@@ -71,21 +72,22 @@ type clusterCollector struct {
 	br  *bridge.Bridge
 	svc *session.Service
 
-	packets, bytes, dropped, tracks, lost *prometheus.Desc
+	packets, bytes, messages, dropped, tracks, lost *prometheus.Desc
 }
 
 func newClusterCollector(br *bridge.Bridge, svc *session.Service) *clusterCollector {
 	return &clusterCollector{br: br, svc: svc,
-		packets: prometheus.NewDesc("convene_bridge_packets_total", "Media packets sent to (out) and received from (in) other nodes.", []string{"direction"}, nil),
-		bytes:   prometheus.NewDesc("convene_bridge_bytes_total", "Bytes of media messages to and from other nodes, envelope included.", []string{"direction"}, nil),
-		dropped: prometheus.NewDesc("convene_bridge_dropped_total", "Bridged packets dropped (full queue, failed publish, malformed message).", nil, nil),
-		tracks:  prometheus.NewDesc("convene_bridge_tracks", "Other nodes' tracks in this node's rooms (remote), pulled here (pulled), and this node's tracks sent to others (pushed).", []string{"state"}, nil),
-		lost:    prometheus.NewDesc("convene_session_leases_lost_total", "Sessions this node stopped owning: lease not renewed in time or taken over.", nil, nil),
+		packets:  prometheus.NewDesc("convene_bridge_packets_total", "Media packets sent to (out) and received from (in) other nodes.", []string{"direction"}, nil),
+		bytes:    prometheus.NewDesc("convene_bridge_bytes_total", "Bytes of media messages to and from other nodes, envelope included.", []string{"direction"}, nil),
+		messages: prometheus.NewDesc("convene_bridge_messages_total", "Media messages (batches of packets) sent to (out) and received from (in) other nodes.", []string{"direction"}, nil),
+		dropped:  prometheus.NewDesc("convene_bridge_dropped_total", "Bridged packets dropped (full queue, failed publish, malformed message).", nil, nil),
+		tracks:   prometheus.NewDesc("convene_bridge_tracks", "Other nodes' tracks in this node's rooms (remote), pulled here (pulled), and this node's tracks sent to others (pushed).", []string{"state"}, nil),
+		lost:     prometheus.NewDesc("convene_session_leases_lost_total", "Sessions this node stopped owning: lease not renewed in time or taken over.", nil, nil),
 	}
 }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.dropped, c.tracks, c.lost} {
+	for _, d := range []*prometheus.Desc{c.packets, c.bytes, c.messages, c.dropped, c.tracks, c.lost} {
 		ch <- d
 	}
 }
@@ -102,6 +104,8 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.packets, st.PacketsIn, "in")
 	counter(c.bytes, st.BytesOut, "out")
 	counter(c.bytes, st.BytesIn, "in")
+	counter(c.messages, st.BatchesOut, "out")
+	counter(c.messages, st.BatchesIn, "in")
 	counter(c.dropped, st.Dropped)
 	gauge(c.tracks, st.RemoteTracks, "remote")
 	gauge(c.tracks, st.Pulled, "pulled")

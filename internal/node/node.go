@@ -173,7 +173,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	rooms := broker.New()
-	if n.bridge, n.bridgeConns, err = startBridge(n.bus, log); err != nil {
+	if n.bridge, n.bridgeConns, err = startBridge(n.bus, n.cfg.NATS.MediaBatch.Std(), log); err != nil {
 		return nil, err
 	}
 	rooms.Watch(n.bridge.Open, n.bridge.Close)

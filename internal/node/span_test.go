@@ -149,12 +149,12 @@ func TestSessionSpansNodes(t *testing.T) {
 	}
 	sort.Slice(hop, func(i, j int) bool { return hop[i] < hop[j] })
 	st := a.bridge.Stats()
-	subject := "convene.m.node-a.1" // node A's first exported track
-	payload := bridge.EnvelopeLen + len(rtpPacket(0))
+	subject := "convene.m.node-b.node-a"            // node A's batches to node B
+	payload := bridge.RecordLen + len(rtpPacket(0)) // a batch of one packet
 	pub := len("PUB "+subject+" "+strconv.Itoa(payload)+"\r\n") + 2
 	msg := len("MSG "+subject+" 12 "+strconv.Itoa(payload)+"\r\n") + 2
-	t.Logf("between nodes per packet: %d bytes of RTP + %d envelope (bridge: %d messages, %d bytes out); NATS framing adds %d on publish, %d on delivery (subject %d bytes)",
-		len(rtpPacket(0)), bridge.EnvelopeLen, st.PacketsOut, st.BytesOut, pub, msg, len(subject))
+	t.Logf("between nodes per packet: %d bytes of RTP + %d record (bridge: %d packets in %d messages, %d bytes out); NATS framing adds %d a message on publish, %d on delivery (subject %d bytes)",
+		len(rtpPacket(0)), bridge.RecordLen, st.PacketsOut, st.BatchesOut, st.BytesOut, pub, msg, len(subject))
 	t.Logf("added latency of a node hop on loopback (B's receiver minus A's, %d packets every 5 ms): median %v, p90 %v, max %v",
 		n, hop[n/2], hop[n*9/10], hop[n-1])
 

@@ -35,6 +35,9 @@ type Config struct {
 	Notes    []string
 	// Profile is a path prefix for the nodes' CPU profiles ("": none).
 	Profile string
+	// Batch is the nodes' nats.media_batch: how long a bridged packet
+	// may wait for others to the same node.
+	Batch time.Duration
 }
 
 // Prediction is the model's answer for one scenario.
@@ -68,6 +71,7 @@ type Result struct {
 	Members  int
 	Warmup   time.Duration
 	Window   time.Duration
+	Batch    time.Duration
 	Idle     []float64
 	Points   []Point
 	Costs    Costs
@@ -82,13 +86,15 @@ type Result struct {
 }
 
 // Layouts are the measurements of a run: the sessions on one node, on two
-// and on three, and the hop layout.
+// and on three, and the hop layouts (speakers on one node, listeners on
+// one other, or on two others).
 func Layouts(r, m int) []Layout {
 	return []Layout{
 		{Name: "1 node", Sessions: r, Members: m, Nodes: 1},
 		{Name: "2 nodes", Sessions: r, Members: m, Nodes: 2},
 		{Name: "3 nodes", Sessions: r, Members: m, Nodes: 3},
 		{Name: "hop", Sessions: r, Members: m, Nodes: 2, Hop: true},
+		{Name: "fan", Sessions: r, Members: m, Nodes: 3, Hop: true},
 	}
 }
 
@@ -96,12 +102,12 @@ func Layouts(r, m int) []Layout {
 // model. An interrupted run returns what it measured with ctx's error.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Date: time.Now(), CPUs: runtime.NumCPU(), Sessions: cfg.Sessions, Members: cfg.Members,
-		Warmup: cfg.Warmup, Window: cfg.Window, Notes: cfg.Notes}
+		Warmup: cfg.Warmup, Window: cfg.Window, Batch: cfg.Batch, Notes: cfg.Notes}
 	logf := cfg.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	c, err := Start(cfg.Convene, cfg.Tmp, 3)
+	c, err := Start(cfg.Convene, cfg.Tmp, 3, cfg.Batch)
 	if err != nil {
 		return res, err
 	}

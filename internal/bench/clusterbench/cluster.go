@@ -29,8 +29,9 @@ type Cluster struct {
 
 // Start starts n nats-server processes with routes to each other, a
 // PostgreSQL server and n nodes, node i attached first to server i. bin is
-// the convene binary; tmp holds their files.
-func Start(bin, tmp string, n int) (_ *Cluster, err error) {
+// the convene binary; tmp holds their files; batch is the nodes'
+// nats.media_batch.
+func Start(bin, tmp string, n int, batch time.Duration) (_ *Cluster, err error) {
 	// c, not the named result: a failed start returns nil, and the deferred
 	// Stop must still see what was started.
 	c := &Cluster{}
@@ -61,7 +62,7 @@ func Start(bin, tmp string, n int) (_ *Cluster, err error) {
 			"-catalog-driver", "postgres", "-catalog-dsn", dsn, "-auth-token-secret", secret,
 			// Admission off: this benchmark measures cost, the overload
 			// benchmark measures admission.
-			"-capacity-pps", "1e12", "-webrtc-enabled=false"}})
+			"-capacity-pps", "1e12", "-webrtc-enabled=false", "-nats-media-batch", batch.String()}})
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %w", i+1, err)
 		}

@@ -6,9 +6,9 @@ import (
 )
 
 // Costs are a node's CPU seconds per packet: delivered to an endpoint,
-// taken from an endpoint (Ingress), sent to other nodes (BridgeOut: one
-// publish to NATS, however many nodes take it) and received from another
-// node (BridgeIn).
+// taken from an endpoint (Ingress), sent to another node (BridgeOut: a
+// copy into the batch of each node that takes it) and received from
+// another node (BridgeIn).
 type Costs struct {
 	Delivered, Ingress, BridgeOut, BridgeIn float64
 }
@@ -141,10 +141,7 @@ func (s Scenario) Users() int { return s.Sessions * s.Members }
 // sessionCost is the CPU (cores) one session costs the cluster.
 func (s Scenario) sessionCost(c Costs) float64 {
 	far := float64(min(s.Institutions, s.Members) - 1) // institutions the stream crosses to
-	cost := c.Ingress + float64(s.Members-1)*c.Delivered + far*c.BridgeIn
-	if far > 0 {
-		cost += c.BridgeOut
-	}
+	cost := c.Ingress + float64(s.Members-1)*c.Delivered + far*(c.BridgeOut+c.BridgeIn)
 	return cost * s.PPS
 }
 

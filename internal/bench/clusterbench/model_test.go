@@ -62,11 +62,12 @@ func TestScenario(t *testing.T) {
 	if s.Users() != 10000 {
 		t.Fatal(s.Users())
 	}
-	// One session: 5 + 19·2 + 9·4 + 3 = 82 µs per packet, 50 packets/s.
-	if got := s.sessionCost(c); math.Abs(got-82e-6*50) > 1e-12 {
+	// One session: 5 + 19·2 + 9·(3+4) = 106 µs per packet (a copy to
+	// each of nine institutions), 50 packets/s.
+	if got := s.sessionCost(c); math.Abs(got-106e-6*50) > 1e-12 {
 		t.Fatalf("session cost %g", got)
 	}
-	// 500 sessions: 2.05 cores; a budget of 0.5 cores needs 5 nodes, but
+	// 500 sessions: 2.65 cores; a budget of 0.5 cores needs 6 nodes, but
 	// ten institutions need ten.
 	if n := s.Nodes(c, 0.5); n != 10 {
 		t.Fatalf("nodes %d", n)

@@ -15,11 +15,13 @@ func Format(res Result) string {
 	fmt.Fprintf(&b, "# A session across nodes (cluster), %s\n\n", res.Date.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "%s on %s, three routed nats-server processes (one per node) and PostgreSQL, all on this machine's %d CPUs. "+
 		"R = %d sessions of M = %d members: one speaker (the seed's %d-byte audio every %s, plain RTP) and %d listeners (plain RTP), "+
-		"member k of session r on node (r+k) mod N; \"hop\" puts every speaker on n1 and every listener on n2. "+
+		"member k of session r on node (r+k) mod N; \"hop\" puts every speaker on n1 and every listener on n2, \"fan\" every speaker on n1 and the listeners on n2 and n3 in turn "+
+		"(n1 sends each packet twice; without the hop layouts the model could not tell a copy sent from an arrival). "+
 		"Each layout measured over %s after %s of warm-up. A node's CPU is its process's user+system time with its idle use "+
-		"(heartbeats, leases, the runtime: %s cores) taken off.\n\n",
+		"(heartbeats, leases, the runtime: %s cores) taken off. A bridged packet waits up to %s for others going to the same node "+
+		"(nats.media_batch), and they cross as one message.\n\n",
 		res.Version, res.NATS, res.CPUs, res.Sessions, res.Members, loadgen.AudioPacketSize, loadgen.AudioInterval, res.Members-1,
-		res.Window, res.Warmup, idle(res.Idle))
+		res.Window, res.Warmup, idle(res.Idle), res.Batch)
 
 	b.WriteString("## What the listeners saw\n\n")
 	b.WriteString("| layout | listeners on the speaker's node | avg / max ms | late | lost | listeners a hop away | avg / max ms | late | lost | added by the hop (avg ms) |\n")
@@ -35,19 +37,20 @@ func Format(res Result) string {
 	b.WriteString("\n")
 
 	b.WriteString("## What each node did\n\n")
-	b.WriteString("| layout | node | listeners | speakers | CPU (cores) | delivered /s | from endpoints /s | to nodes /s | from nodes /s | µs CPU per delivered | bytes per bridged packet: envelope+RTP / written to NATS |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| layout | node | listeners | speakers | CPU (cores) | delivered /s | from endpoints /s | to nodes /s | from nodes /s | µs CPU per delivered | bytes per bridged packet: envelope+RTP / written to NATS | packets per message to a node |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range res.Points {
 		for _, u := range p.Nodes {
-			per, bytes := "–", "–"
+			per, bytes, batch := "–", "–", "–"
 			if u.Delivered > 0 {
 				per = fmt.Sprintf("%.2f", 1e6*u.CPU/u.Delivered)
 			}
 			if u.BridgeOut > 0 {
 				bytes = fmt.Sprintf("%.1f / %.1f", u.EnvelopeBytes, u.WireBytes)
+				batch = fmt.Sprintf("%.2f", u.PerMessage)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %.3f | %.0f | %.0f | %.0f | %.0f | %s | %s |\n", p.Layout.Name, u.Node, u.Listeners, u.Speakers,
-				u.CPU, u.Delivered, u.Ingress, u.BridgeOut, u.BridgeIn, per, bytes)
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %.3f | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |\n", p.Layout.Name, u.Node, u.Listeners, u.Speakers,
+				u.CPU, u.Delivered, u.Ingress, u.BridgeOut, u.BridgeIn, per, bytes, batch)
 		}
 	}
 	b.WriteString("\nThe nats-server processes' CPU over the same windows (cores; the cluster's broker network, not in the nodes' figures or the model):\n\n")
@@ -71,8 +74,8 @@ func Format(res Result) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", p.Layout.Name, strings.Join(cells, " | "), per)
 	}
-	fmt.Fprintf(&b, "\nThe RTP packet is %d bytes: the bridge's envelope adds the rest of the first figure; the second adds NATS's framing "+
-		"(its PUB line with the subject), from the bytes the node passed to write(2) over the window (its NATS connections; "+
+	fmt.Fprintf(&b, "\nThe RTP packet is %d bytes: the bridge's record (envelope and length, 7 bytes) adds the rest of the first figure; the second adds NATS's framing "+
+		"(its PUB line with the subject, once per message), from the bytes the node passed to write(2) over the window (its NATS connections; "+
 		"its UDP goes out by sendto/sendmmsg, not counted there), heartbeats and state announcements included.\n\n",
 		loadgen.AudioPacketSize)
 
@@ -82,7 +85,7 @@ func Format(res Result) string {
 	} else {
 		c := res.Costs
 		fmt.Fprintf(&b, "Least squares over every measured node (%d), no cost below zero: CPU = Σ cost × rate.\n\n", len(res.Checks))
-		b.WriteString("| µs of CPU per packet | delivered to an endpoint | taken from an endpoint | sent to other nodes (one publish) | received from another node |\n")
+		b.WriteString("| µs of CPU per packet | delivered to an endpoint | taken from an endpoint | sent to another node (a copy into its batch) | received from another node |\n")
 		b.WriteString("|---|---:|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| fitted | %.2f | %.2f | %.2f | %.2f |\n\n", 1e6*c.Delivered, 1e6*c.Ingress, 1e6*c.BridgeOut, 1e6*c.BridgeIn)
 		b.WriteString("The model against each measured node:\n\n| layout | node | measured cores | model | error |\n|---|---|---:|---:|---:|\n")
@@ -107,7 +110,7 @@ func Format(res Result) string {
 	if res.FitErr == "" && res.Costs.Delivered > 0 {
 		c := res.Costs
 		r := (c.BridgeOut + c.BridgeIn + c.Delivered) / (c.Ingress + c.Delivered)
-		fmt.Fprintf(&b, "| in the model, a packet sent across (one publish, one receive) and delivered once costs ≤ %.1f × one taken from an endpoint and delivered once | %.2f × | %s |\n",
+		fmt.Fprintf(&b, "| in the model, a packet sent across (one copy sent, one received) and delivered once costs ≤ %.1f × one taken from an endpoint and delivered once | %.2f × | %s |\n",
 			TargetBridged, r, results.Pass(r <= TargetBridged))
 	}
 	for _, s := range res.Scaling {

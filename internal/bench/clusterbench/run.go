@@ -20,8 +20,12 @@ import (
 // speaker, M−1 listeners) over Nodes nodes. Member k of session r (the
 // speaker is k = 0) is on node (r+k) mod Nodes, so each node has the same
 // share of every session and of the speakers — the seed's institutions.
-// A Hop layout puts every speaker on the first node and every listener on
-// the second: each delivered packet there crossed a node hop.
+// A Hop layout puts every speaker on the first node and the listeners on
+// the others, in turn: each delivered packet there crossed a node hop, and
+// with three nodes the first sends each packet twice (a copy to each).
+// The spread layouts alone cannot tell the cost of a copy sent from that
+// of an arrival: on every node of them, copies sent = arrivals −
+// delivered/(M−1). The hop layouts break that tie.
 type Layout struct {
 	Name     string
 	Sessions int
@@ -33,7 +37,10 @@ type Layout struct {
 // node returns the node of member k of session r.
 func (l Layout) node(r, k int) int {
 	if l.Hop {
-		return min(k, 1)
+		if k == 0 {
+			return 0
+		}
+		return 1 + (k-1)%(l.Nodes-1)
 	}
 	return (r + k) % l.Nodes
 }
@@ -54,6 +61,9 @@ type NodeUse struct {
 	// (NATS: subject, framing) per packet sent, 0 when it sent none.
 	EnvelopeBytes float64
 	WireBytes     float64
+	// PerMessage is the packets each media message to another node
+	// carried (a batch), 0 when it sent none.
+	PerMessage float64
 }
 
 // Listeners is what a group of listeners saw: those on their speaker's
@@ -95,6 +105,7 @@ type snapshot struct {
 	cpu                                   float64
 	written                               uint64
 	sent, recv, bridgeIn, bridgeOut, bOut float64
+	msgsOut                               float64
 }
 
 func take(n *convene.Node) snapshot {
@@ -106,6 +117,7 @@ func take(n *convene.Node) snapshot {
 	bp := n.Samples("convene_bridge_packets_total")
 	s.bridgeIn, s.bridgeOut = bp[`direction="in"`], bp[`direction="out"`]
 	s.bOut = n.Samples("convene_bridge_bytes_total")[`direction="out"`]
+	s.msgsOut = n.Samples("convene_bridge_messages_total")[`direction="out"`]
 	return s
 }
 
@@ -255,6 +267,9 @@ func Measure(ctx context.Context, c *Cluster, l Layout, idle []float64, o Option
 		if out := b.bridgeOut - a.bridgeOut; out > 0 {
 			u.EnvelopeBytes = (b.bOut - a.bOut) / out
 			u.WireBytes = float64(b.written-a.written) / out
+			if m := b.msgsOut - a.msgsOut; m > 0 {
+				u.PerMessage = out / m
+			}
 		}
 		for li := range listeners {
 			if where[li] == i {

@@ -1,0 +1,31 @@
+package clusterbench
+
+import "testing"
+
+// TestHopLayouts: in the hop layouts every speaker is on the first node
+// and no listener is; with three nodes the listeners alternate between
+// the other two, so the first node sends each packet twice.
+func TestHopLayouts(t *testing.T) {
+	for _, l := range Layouts(4, 5) {
+		if !l.Hop {
+			continue
+		}
+		count := make([]int, l.Nodes)
+		for r := range l.Sessions {
+			if l.node(r, 0) != 0 {
+				t.Fatalf("%s: speaker of session %d on node %d", l.Name, r, l.node(r, 0))
+			}
+			for k := 1; k < l.Members; k++ {
+				count[l.node(r, k)]++
+			}
+		}
+		if count[0] != 0 {
+			t.Fatalf("%s: %d listeners on the speakers' node", l.Name, count[0])
+		}
+		for i := 1; i < l.Nodes; i++ {
+			if want := l.Sessions * (l.Members - 1) / (l.Nodes - 1); count[i] != want {
+				t.Fatalf("%s: %v listeners by node, want %d on each other node", l.Name, count, want)
+			}
+		}
+	}
+}
