@@ -17,6 +17,12 @@ const RecordLen = EnvelopeLen + 2
 // one.
 const DefaultMaxBatch = 16 << 10
 
+// MaxWaiting bounds the bytes of one kind's batches waiting for one node
+// (its connection not keeping up, or the batcher's goroutine not yet run
+// after a burst): past it packets for that node are dropped and counted.
+// A few video keyframes' bursts fit.
+const MaxWaiting = 1 << 20
+
 // appendRecord appends track n's packet to a batch as one record.
 func appendRecord(dst []byte, n uint32, kind media.Kind, pkt []byte) []byte {
 	dst = appendEnvelope(dst, n, kind, false, "", nil)
@@ -60,7 +66,7 @@ type batcher struct {
 	c      Conn
 	window time.Duration
 	max    int // bytes of a batch
-	limit  int // bytes waiting per node before packets are dropped
+	limit  int // bytes waiting per node before packets are dropped (MaxWaiting)
 
 	mu      sync.Mutex
 	pending map[string]*batch // by node
@@ -80,8 +86,8 @@ type batch struct {
 	waiting int // bytes of this node's full batches in ready
 }
 
-func newBatcher(b *Bridge, c Conn, window time.Duration, max int) *batcher {
-	q := &batcher{b: b, c: c, window: window, max: max, limit: 8 * max, pending: map[string]*batch{},
+func newBatcher(b *Bridge, c Conn, window time.Duration, size int) *batcher {
+	q := &batcher{b: b, c: c, window: window, max: size, limit: max(MaxWaiting, 4*size), pending: map[string]*batch{},
 		kick: make(chan struct{}, 1), full: make(chan struct{}, 1), done: make(chan struct{}), end: make(chan struct{})}
 	go q.run()
 	return q

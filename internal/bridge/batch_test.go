@@ -150,8 +150,9 @@ func TestFullBatchLeavesAtOnce(t *testing.T) {
 	// 100 records of 179 bytes fill 9 batches of 11 (2 KiB at most);
 	// the last record may wait the hour.
 	testutil.WaitFor(t, 10*time.Second, "the full batches on b", func() bool { return hear.n() >= 99 })
-	if st := bs[0].Stats(); st.BatchesOut > 10 {
-		t.Errorf("a sent %d packets in %d messages: want at most 10", st.PacketsOut, st.BatchesOut)
+	// Each full batch may take the next, partial one with it.
+	if st := bs[0].Stats(); st.BatchesOut > 20 || st.Dropped != 0 {
+		t.Errorf("a sent %d packets in %d messages, dropped %d: want at most 20 messages", st.PacketsOut, st.BatchesOut, st.Dropped)
 	}
 }
 
@@ -183,9 +184,12 @@ func TestBatcherNeverBlocksThePublisher(t *testing.T) {
 	b := &Bridge{o: Options{Node: "a"}}
 	q := newBatcher(b, c, 0, 1024)
 	pkt := rtp(1)
+	// What may be held: MaxWaiting waiting, and as much again that the
+	// goroutine took to publish when the connection stuck.
+	const n = 4 * MaxWaiting / 179
 	done := make(chan struct{})
 	go func() {
-		for range 1000 {
+		for range n {
 			q.add(pkt, 1, media.Audio, []string{"b"})
 		}
 		close(done)
@@ -201,8 +205,8 @@ func TestBatcherNeverBlocksThePublisher(t *testing.T) {
 	close(c.release)
 	q.stop()
 	kept := b.pktsOut.Load()
-	if kept+b.drop.Load() != 1000 || kept == 0 {
-		t.Fatalf("sent %d + dropped %d of 1000", kept, b.drop.Load())
+	if kept+b.drop.Load() != n || kept == 0 || kept > 2*MaxWaiting/179+2 {
+		t.Fatalf("sent %d + dropped %d of %d (at most %d may be held)", kept, b.drop.Load(), n, 2*MaxWaiting/179)
 	}
 	t.Logf("stuck connection: %d packets kept (limit %d bytes), %d dropped", kept, q.limit, b.drop.Load())
 }

@@ -82,9 +82,9 @@ type Bridge struct {
 	// the node's ID the number names a track across the cluster.
 	lastN atomic.Uint32
 	// routes are the other nodes' tracks this node pulls, by node and
-	// number: copied on a change, read without a lock by every batch.
-	routes atomic.Pointer[map[route]*broker.Track]
-	rmu    sync.Mutex
+	// number (route → *broker.Track): written when a pull starts or ends,
+	// read without a lock by every record of every batch.
+	routes sync.Map
 }
 
 type route struct {
@@ -126,7 +126,6 @@ func New(o Options) (*Bridge, error) {
 		o.Now = time.Now
 	}
 	b := &Bridge{o: o, log: o.Logger.With("component", "bridge"), spans: map[*broker.Room]*span{}}
-	b.routes.Store(&map[route]*broker.Track{})
 	for k, c := range []Conn{o.Audio, o.Video} {
 		kind := media.Kind(k)
 		unsub, err := c.Subscribe(batchSubject(o.Node, "*"), func(subject string, data []byte) { b.receive(kind, subject, data) })
@@ -153,12 +152,15 @@ func New(o Options) (*Bridge, error) {
 // go; a malformed record ends the batch and counts as dropped.
 func (b *Bridge) receive(kind media.Kind, subject string, data []byte) {
 	from := subject[strings.LastIndexByte(subject, '.')+1:]
-	routes := *b.routes.Load()
 	b.batchesIn.Add(1)
 	b.bytesIn.Add(uint64(len(data)))
 	err := parseBatch(data, func(n uint32, k media.Kind, pkt []byte) {
-		t := routes[route{from, n}]
-		if t == nil || k != kind || t.Kind() != kind || len(pkt) >= media.BufSize {
+		v, ok := b.routes.Load(route{from, n})
+		if !ok || k != kind || len(pkt) >= media.BufSize {
+			return
+		}
+		t := v.(*broker.Track)
+		if t.Kind() != kind {
 			return
 		}
 		b.pktsIn.Add(1)
@@ -174,24 +176,8 @@ func (b *Bridge) receive(kind media.Kind, subject string, data []byte) {
 // pull routes node's track n to t until the returned func is called.
 func (b *Bridge) pull(node string, n uint32, t *broker.Track) func() {
 	k := route{node, n}
-	b.setRoute(k, t)
-	return func() { b.setRoute(k, nil) }
-}
-
-func (b *Bridge) setRoute(k route, t *broker.Track) {
-	b.rmu.Lock()
-	defer b.rmu.Unlock()
-	old := *b.routes.Load()
-	next := make(map[route]*broker.Track, len(old)+1)
-	for r, tr := range old {
-		next[r] = tr
-	}
-	if t != nil {
-		next[k] = t
-	} else {
-		delete(next, k)
-	}
-	b.routes.Store(&next)
+	b.routes.Store(k, t)
+	return func() { b.routes.CompareAndDelete(k, t) }
 }
 
 // send publishes one kind's RTCP packets in the order they were queued.

@@ -70,7 +70,7 @@
 // (remote members, wants, taps); room callbacks and state messages only
 // kick it. A track's packets are copied into the batches under a mutex
 // on the publisher's goroutine; one goroutine per kind publishes them,
-// and a node's batches past 8 × MaxBatch bytes (NATS not keeping up) drop
+// and a node's batches past MaxWaiting bytes (NATS not keeping up) drop
 // and count, never blocking the publisher. RTCP leaves through a bounded
 // queue and sender goroutine per kind.
 package bridge
