@@ -64,6 +64,7 @@ func parseBatch(msg []byte, fn func(n uint32, kind media.Kind, pkt []byte)) erro
 type batcher struct {
 	b      *Bridge
 	c      Conn
+	kind   media.Kind
 	window time.Duration
 	max    int // bytes of a batch
 	limit  int // bytes waiting per node before packets are dropped (MaxWaiting)
@@ -86,8 +87,8 @@ type batch struct {
 	waiting int // bytes of this node's full batches in ready
 }
 
-func newBatcher(b *Bridge, c Conn, window time.Duration, size int) *batcher {
-	q := &batcher{b: b, c: c, window: window, max: size, limit: max(MaxWaiting, 4*size), pending: map[string]*batch{},
+func newBatcher(b *Bridge, c Conn, kind media.Kind, window time.Duration, size int) *batcher {
+	q := &batcher{b: b, c: c, kind: kind, window: window, max: size, limit: max(MaxWaiting, 4*size), pending: map[string]*batch{},
 		kick: make(chan struct{}, 1), full: make(chan struct{}, 1), done: make(chan struct{}), end: make(chan struct{})}
 	go q.run()
 	return q
@@ -102,7 +103,7 @@ func (q *batcher) add(pkt []byte, n uint32, kind media.Kind, to []string) {
 	for _, node := range to {
 		bt := q.pending[node]
 		if bt == nil {
-			bt = &batch{subject: batchSubject(node, q.b.o.Node)}
+			bt = &batch{subject: batchSubject(node, q.kind, q.b.o.Node)}
 			q.pending[node] = bt
 		}
 		if len(bt.buf) > 0 && len(bt.buf)+need > q.max {

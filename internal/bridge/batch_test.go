@@ -182,7 +182,7 @@ func (c *stalled) Subscribe(string, func(string, []byte)) (func(), error) { retu
 func TestBatcherNeverBlocksThePublisher(t *testing.T) {
 	c := &stalled{release: make(chan struct{})}
 	b := &Bridge{o: Options{Node: "a"}}
-	q := newBatcher(b, c, 0, 1024)
+	q := newBatcher(b, c, media.Audio, 0, 1024)
 	pkt := rtp(1)
 	// What may be held: MaxWaiting waiting, and as much again that the
 	// goroutine took to publish when the connection stuck.
@@ -209,4 +209,77 @@ func TestBatcherNeverBlocksThePublisher(t *testing.T) {
 		t.Fatalf("sent %d + dropped %d of %d (at most %d may be held)", kept, b.drop.Load(), n, 2*MaxWaiting/179)
 	}
 	t.Logf("stuck connection: %d packets kept (limit %d bytes), %d dropped", kept, q.limit, b.drop.Load())
+}
+
+// TestBadBatchesFromNATS: whoever can publish on a node's subject sends it
+// garbage, a cut batch, RTCP in a batch and records of tracks it does not
+// pull (or from a node it does not pull from): the node counts the
+// malformed messages as dropped, publishes none of it into its room, and
+// the real track's packets go on arriving.
+func TestBadBatchesFromNATS(t *testing.T) {
+	srv := natsServer(t)
+	ba, bb := newNode(t, srv, "a"), newNode(t, srv, "b")
+	ra, rb := broker.NewRoom("s_1"), broker.NewRoom("s_1")
+	ba.Open(ra)
+	bb.Open(rb)
+	tr, err := ra.Join(broker.Member{ID: "l_send", Kind: media.Audio, Sends: true, Owner: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "b to hear of a's track", func() bool { return remoteMembers(rb) == 1 })
+	hear := &catcher{}
+	if _, err := rb.Join(broker.Member{ID: "l_hear", Kind: media.Audio, Receives: true, Sink: hear, Owner: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	var seq uint16
+	testutil.WaitFor(t, 10*time.Second, "a's packets on b", func() bool {
+		seq++
+		send(tr, rtp(seq))
+		time.Sleep(10 * time.Millisecond)
+		return hear.n() > 0
+	})
+	time.Sleep(300 * time.Millisecond) // the warm-up's batches arrive
+	heard, dropped := hear.n(), bb.Stats().Dropped
+
+	evil := mediaConn(t, srv)
+	good := appendRecord(nil, 1, media.Audio, rtp(9999)) // a's track 1: the one b pulls
+	for _, m := range []struct {
+		subject string
+		msg     []byte
+		bad     bool
+	}{
+		{"convene.m.b.a.a", []byte("garbage"), true},
+		{"convene.m.b.a.a", good[:len(good)-3], true},
+		{"convene.m.b.a.a", appendEnvelope(nil, 1, media.Audio, true, "m1", []byte{0x80, 200, 0, 1}), true},
+		{"convene.m.b.a.a", appendRecord(nil, 77, media.Audio, rtp(9999)), false}, // a track b does not pull
+		{"convene.m.b.a.x", good, false},
+		{"convene.m.b.v.a", good, false},                                             // audio on the video subject                                             // a node b pulls nothing from
+		{"convene.m.b.a.a", appendRecord(nil, 1, media.Video, rtp(9999)), false},     // the wrong kind
+		{"convene.m.b.a.a", append(appendRecord(nil, 1, media.Audio, nil), 0), true}, // an empty record
+	} {
+		if err := evil.Publish(m.subject, m.msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evil.(*MediaConn).nc.Flush()
+	testutil.WaitFor(t, 10*time.Second, "b to count the 4 malformed messages", func() bool { return bb.Stats().Dropped >= dropped+4 })
+	for range 5 {
+		seq++
+		send(tr, rtp(seq))
+	}
+	testutil.WaitFor(t, 10*time.Second, "a's next 5 packets on b", func() bool { return hear.n() >= heard+5 })
+	time.Sleep(100 * time.Millisecond)
+	hear.mu.Lock()
+	defer hear.mu.Unlock()
+	for _, p := range hear.got[heard:] {
+		if binary.BigEndian.Uint16(p[2:]) == 9999 {
+			t.Fatal("an injected record reached b's listener")
+		}
+	}
+	if got := len(hear.got) - heard; got != 5 {
+		t.Fatalf("b's listener got %d packets after the bad ones, want a's 5", got)
+	}
+	if d := bb.Stats().Dropped - dropped; d != 4 {
+		t.Errorf("b counted %d dropped messages, want the 4 malformed", d)
+	}
 }

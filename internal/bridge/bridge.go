@@ -92,11 +92,11 @@ type route struct {
 	n    uint32
 }
 
+// outgoing is an RTCP packet on its way to the other nodes.
 type outgoing struct {
 	p       *media.Packet
-	n       uint32
 	subject string
-	owner   string // RTCP: its sender's session member
+	owner   string // its sender's session member
 }
 
 // New starts a bridge's senders.
@@ -128,7 +128,7 @@ func New(o Options) (*Bridge, error) {
 	b := &Bridge{o: o, log: o.Logger.With("component", "bridge"), spans: map[*broker.Room]*span{}}
 	for k, c := range []Conn{o.Audio, o.Video} {
 		kind := media.Kind(k)
-		unsub, err := c.Subscribe(batchSubject(o.Node, "*"), func(subject string, data []byte) { b.receive(kind, subject, data) })
+		unsub, err := c.Subscribe(batchSubject(o.Node, kind, "*"), func(subject string, data []byte) { b.receive(kind, subject, data) })
 		if err != nil {
 			if k > 0 {
 				b.unsub[0]()
@@ -141,7 +141,7 @@ func New(o Options) (*Bridge, error) {
 		b.out[k] = make(chan outgoing, o.Queue)
 		b.wg.Add(1)
 		go b.send(c, b.out[k], media.Kind(k))
-		b.batch[k] = newBatcher(b, c, o.Batch, o.MaxBatch)
+		b.batch[k] = newBatcher(b, c, media.Kind(k), o.Batch, o.MaxBatch)
 	}
 	return b, nil
 }
@@ -185,7 +185,7 @@ func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 	defer b.wg.Done()
 	buf := make([]byte, 0, EnvelopeLen+media.BufSize)
 	for o := range q {
-		buf = appendEnvelope(buf[:0], o.n, kind, o.p.RTCP, o.owner, o.p.Bytes())
+		buf = appendEnvelope(buf[:0], 0, kind, true, o.owner, o.p.Bytes())
 		o.p.Release()
 		if err := c.Publish(o.subject, buf); err != nil {
 			b.drop.Add(1)
@@ -198,9 +198,9 @@ func (b *Bridge) send(c Conn, q chan outgoing, kind media.Kind) {
 
 // enqueue hands an RTCP packet to its kind's sender; it never blocks. It
 // takes over the caller's reference.
-func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, n uint32, subject, owner string) {
+func (b *Bridge) enqueue(p *media.Packet, kind media.Kind, subject, owner string) {
 	select {
-	case b.out[kind] <- outgoing{p: p, n: n, subject: subject, owner: owner}:
+	case b.out[kind] <- outgoing{p: p, subject: subject, owner: owner}:
 	default:
 		b.drop.Add(1)
 		p.Release()
@@ -274,4 +274,14 @@ func (b *Bridge) Stats() Stats {
 func stateSubject(session, node string) string { return "convene.media." + session + ".state." + node }
 func keySubject(session, node string) string   { return "convene.media." + session + ".key." + node }
 func rtcpSubject(session, node string) string  { return "convene.media." + session + ".rtcp." + node }
-func batchSubject(to, from string) string      { return "convene.m." + to + "." + from }
+
+// batchSubject names node from's batches of one kind for node to: each
+// kind has its own subject (and connection), so a node's audio and video
+// subscriptions never both receive a message.
+func batchSubject(to string, kind media.Kind, from string) string {
+	k := ".a."
+	if kind == media.Video {
+		k = ".v."
+	}
+	return "convene.m." + to + k + from
+}

@@ -20,13 +20,14 @@
 //
 // Packets cross in batches: a node gathers one kind's packets by the node
 // they go to and sends each node's as one NATS message on
-// convene.m.<to>.<from>, when the oldest has waited Options.Batch
+// convene.m.<to>.<a|v>.<from> (a kind each), when the oldest has waited Options.Batch
 // (nats.media_batch), when the batch reaches Options.MaxBatch bytes, or,
 // with no window, as soon as the sender runs. Every message costs both
 // nodes and every NATS server on the way a wake-up, a read and a parse,
 // whatever it carries; at a few thousand packets a second, one message
 // per packet cost a node more to receive than to deliver a packet to six
-// endpoints. A node subscribes once per kind to convene.m.<self>.*. A
+// endpoints. A node subscribes once per kind, to convene.m.<self>.a.* on its
+// audio connection and convene.m.<self>.v.* on its video one. A
 // message is records, each a 5-byte envelope, a 2-byte length and the
 // RTP packet unchanged (same SSRC, sequence numbers and timestamps); n
 // numbers the tracks a node exports across all its rooms, so (from, n)

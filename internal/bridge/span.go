@@ -173,7 +173,7 @@ func (t rtcpTap) DeliverRTCP(p *media.Packet, owner string) {
 		p.Release()
 		return
 	}
-	t.s.b.enqueue(p, t.kind, 0, rtcpSubject(t.s.sid, t.s.b.o.Node), owner)
+	t.s.b.enqueue(p, t.kind, rtcpSubject(t.s.sid, t.s.b.o.Node), owner)
 }
 
 // remoteRTCP publishes another node's RTCP in the room, as its sender's

@@ -149,7 +149,7 @@ func TestSessionSpansNodes(t *testing.T) {
 	}
 	sort.Slice(hop, func(i, j int) bool { return hop[i] < hop[j] })
 	st := a.bridge.Stats()
-	subject := "convene.m.node-b.node-a"            // node A's batches to node B
+	subject := "convene.m.node-b.a.node-a"          // node A's audio batches to node B
 	payload := bridge.RecordLen + len(rtpPacket(0)) // a batch of one packet
 	pub := len("PUB "+subject+" "+strconv.Itoa(payload)+"\r\n") + 2
 	msg := len("MSG "+subject+" 12 "+strconv.Itoa(payload)+"\r\n") + 2
