@@ -93,6 +93,20 @@ func decodeTrack(t *testing.T, n *Node, sid string, tr *broker.Track, w, h int) 
 	if err := os.WriteFile(sdp, []byte(ffmpeg.SDP(st)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The track must be sending before the decoder starts: ffmpeg gives
+	// up on an SDP input that brings nothing for 10 s, and a composite's
+	// child on a loaded machine can take longer than that to begin.
+	feed, err := ffmpeg.NewFeed(st, ffmpeg.NewClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := &outTap{feed: feed}
+	untap := n.sessions.Room(sid).Tap(tr, "test-decoder", tap)
+	t.Cleanup(func() {
+		untap()
+		feed.Close()
+	})
+	testutil.WaitFor(t, 60*time.Second, "the track's first packets", func() bool { return tap.count() > 0 })
 	cmd := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-protocol_whitelist", "file,udp,rtp",
 		"-reorder_queue_size", "64", "-i", sdp, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1")
 	out, err := cmd.StdoutPipe()
@@ -111,16 +125,6 @@ func decodeTrack(t *testing.T, n *Node, sid string, tr *broker.Track, w, h int) 
 			d.frames <- f
 		}
 	}()
-	feed, err := ffmpeg.NewFeed(st, ffmpeg.NewClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tap := &outTap{feed: feed}
-	untap := n.sessions.Room(sid).Tap(tr, "test-decoder", tap)
-	t.Cleanup(func() {
-		untap()
-		feed.Close()
-	})
 	return d, tap
 }
 
