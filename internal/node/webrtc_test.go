@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -357,6 +358,55 @@ func TestNACKsAreAnsweredFromTheHistory(t *testing.T) {
 		t.Fatalf("resent packets metric %v, want at least 10", v)
 	}
 }
+
+// TestSubscribersGetSenderReports: each track a browser receives comes
+// with the node's sender reports, once a second: the track's SSRC, the
+// packets sent so far, and an RTP time that runs with the wall clock at the
+// track's rate (what a browser maps timestamps to the wall clock with).
+func TestSubscribersGetSenderReports(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "reports")
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{})
+	dialRTC(t, n, s.ID, btok, rtctest.Options{Audio: true, Video: true})
+	waitMedia(t, ca, b, "audio", "video")
+	for _, r := range ca.Received() {
+		first := waitReport(t, r, 0)
+		second := waitReport(t, r, r.Reports.Load())
+		if first.PacketCount == 0 || second.PacketCount <= first.PacketCount || second.OctetCount <= first.OctetCount {
+			t.Errorf("%s: counts %d/%d then %d/%d", r.Kind, first.PacketCount, first.OctetCount, second.PacketCount, second.OctetCount)
+		}
+		if d := int64(second.PacketCount) - int64(second.Received); d < -5 || d > 60 {
+			t.Errorf("%s: the report counts %d packets sent, %d had arrived", r.Kind, second.PacketCount, second.Received)
+		}
+		clock := 48000.0
+		if r.Kind == "video" {
+			clock = 90000
+		}
+		wall := ntpSeconds(second.NTPTime) - ntpSeconds(first.NTPTime)
+		rtpSecs := float64(second.RTPTime-first.RTPTime) / clock
+		if wall < 0.5 || math.Abs(rtpSecs-wall) > 0.03 {
+			t.Errorf("%s: between two reports %.3f s of wall clock and %.3f s of RTP time", r.Kind, wall, rtpSecs)
+		}
+		if off := time.Duration((ntpSeconds(second.NTPTime) - float64(second.At.UnixNano())/1e9 - 2208988800) * 1e9); off > 100*time.Millisecond || off < -time.Second {
+			t.Errorf("%s: a report's NTP time is %v from when it arrived", r.Kind, off)
+		}
+	}
+}
+
+// waitReport waits for r's sender report after the after-th.
+func waitReport(t *testing.T, r *rtctest.Recv, after uint64) *rtctest.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rtctest.WaitFor(ctx, func() bool { return r.Reports.Load() > after }); err != nil {
+		t.Fatalf("%s: no sender report after the %d-th", r.Kind, after)
+	}
+	return r.LastReport()
+}
+
+func ntpSeconds(v uint64) float64 { return float64(v>>32) + float64(v&0xffffffff)/(1<<32) }
 
 // TestWebRTCBadInput: garbage frames, invalid SDP and a flood of offers
 // each get a clear error on that socket while the other members' media

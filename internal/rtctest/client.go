@@ -22,6 +22,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/pion/interceptor"
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/transport/v5"
@@ -123,9 +124,25 @@ type Recv struct {
 	// bucket holds everything from LatencyBuckets-1 ms up), read from the
 	// send time Media writes into each payload.
 	Latency [LatencyBuckets]atomic.Uint32
+	// Reports are the sender reports of the track's SSRC the client read
+	// (as a browser does; pion's receiver reports then carry the last
+	// one's time back, and the sender learns the round trip).
+	Reports atomic.Uint64
+	last    atomic.Pointer[Report]
 	mu      sync.Mutex
 	pcm     []int16 // decoded 48 kHz audio, with Options.Decode
 }
+
+// Report is a sender report as it arrived: its content, when it did, and
+// how many packets of the track had arrived by then.
+type Report struct {
+	rtcp.SenderReport
+	At       time.Time
+	Received uint64
+}
+
+// LastReport is the newest sender report of the track, nil before one.
+func (r *Recv) LastReport() *Report { return r.last.Load() }
 
 // maxDecoded bounds Recv.PCM: 20 s at 48 kHz.
 const maxDecoded = 20 * 48000
@@ -600,11 +617,12 @@ func (c *Client) Received() map[string]*Recv {
 	return out
 }
 
-func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+func (c *Client) onTrack(t *webrtc.TrackRemote, rx *webrtc.RTPReceiver) {
 	r := &Recv{Kind: t.Kind().String(), Stream: t.StreamID(), Codec: t.Codec().MimeType}
 	c.mu.Lock()
 	c.recv[t.ID()] = r
 	c.mu.Unlock()
+	go r.readReports(rx, uint32(t.SSRC()))
 	var dec codec.Decoder
 	var pcm []int16
 	if c.opt.Decode && strings.EqualFold(r.Codec, webrtc.MimeTypeOpus) {
@@ -633,6 +651,23 @@ func (c *Client) onTrack(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
 					r.pcm = r.pcm[:copy(r.pcm, r.pcm[over:])]
 				}
 				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// readReports reads the receiver's RTCP until it closes, keeping the
+// sender reports of ssrc.
+func (r *Recv) readReports(rx *webrtc.RTPReceiver, ssrc uint32) {
+	for {
+		pkts, _, err := rx.ReadRTCP()
+		if err != nil {
+			return
+		}
+		for _, p := range pkts {
+			if sr, ok := p.(*rtcp.SenderReport); ok && sr.SSRC == ssrc {
+				r.last.Store(&Report{SenderReport: *sr, At: time.Now(), Received: r.Packets.Load()})
+				r.Reports.Add(1)
 			}
 		}
 	}

@@ -23,7 +23,10 @@ var attrsPool = sync.Pool{New: func() any { return interceptor.Attributes{} }}
 // goroutine and a NACK answer may write one stream at once.
 type pooledAttrs struct{ interceptor.NoOp }
 
-func (*pooledAttrs) BindLocalStream(_ *interceptor.StreamInfo, w interceptor.RTPWriter) interceptor.RTPWriter {
+func (*pooledAttrs) BindLocalStream(info *interceptor.StreamInfo, w interceptor.RTPWriter) interceptor.RTPWriter {
+	if isAudio(info) {
+		return w // no interceptor on an audio stream's chain reads the map
+	}
 	return interceptor.RTPWriterFunc(func(h *rtp.Header, payload []byte, a interceptor.Attributes) (int, error) {
 		if a != nil {
 			return w.Write(h, payload, a)

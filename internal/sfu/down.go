@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,10 +23,20 @@ import (
 // one kind, fed by one or more broker tracks (a simulcast source's layers;
 // for a WHEP viewer, every source of the kind), of which it forwards one.
 type downTrack struct {
+	// Read for every packet of every input, by the publishers' fan-out
+	// (subSink.Deliver): kept together at the front, so that a packet
+	// costs each of a thousand subscribers as few cache lines as can be.
 	p      *Peer
+	kind   media.Kind
+	target atomic.Pointer[broker.Track] // the input to switch to
+	cur    atomic.Pointer[broker.Track] // the input forwarded now
+	// plain says that no input reaches the track through a transcoder
+	// and the track is not one the node transcodes video for (transcoded
+	// empty, recode ""): Deliver then need not look at either.
+	plain atomic.Bool
+
 	key    string
 	desc   TrackDesc
-	kind   media.Kind
 	clock  uint32
 	local  *localTrack
 	sender *webrtc.RTPSender
@@ -44,8 +55,6 @@ type downTrack struct {
 	transcoded atomic.Pointer[map[*broker.Track]transcoding]
 
 	inputs atomic.Pointer[[]*broker.Track] // by layer, lowest first
-	target atomic.Pointer[broker.Track]    // the input to switch to
-	cur    atomic.Pointer[broker.Track]    // the input forwarded now
 	manual atomic.Int32                    // chosen layer; 0 = by estimate
 
 	// The writer goroutine's own.
@@ -63,6 +72,14 @@ type downTrack struct {
 
 	// From the subscriber's receiver reports.
 	loss, jitter, rtt atomic.Uint64 // float64 bits
+
+	// What the track's sender reports say (report.go), kept by write and
+	// resend, which run on different goroutines.
+	srMu    sync.Mutex
+	srCount uint32    // packets sent
+	srBytes uint32    // their payload octets
+	srTS    uint32    // the newest frame's RTP timestamp
+	srAt    time.Time // when its first packet went
 }
 
 func f64(a *atomic.Uint64) float64       { return math.Float64frombits(a.Load()) }
@@ -88,6 +105,10 @@ func (s subSink) Deliver(pk *media.Packet, from *broker.Track) {
 	if p.shed(d.kind, from) {
 		pk.Release()
 		p.s.m.shed.Inc()
+		return
+	}
+	if d.plain.Load() {
+		p.enqueue(d, pk, from)
 		return
 	}
 	if tc, ok := (*d.transcoded.Load())[from]; ok {
@@ -157,7 +178,7 @@ func (p *Peer) transcode(d *downTrack, inputs []*broker.Track) {
 		}
 		next[t] = transcoding{stop: stop}
 	}
-	d.transcoded.Store(&next)
+	d.setTranscoded(next)
 	for t, tc := range old {
 		if _, ok := next[t]; !ok && tc.stop != nil {
 			tc.stop()
@@ -210,7 +231,7 @@ func (p *Peer) transcodeVideo(d *downTrack) {
 		}
 		next[t] = transcoding{stop: sub.Stop, keyframe: sub.Keyframe}
 	}
-	d.transcoded.Store(&next)
+	d.setTranscoded(next)
 	for t, tc := range old {
 		if n, ok := next[t]; (!ok || n.stop == nil) && tc.stop != nil {
 			tc.stop()
@@ -220,6 +241,20 @@ func (p *Peer) transcodeVideo(d *downTrack) {
 
 // refusal is why the input d forwards now cannot reach it: its video
 // transcoder was refused (nil otherwise).
+// setTranscoded and setRecode store what their fields say and keep plain
+// true to both. Called by the control goroutine (and pion's Bind on it).
+func (d *downTrack) setTranscoded(m map[*broker.Track]transcoding) {
+	d.transcoded.Store(&m)
+	r := d.recode.Load() // nil only while newDown sets the track up
+	d.plain.Store(len(m) == 0 && (r == nil || *r == ""))
+}
+
+func (d *downTrack) setRecode(codec string) {
+	d.recode.Store(&codec)
+	t := d.transcoded.Load()
+	d.plain.Store(t != nil && len(*t) == 0 && codec == "")
+}
+
 func (d *downTrack) refusal() error {
 	t := d.target.Load()
 	if t == nil {
@@ -405,17 +440,15 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCodecCapability, desc TrackDesc, stream string) (*downTrack, error) {
 	kind, _ := media.ParseKind(desc.Kind)
 	d := &downTrack{p: p, key: key, kind: kind, clock: codec.ClockRate, desc: desc}
-	d.transcoded.Store(&map[*broker.Track]transcoding{})
-	none := ""
-	d.recode.Store(&none)
+	d.setTranscoded(map[*broker.Track]transcoding{})
+	d.setRecode("")
 	local, err := newLocalTrack(codec, desc.ID, stream)
 	if err != nil {
 		return nil, err
 	}
 	if kind == media.Video && p.s.cfg.Video != nil {
 		if _, ok := vtranscode.Canonical(codec.MimeType); ok {
-			mime := codec.MimeType
-			d.recode.Store(&mime)
+			d.setRecode(codec.MimeType)
 			d.vtarget = vtranscode.Target{Codec: codec.MimeType}
 			local.instead = d.rebind
 		}
@@ -447,7 +480,7 @@ func (d *downTrack) rebind(negotiated []webrtc.RTPCodecParameters) (webrtc.RTPCo
 		d.vtarget = vtranscode.FromSDP(mime, c.SDPFmtpLine, "")
 		d.vtarget.Codec = c.MimeType
 		m := c.MimeType
-		d.recode.Store(&m)
+		d.setRecode(m)
 		d.p.s.log.Info("webrtc video track rebound: the receiver takes another codec", "session", d.p.session,
 			"member", d.p.member, "track", d.desc.ID, "codec", m)
 		d.p.resync()
@@ -553,10 +586,11 @@ func (s *SFU) work(ch chan outPkt) {
 			return
 		}
 		s.eng.hold()
+		start := time.Now() // the burst's packets' send time, to a few hundred µs
 		for {
 			p := o.d.p
 			if p.ctx.Err() == nil {
-				o.d.write(o.p, o.t)
+				o.d.write(o.p, o.t, start)
 				queued = append(queued, o.at)
 			}
 			p.inflight.Add(-1)
@@ -580,9 +614,10 @@ func (s *SFU) work(ch chan outPkt) {
 	}
 }
 
-// write forwards one packet of input t, switching inputs on a keyframe and
-// keeping sequence numbers and timestamps continuous across switches.
-func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
+// write forwards one packet of input t at now, switching inputs on a
+// keyframe and keeping sequence numbers and timestamps continuous across
+// switches.
+func (d *downTrack) write(pk *media.Packet, t *broker.Track, now time.Time) {
 	if err := d.pkt.Unmarshal(pk.Bytes()); err != nil {
 		return
 	}
@@ -597,7 +632,7 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
 		}
 		if d.started {
 			d.seqOff = d.pkt.SequenceNumber - (d.lastSeq + 1)
-			gap := uint32(max(1, time.Since(d.lastAt).Seconds()*float64(d.clock)))
+			gap := uint32(max(1, now.Sub(d.lastAt).Seconds()*float64(d.clock)))
 			d.tsOff = d.pkt.Timestamp - (d.lastTS + gap)
 		}
 		d.cur.Store(t)
@@ -608,8 +643,9 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
 	}
 	seq := d.pkt.SequenceNumber - d.seqOff
 	ts := d.pkt.Timestamp - d.tsOff
-	if !d.started || int16(seq-d.lastSeq) > 0 {
-		d.lastSeq, d.lastTS, d.lastAt = seq, ts, time.Now()
+	inOrder := !d.started || int16(seq-d.lastSeq) > 0
+	if inOrder {
+		d.lastSeq, d.lastTS, d.lastAt = seq, ts, now
 	}
 	d.started = true
 	// The publisher's extensions (its IDs, its TWCC numbers) mean nothing
@@ -623,6 +659,7 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track) {
 	if err := d.local.write(&d.hdr, d.pkt.Payload); err == nil {
 		d.forwarded.Add(1)
 		d.p.s.m.forwarded.Inc()
+		d.sent(len(d.pkt.Payload), ts, now, inOrder)
 	}
 }
 
@@ -646,6 +683,7 @@ func (d *downTrack) resend(n *rtcp.TransportLayerNack) {
 			h := rtp.Header{Version: 2, Marker: e.marker, SequenceNumber: e.seq, Timestamp: e.ts}
 			if d.local.write(&h, e.payload) == nil {
 				d.p.s.m.nack.WithLabelValues("resent").Inc()
+				d.sent(len(e.payload), e.ts, time.Time{}, false)
 			}
 			e.pk.Release()
 			return true
@@ -705,12 +743,7 @@ func (d *downTrack) report(rr rtcp.ReceptionReport) {
 }
 
 // ntpMiddle returns the middle 32 bits of the NTP time of t.
-func ntpMiddle(t time.Time) uint32 {
-	const ntpEpochOffset = 2208988800
-	s := uint64(t.Unix()) + ntpEpochOffset
-	f := uint64(t.Nanosecond()) << 32 / 1e9
-	return uint32((s<<32 | f) >> 16)
-}
+func ntpMiddle(t time.Time) uint32 { return uint32(ntpTime(t) >> 16) }
 
 // keyframe reports whether an RTP payload starts a keyframe
 // (media.Keyframe: VP8 and H.264; any other codec counts as one).

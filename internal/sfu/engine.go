@@ -329,8 +329,13 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 			return nil, err
 		}
 	}
-	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
-		return nil, err
+	// A publisher connection reports what it receives with pion's
+	// interceptors; a subscriber connection receives no RTP, and the SFU
+	// sends its sender reports itself (report.go).
+	if estimate == nil {
+		if err := webrtc.ConfigureRTCPReports(reg); err != nil {
+			return nil, err
+		}
 	}
 	if estimate != nil {
 		reg.Add(pooledAttrsFactory{}) // added last: the outermost writer

@@ -20,7 +20,16 @@ import (
 // WHIP publisher (publisher connection only) or a WHEP viewer (subscriber
 // connection only, answering the viewer's offer).
 type Peer struct {
-	s       *SFU
+	s *SFU
+	// Read for every packet sent to the peer (subSink.Deliver, enqueue),
+	// so kept beside s.
+	//
+	// routes maps a subscribed broker track to its downTrack; the sinks
+	// read it without a lock.
+	routes   atomic.Pointer[map[*broker.Track]*downTrack]
+	worker   chan outPkt  // the SFU writer this peer's packets go through
+	inflight atomic.Int32 // packets queued for it there (at most Config.Queue)
+
 	session string
 	member  string
 	mode    mode
@@ -52,21 +61,17 @@ type Peer struct {
 	offers     []time.Time           // recent publisher offers (flood cap)
 	held       int                   // peer connections counted against MaxPeers
 
-	// routes maps a subscribed broker track to its downTrack; the sinks
-	// read it without a lock.
-	routes   atomic.Pointer[map[*broker.Track]*downTrack]
-	est      atomic.Pointer[cc.BandwidthEstimator]
-	pubPC    atomic.Pointer[webrtc.PeerConnection] // p.pub, for other goroutines
-	upList   atomic.Pointer[[]*upTrack]            // p.ups, for other goroutines
-	subPC    atomic.Pointer[webrtc.PeerConnection] // p.sub, for other goroutines
-	worker   chan outPkt                           // the SFU writer this peer's packets go through
-	inflight atomic.Int32                          // packets queued for it there (at most Config.Queue)
+	est    atomic.Pointer[cc.BandwidthEstimator]
+	pubPC  atomic.Pointer[webrtc.PeerConnection] // p.pub, for other goroutines
+	upList atomic.Pointer[[]*upTrack]            // p.ups, for other goroutines
+	subPC  atomic.Pointer[webrtc.PeerConnection] // p.sub, for other goroutines
 
 	muted       [2]atomic.Bool
 	convMu      sync.Mutex   // guards conv
 	conv        bool         // a conversation data channel is open (datachan.go)
 	refusedDCs  atomic.Int32 // data channels refused so far
 	qualitySent bool         // the room's tick goroutine's: a full report went out
+	ownQuality  Quality      // the tick goroutine's: the member's own report its browser holds
 }
 
 type mode int

@@ -60,6 +60,9 @@ type room struct {
 	stop     context.CancelFunc
 	rates    map[*broker.Track]*rate // the tick goroutine's
 	quality  map[string]Quality      // the reports the browsers hold, the tick goroutine's
+	// qualityWait counts the quality periods since the last report to
+	// every browser (the tick goroutine's; see tellQuality).
+	qualityWait int
 }
 
 // New starts an SFU.

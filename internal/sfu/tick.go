@@ -10,7 +10,8 @@ import (
 )
 
 // tick runs a room's periodic work: track bit rates, simulcast choices,
-// active speakers (every 500 ms) and quality reports (every 2 s).
+// active speakers (every 500 ms), the subscribers' sender reports (every
+// second) and quality reports (every 2 s).
 func (s *SFU) tick(ctx context.Context, r *room) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -31,6 +32,11 @@ func (s *SFU) tick(ctx context.Context, r *room) {
 				p.chooseAll()
 			}
 			r.speakers.tick()
+			if n%int(reportEvery/(500*time.Millisecond)) == 0 {
+				for _, p := range peers {
+					p.sendReports(now)
+				}
+			}
 			if n%4 == 0 {
 				s.reportQuality(r, peers)
 			}
@@ -41,9 +47,9 @@ func (s *SFU) tick(ctx context.Context, r *room) {
 // reportQuality tells the browsers of a room the connection quality of
 // each member: the loss of what it publishes, and the loss, jitter and
 // round trip of what it receives, as its browser reports them. A frame
-// carries only the members whose report changed (a newly joined browser
-// gets them all) noticeably, marshalled once for every browser: with N members a full
-// report to each would cost N² every period.
+// carries only the members whose report changed noticeably (a newly
+// joined browser gets them all), marshalled once for every browser: with N
+// members a full report to each would cost N² every period.
 func (s *SFU) reportQuality(r *room, peers []*Peer) {
 	q := make(map[string]Quality, len(peers))
 	for _, p := range peers {
@@ -58,27 +64,64 @@ func (s *SFU) reportQuality(r *room, peers []*Peer) {
 		}
 		q[p.member] = Quality{Score: score(loss, rtt, jitter), Loss: round(loss, 3), RTTMs: round(rtt, 0), JitterMs: round(jitter, 0)}
 	}
+	r.tellQuality(peers, q)
+}
+
+// tellQuality sends the browsers of a room the members' reports q.
+//
+// A room of up to largeRoom browsers tells every period what changed
+// noticeably. A larger room tells only new scores, and only every
+// qualityEvery periods, what changed since the last time: a score that
+// flaps on a loaded network (each browser's round trip crossing a line)
+// would otherwise reach every browser each period, N² entries that a
+// room of a thousand, short of CPU already, must encode, send and decode.
+// So a browser decodes at most about largeRoom entries a period, whatever
+// the room's size. Its own member's new score, what its person acts on,
+// goes to it alone at once. A browser that just joined gets every report
+// the others hold.
+func (r *room) tellQuality(peers []*Peer, q map[string]Quality) {
 	if r.quality == nil {
 		r.quality = map[string]Quality{}
 	}
-	changed := qualityDelta(r.quality, q, len(peers) > largeRoom)
+	every := qualityEvery(len(peers))
+	r.qualityWait++
+	var changed map[string]Quality
 	var delta []byte
-	if len(changed) > 0 {
-		delta, _ = json.Marshal(Frame{Type: "quality", Members: changed})
+	if r.qualityWait >= every {
+		r.qualityWait = 0
+		changed = qualityDelta(r.quality, q, len(peers) > largeRoom)
+		if len(changed) > 0 {
+			delta, _ = json.Marshal(Frame{Type: "quality", Members: changed})
+		}
 	}
 	var full []byte
 	for _, p := range peers {
+		own, known := q[p.member]
 		switch {
 		case !p.qualitySent:
 			if full == nil {
 				full, _ = json.Marshal(Frame{Type: "quality", Members: r.quality})
 			}
 			p.qualitySent = true
+			p.ownQuality = r.quality[p.member]
 			p.sendRaw(full)
 		case delta != nil:
 			p.sendRaw(delta)
+			if x, ok := changed[p.member]; ok {
+				p.ownQuality = x
+			}
+		case every > 1 && known && own.Score != p.ownQuality.Score:
+			p.ownQuality = own
+			p.send(Frame{Type: "quality", Members: map[string]Quality{p.member: own}})
 		}
 	}
+}
+
+// qualityEvery is the quality periods between reports to every browser of
+// a room of n browsers: 1 up to largeRoom, then one more for each
+// largeRoom more.
+func qualityEvery(n int) int {
+	return max(1, (n+largeRoom-1)/largeRoom)
 }
 
 // qualityDelta returns the members of now whose report moved enough to be
