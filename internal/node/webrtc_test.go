@@ -363,8 +363,13 @@ func TestNACKsAreAnsweredFromTheHistory(t *testing.T) {
 // with the node's sender reports, once a second: the track's SSRC, the
 // packets sent so far, and an RTP time that runs with the wall clock at the
 // track's rate (what a browser maps timestamps to the wall clock with).
+// The audio goes the direct way (the node's own SRTP, past pion's send
+// chain), and the client decrypts every packet of it: the packets it took
+// keep up with the count the reports give.
 func TestSubscribersGetSenderReports(t *testing.T) {
-	n := startNode(t, testConfig(t, t.TempDir()))
+	cfg := testConfig(t, t.TempDir())
+	cfg.WebRTC.UDPPort = freePort(t, "udp") // the default's single port: the direct path needs it
+	n := startNode(t, cfg)
 	s := createSession(t, n, "reports")
 	_, atok := joinMember(t, n, s.ID, "Ada")
 	b, btok := joinMember(t, n, s.ID, "Bob")
@@ -392,6 +397,9 @@ func TestSubscribersGetSenderReports(t *testing.T) {
 		if off := time.Duration((ntpSeconds(second.NTPTime) - float64(second.At.UnixNano())/1e9 - 2208988800) * 1e9); off > 100*time.Millisecond || off < -time.Second {
 			t.Errorf("%s: a report's NTP time is %v from when it arrived", r.Kind, off)
 		}
+	}
+	if v := metricValue(t, n, "convene_webrtc_direct_packets_total"); v < 50 {
+		t.Errorf("audio packets sent the direct way: %v", v)
 	}
 }
 

@@ -285,6 +285,11 @@ func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error
 	}
 	se := webrtc.SettingEngine{}
 	se.SetIncludeLoopbackCandidate(true)
+	// Answer as browsers do: setup:active, the DTLS client (JSEP). pion's
+	// own answer to an ICE-lite offerer would make it the server.
+	if err := se.SetAnsweringDTLSRole(webrtc.DTLSRoleClient); err != nil {
+		return nil, err
+	}
 	if _, ok := recv.(*Loss); ok {
 		// Loss drops packets after SRTP saw them; a resent copy must not
 		// be taken for a replay.

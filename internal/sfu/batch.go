@@ -50,6 +50,8 @@ type batchConn struct {
 	// Counted for metrics: sendmmsg batches, the datagrams in them, and
 	// those the kernel refused.
 	batches, datagrams, failed atomic.Uint64
+	// direct counts the datagrams the direct path (direct.go) queued.
+	direct atomic.Uint64
 }
 
 // batch is one sendmmsg call's datagrams. The conn owns every batch:

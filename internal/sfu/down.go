@@ -405,11 +405,16 @@ func (p *Peer) syncSub() {
 // addDown adds a remote track to the subscriber connection.
 func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 	if p.sub == nil {
-		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) })
+		direct := p.s.eng.direct()
+		var keys *dtlsKeys
+		if direct != nil {
+			keys = direct.keys
+		}
+		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, keys)
 		if err != nil {
 			return nil, err
 		}
-		p.sub = pc
+		p.sub, p.direct = pc, direct
 		p.subPC.Store(pc)
 		p.watch(pc)
 	}
@@ -445,6 +450,9 @@ func newDown(p *Peer, pc *webrtc.PeerConnection, key string, codec webrtc.RTPCod
 	local, err := newLocalTrack(codec, desc.ID, stream)
 	if err != nil {
 		return nil, err
+	}
+	if kind == media.Audio && p.direct != nil && pc == p.sub {
+		local.direct = p.direct
 	}
 	if kind == media.Video && p.s.cfg.Video != nil {
 		if _, ok := vtranscode.Canonical(codec.MimeType); ok {
@@ -589,7 +597,7 @@ func (s *SFU) work(ch chan outPkt) {
 		start := time.Now() // the burst's packets' send time, to a few hundred µs
 		for {
 			p := o.d.p
-			if p.ctx.Err() == nil {
+			if !p.closed.Load() {
 				o.d.write(o.p, o.t, start)
 				queued = append(queued, o.at)
 			}

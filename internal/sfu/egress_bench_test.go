@@ -56,7 +56,7 @@ func benchEgress(b *testing.B, n int, batched bool) {
 		}
 	}()
 	for range n {
-		pc, err := s.eng.newPC(func(ccEstimator) {})
+		pc, err := s.eng.newPC(func(ccEstimator) {}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -236,6 +236,16 @@ func (e *engine) close() {
 	}
 }
 
+// direct is a new subscriber connection's direct path for audio
+// (direct.go), nil where there is none: without the single IPv4 UDP port's
+// batching socket.
+func (e *engine) direct() *directOut {
+	if e.batch == nil {
+		return nil
+	}
+	return &directOut{keys: &dtlsKeys{}, conn: e.batch}
+}
+
 // hold and release bracket a writer goroutine's burst of writes, which
 // then leave in sendmmsg batches (batchConn); without batching they do
 // nothing.
@@ -284,7 +294,7 @@ func (e *engine) tcpPort() int {
 // newPC returns a peer connection. A subscriber connection (estimate set)
 // also estimates its bandwidth with GCC over TWCC feedback and hands the
 // estimator to estimate.
-func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnection, error) {
+func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	for _, c := range codecs {
 		typ := webrtc.RTPCodecTypeVideo
@@ -348,7 +358,12 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator)) (*webrtc.PeerConnec
 			return nil, err
 		}
 	}
-	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.setting))
+	setting := e.setting
+	if keys != nil { // the direct path's keys (keys.go)
+		setting.SetDTLSKeyLogWriter(keys)
+		setting.SetDTLSServerHelloMessageHook(keys.serverHello)
+	}
+	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(setting))
 	return api.NewPeerConnection(webrtc.Configuration{})
 }
 

@@ -94,6 +94,9 @@ type localTrack struct {
 	// transcoder (see downTrack.rebind). Set before the track is bound.
 	instead func(negotiated []webrtc.RTPCodecParameters) (webrtc.RTPCodecCapability, bool)
 	alt     atomic.Pointer[webrtc.TrackLocalStaticRTP] // the track bound instead
+	// direct, if set, is the connection's direct path (audio only),
+	// tried before pion's; set before the track is added.
+	direct *directOut
 }
 
 type binding struct {
@@ -158,6 +161,9 @@ func (t *localTrack) write(h *rtp.Header, payload []byte) error {
 		return errUnbound
 	}
 	h.SSRC, h.PayloadType = b.ssrc, b.pt
+	if t.direct != nil && t.direct.write(h, payload) {
+		return nil
+	}
 	_, err := b.w.WriteRTP(h, payload)
 	return err
 }

@@ -77,6 +77,8 @@ func newMetrics(b *batchConn) *Metrics {
 				Help: "Datagrams sent in sendmmsg batches on the single UDP port."}, load(&b.datagrams)),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_send_batch_errors_total",
 				Help: "Datagrams of a batch the kernel refused (lost)."}, load(&b.failed)),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_packets_total",
+				Help: "Audio packets to subscribers the node encrypted and sent itself, past pion's send chain (the direct path)."}, load(&b.direct)),
 		}
 	}
 	return m

@@ -29,6 +29,7 @@ type Peer struct {
 	routes   atomic.Pointer[map[*broker.Track]*downTrack]
 	worker   chan outPkt  // the SFU writer this peer's packets go through
 	inflight atomic.Int32 // packets queued for it there (at most Config.Queue)
+	closed   atomic.Bool  // Close was called: ctx.Err() without its lock
 
 	session string
 	member  string
@@ -49,6 +50,7 @@ type Peer struct {
 
 	// Owned by the control goroutine.
 	pub, sub   *webrtc.PeerConnection
+	direct     *directOut        // sub's direct path for audio, nil for none (set with sub)
 	sources    map[string]string // publisher mid -> source
 	ups        map[string]*upTrack
 	downs      map[string]*downTrack // by stream and kind
@@ -124,7 +126,10 @@ func (p *Peer) Member() string { return p.member }
 // Close hangs up: both connections, every live link.
 func (p *Peer) Close() {
 	// The control goroutine sees the context end and tears down.
-	p.once.Do(p.cancel)
+	p.once.Do(func() {
+		p.closed.Store(true)
+		p.cancel()
+	})
 }
 
 // do runs f on the control goroutine and waits for it.
@@ -305,6 +310,7 @@ func (p *Peer) watch(pc *webrtc.PeerConnection) {
 		case webrtc.PeerConnectionStateConnected:
 			if pc == p.subPC.Load() {
 				p.requestKeyframes()
+				p.startDirect(pc)
 			}
 		}
 	})

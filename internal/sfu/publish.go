@@ -63,7 +63,7 @@ func (p *Peer) publish(offer string, sources map[string]string) (string, error) 
 			}
 			p.held++
 		}
-		pc, err := p.s.eng.newPC(nil)
+		pc, err := p.s.eng.newPC(nil, nil)
 		if err != nil {
 			return "", err
 		}

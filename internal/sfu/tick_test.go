@@ -66,7 +66,6 @@ func TestQualityDeltaLargeRoom(t *testing.T) {
 	}
 }
 
-
 // qualityFrames takes the quality frames queued for p, decoded as the
 // browser decodes them.
 func qualityFrames(t *testing.T, p *Peer) []map[string]Quality {

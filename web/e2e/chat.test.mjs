@@ -8,7 +8,7 @@
 // pointer and the shared notes travel the same way.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { joinThroughUI, launch, startNode, waitFor } from './harness.mjs';
+import { joinThroughUI, launch, metric, startNode, waitFor } from './harness.mjs';
 
 let node, browser;
 before(async () => {
@@ -30,13 +30,6 @@ const lines = (page) =>
     ls.map((l) => `${l.querySelector('.chat-from').textContent}: ${l.querySelector('.chat-text').textContent}`),
   );
 
-// metric reads one sample of the node's /metrics (0 when absent).
-async function metric(sample) {
-  const r = await fetch(node.url + '/metrics', { headers: { 'X-API-Key': node.key } });
-  const line = (await r.text()).split('\n').find((l) => l.startsWith(sample + ' '));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
-}
-
 // overDataChannel waits until each page's chat travels over its data
 // channel and the node has exactly those open, and no conversation
 // WebSocket.
@@ -44,8 +37,8 @@ async function overDataChannel(...pages) {
   for (const p of pages) {
     await waitFor(async () => (await p.locator('section.chat').getAttribute('data-transport')) === 'datachannel', 15_000, 'the chat on the data channel');
   }
-  await waitFor(async () => (await metric('convene_webrtc_data_channels')) === pages.length, 10_000, `${pages.length} conversation data channels on the node`);
-  await waitFor(async () => (await metric('convene_chat_sockets')) === pages.length, 10_000, 'no conversation WebSocket left open');
+  await waitFor(async () => (await metric(node, 'convene_webrtc_data_channels')) === pages.length, 10_000, `${pages.length} conversation data channels on the node`);
+  await waitFor(async () => (await metric(node, 'convene_chat_sockets')) === pages.length, 10_000, 'no conversation WebSocket left open');
 }
 
 async function say(page, text) {
@@ -64,7 +57,7 @@ test('two members chat; the order holds, text stays text, a reload keeps the con
   await waitFor(async () => (await ada.getByRole('textbox', { name: 'Message', exact: true }).getAttribute('placeholder')) === 'Write a message', 15_000, "Ada's chat to connect");
 
   await overDataChannel(ada, bob);
-  const opened = await metric('convene_webrtc_data_channels_opened_total');
+  const opened = await metric(node, 'convene_webrtc_data_channels_opened_total');
 
   await say(ada, 'Hello Bob');
   await say(ada, 'Can you hear me?');
@@ -80,7 +73,7 @@ test('two members chat; the order holds, text stays text, a reload keeps the con
   await waitFor(async () => (await lines(bob)).length === 3, 15_000, 'the history after a reload');
   assert.deepEqual(await lines(bob), ['Ada: Hello Bob', 'Ada: Can you hear me?', 'You: Yes — <b>loud</b> and clear']);
   await overDataChannel(ada, bob);
-  assert.ok((await metric('convene_webrtc_data_channels_opened_total')) > opened, "Bob's reloaded page opened a new channel");
+  assert.ok((await metric(node, 'convene_webrtc_data_channels_opened_total')) > opened, "Bob's reloaded page opened a new channel");
   assert.deepEqual(await lines(bob), ['Ada: Hello Bob', 'Ada: Can you hear me?', 'You: Yes — <b>loud</b> and clear'], 'the move to the channel repeats nothing');
   await say(bob, 'Back again');
   await waitFor(async () => (await lines(ada)).length === 4, 10_000, "Bob's line after his reload on Ada's page");

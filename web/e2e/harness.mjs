@@ -73,6 +73,13 @@ export async function startNode(extra = []) {
   };
 }
 
+// metric reads one sample of node's /metrics (0 when absent).
+export async function metric(node, sample) {
+  const r = await fetch(node.url + '/metrics', { headers: { 'X-API-Key': node.key } });
+  const line = (await r.text()).split('\n').find((l) => l.startsWith(sample + ' '));
+  return line ? Number(line.slice(sample.length + 1)) : 0;
+}
+
 // launch starts Chromium with fake media devices; extra are more flags
 // (--use-file-for-fake-audio-capture=tone.wav for a known microphone).
 export async function launch(extra = []) {

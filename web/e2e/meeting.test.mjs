@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { artifacts, joinThroughUI, launch, remoteStats, startNode, waitFor } from './harness.mjs';
+import { artifacts, joinThroughUI, launch, metric, remoteStats, startNode, waitFor } from './harness.mjs';
 
 let node, browser;
 before(async () => {
@@ -71,6 +71,9 @@ test('two pages meet: each decodes the other, and a mute shows', { timeout: 90_0
   const bm = await b.evaluate(() => window.convene.member);
   await waitFor(async () => decodedFrom(await remoteStats(a), bm), 30_000, 'Ada decoding Bob');
   await waitFor(async () => decodedFrom(await remoteStats(b), am), 30_000, 'Bob decoding Ada');
+  // Chromium answers as the DTLS client, so the node knows its SRTP keys
+  // and sends the audio it decoded the direct way (the node's own SRTP).
+  assert.ok((await metric(node, 'convene_webrtc_direct_packets_total')) > 0, 'audio sent the direct way');
   if (process.env.SCREENSHOT) {
     await b.getByText('· good').first().waitFor({ timeout: 10_000 });
     await b.screenshot({ path: process.env.SCREENSHOT });

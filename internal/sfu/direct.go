@@ -1,0 +1,133 @@
+package sfu
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/rtp"
+	"github.com/pion/srtp/v3"
+	"github.com/pion/webrtc/v4"
+)
+
+// directOut is a subscriber connection's direct path for audio: the
+// writer encrypts each packet with the connection's own SRTP keys
+// (dtlsKeys) and queues it on the single UDP port's socket (batchConn) for
+// the connection's selected ICE pair, instead of handing it through pion's
+// send chain (interceptors, the SRTP session's stream lookup, the mux
+// endpoint, the ICE connection and the UDP mux). Those layers touch a
+// dozen structures of the subscriber's for every packet; with a thousand
+// subscribers each is a cache miss, and together they cost more than the
+// kernel's send (profiles in ARCHITECTURE.md).
+//
+// Only audio goes direct: video passes the bandwidth estimator's
+// interceptors (transport-wide sequence numbers, GCC's record of each
+// packet sent), which the estimate that picks simulcast layers needs, and
+// NACK answers. An audio packet on pion's chain meets no interceptor that
+// does anything, so the bytes on the wire are the same.
+//
+// The path opens once the connection is connected, the node was the DTLS
+// server (so dtlsKeys knows the keys), and the selected pair is UDP on the
+// single port; it follows the selected pair as ICE changes it. Before,
+// and whenever the pair is not such, packets take pion's path. A track's
+// SRTP rollover counter is kept by whichever context encrypts it: a track
+// that went direct and later had to fall back to pion's path (the pair
+// moved to ICE-TCP, which a browser picks only when UDP fails) after 65,536
+// packets would be undecodable; the fallback is for the first packets of
+// a connection, not for a track that already went direct.
+type directOut struct {
+	keys    *dtlsKeys
+	conn    *batchConn
+	to      atomic.Pointer[netip.AddrPort] // the selected pair's remote; nil: use pion's path
+	started atomic.Bool
+
+	mu    sync.Mutex // guards ctx and the buffers
+	ctx   *srtp.Context
+	plain [maxDatagram]byte
+	out   [maxDatagram]byte
+}
+
+// start opens the path on a connected connection, and follows its
+// selected pair from now on. Called once, on the connection's Connected.
+func (x *directOut) start(pc *webrtc.PeerConnection) bool {
+	ctx, err := x.keys.localContext()
+	if err != nil {
+		return false
+	}
+	x.mu.Lock()
+	x.ctx = ctx
+	x.mu.Unlock()
+	ice := pc.SCTP().Transport().ICETransport()
+	ice.OnSelectedCandidatePairChange(x.follow)
+	pair, err := ice.GetSelectedCandidatePair()
+	if err != nil {
+		return false
+	}
+	x.follow(pair)
+	return x.to.Load() != nil
+}
+
+// follow points the path at a selected pair if it is UDP to an IP
+// address (not a host name), and closes it otherwise.
+func (x *directOut) follow(pair *webrtc.ICECandidatePair) {
+	if pair == nil || pair.Remote == nil || pair.Remote.Protocol != webrtc.ICEProtocolUDP ||
+		pair.Local == nil || pair.Local.Protocol != webrtc.ICEProtocolUDP {
+		x.to.Store(nil)
+		return
+	}
+	a, err := netip.ParseAddr(pair.Remote.Address)
+	if err != nil || !a.Unmap().Is4() {
+		x.to.Store(nil)
+		return
+	}
+	to := netip.AddrPortFrom(a.Unmap(), pair.Remote.Port)
+	x.to.Store(&to)
+}
+
+// write sends one packet with header h (SSRC and payload type set) the
+// direct way; false if the path is not open, and the caller then sends it
+// through pion.
+func (x *directOut) write(h *rtp.Header, payload []byte) bool {
+	to := x.to.Load()
+	if to == nil {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ctx == nil {
+		return false
+	}
+	n := h.MarshalSize()
+	if n+len(payload)+srtpOverhead > len(x.out) {
+		return false
+	}
+	if _, err := h.MarshalTo(x.plain[:n]); err != nil {
+		return false
+	}
+	copy(x.plain[n:], payload)
+	out, err := x.ctx.EncryptRTP(x.out[:0], x.plain[:n+len(payload)], h)
+	if err != nil {
+		return false
+	}
+	_, _ = x.conn.WriteToAddrPort(out, *to)
+	x.conn.direct.Add(1)
+	return true
+}
+
+// startDirect opens the subscriber connection's direct path, if it has
+// one, once: a new SRTP context later would begin the rollover count
+// again.
+func (p *Peer) startDirect(pc *webrtc.PeerConnection) {
+	x := p.direct
+	if x == nil || x.started.Swap(true) {
+		return
+	}
+	ok := x.start(pc)
+	if !ok {
+		p.s.log.Debug("webrtc direct path not open: pion's sends the audio", "session", p.session, "member", p.member)
+	}
+}
+
+// srtpOverhead is the most SRTP adds to a packet: a 16-byte GCM tag (an
+// HMAC-SHA1-80 tag is 10).
+const srtpOverhead = 16
