@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, sys := range cfg.Systems {
 		if sys == "convene" {
 			res.Notes = append(res.Notes, "`convene serve` ran with `"+strings.Join(admissionLifted, " ")+
-				"`: the node's admission (its measured delivery capacity and its cap of peer connections) lifted, so that forwarding quality decides, as for Janus, which has no such limit")
+				"`: the node's admission (its measured delivery capacity, its cap of peer connections and of a session's members) lifted, so that forwarding quality decides, as for Janus, which has no such limit")
 		}
 	}
 	if cfg.Pin {
@@ -360,8 +360,10 @@ type conveneNode struct{ *convene.Node }
 // admissionLifted are the flags that lift the node's admission for the
 // run: the benchmark looks for where forwarding quality breaks, not where
 // the node would start refusing (the overload benchmark measures that).
-// Before them, a 1,000-subscriber step failed on webrtc.max_peers.
-var admissionLifted = []string{"-capacity-pps", "1e12", "-webrtc-max-peers", "100000"}
+// Before them, a 1,000-subscriber step failed on webrtc.max_peers, and
+// one after 4,300 members had joined the session over earlier steps on
+// sessions.max_members (members stay in the session when they hang up).
+var admissionLifted = []string{"-capacity-pps", "1e12", "-webrtc-max-peers", "100000", "-sessions-max-members", "100000"}
 
 func startConvene(cfg Config) (*conveneNode, error) {
 	n, err := convene.Start(convene.Options{Bin: cfg.Convene, Tmp: cfg.Tmp, Pin: cfg.Pin, Args: append(append([]string{}, admissionLifted...), cfg.ServeArgs...)})
