@@ -62,9 +62,19 @@ export class RTC {
   // nodes are where to rejoin if this node goes: the welcome's, then the
   // last "nodes" frame's (move.ts rejoinTarget).
   nodes: Alternative[] = [];
-  // Join timing (performance.now()): the signalling socket opened, and
-  // the first remote video frame was decoded.
-  timing: { wsOpen?: number; firstFrame?: number } = {};
+  // Join timing (performance.now()): the signalling socket opened, the
+  // welcome came, the subscriber offer came and was answered, the
+  // subscriber connection connected (ICE and DTLS), the first remote video
+  // packet arrived and its first frame was decoded.
+  timing: {
+    wsOpen?: number;
+    welcome?: number;
+    offer?: number;
+    answered?: number;
+    connected?: number;
+    firstPacket?: number;
+    firstFrame?: number;
+  } = {};
 
   // moves is how often the member was moved to another node already
   // (move.ts): a member that was is not placed elsewhere again.
@@ -104,7 +114,9 @@ export class RTC {
       if (!this.sub) return;
       let decoded = false;
       (await this.sub.getStats()).forEach((s: any) => {
-        if (s.type === 'inbound-rtp' && s.kind === 'video' && s.framesDecoded > 0) decoded = true;
+        if (s.type !== 'inbound-rtp' || s.kind !== 'video') return;
+        if (s.packetsReceived > 0) this.timing.firstPacket ??= performance.now();
+        if (s.framesDecoded > 0) decoded = true;
       });
       if (decoded && !this.timing.firstFrame) {
         this.timing.firstFrame = performance.now();
@@ -120,6 +132,7 @@ export class RTC {
   private async handle(f: Frame) {
     switch (f.type) {
       case 'welcome':
+        this.timing.welcome ??= performance.now();
         this.ice = f.ice_servers ?? [];
         this.member = f.member ?? '';
         this.nodes = f.alternatives ?? [];
@@ -160,15 +173,20 @@ export class RTC {
       e.track.onended = () => s!.removeTrack(e.track);
       this.emitRemotes();
     };
+    pc.onconnectionstatechange = () => {
+      if (pc.connectionState === 'connected') this.timing.connected ??= performance.now();
+    };
     this.sub = pc;
     return pc;
   }
 
   private async answerSub(sdp: string) {
+    this.timing.offer ??= performance.now();
     const pc = this.subPC();
     await pc.setRemoteDescription({ type: 'offer', sdp });
     await pc.setLocalDescription(await pc.createAnswer());
     this.send({ type: 'answer', pc: 'sub', sdp: pc.localDescription!.sdp });
+    this.timing.answered ??= performance.now();
   }
 
   private emitRemotes() {
