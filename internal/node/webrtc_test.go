@@ -382,16 +382,20 @@ func TestSubscribersGetSenderReports(t *testing.T) {
 		if first.PacketCount == 0 || second.PacketCount <= first.PacketCount || second.OctetCount <= first.OctetCount {
 			t.Errorf("%s: counts %d/%d then %d/%d", r.Kind, first.PacketCount, first.OctetCount, second.PacketCount, second.OctetCount)
 		}
-		if d := int64(second.PacketCount) - int64(second.Received); d < -5 || d > 60 {
-			t.Errorf("%s: the report counts %d packets sent, %d had arrived", r.Kind, second.PacketCount, second.Received)
-		}
 		clock := 48000.0
 		if r.Kind == "video" {
 			clock = 90000
 		}
 		wall := ntpSeconds(second.NTPTime) - ntpSeconds(first.NTPTime)
+		// What had arrived when the report did is what the report counts,
+		// give or take what was in flight: a loaded machine's client may
+		// be a few seconds behind, never a whole track's worth.
+		rate := float64(second.PacketCount-first.PacketCount) / max(wall, 0.1)
+		if d := float64(second.PacketCount) - float64(second.Received); d < -rate-5 || d > 3*rate+20 {
+			t.Errorf("%s: the report counts %d packets sent, %d had arrived (%.0f a second)", r.Kind, second.PacketCount, second.Received, rate)
+		}
 		rtpSecs := float64(second.RTPTime-first.RTPTime) / clock
-		if wall < 0.5 || math.Abs(rtpSecs-wall) > 0.03 {
+		if wall < 0.5 || math.Abs(rtpSecs-wall) > 0.1 { // a wrong clock rate is off by a third or more
 			t.Errorf("%s: between two reports %.3f s of wall clock and %.3f s of RTP time", r.Kind, wall, rtpSecs)
 		}
 		if off := time.Duration((ntpSeconds(second.NTPTime) - float64(second.At.UnixNano())/1e9 - 2208988800) * 1e9); off > 100*time.Millisecond || off < -time.Second {
