@@ -148,6 +148,11 @@ type WebRTCConfig struct {
 	// way to the near node with the most room when that has 1.5 times
 	// this node's. 0 turns placement off.
 	PlaceNear Duration `yaml:"place_near"`
+	// DirectAudio sends subscribers' audio the direct way: the node
+	// encrypts it with the connection's SRTP keys and sends it on the
+	// single UDP port itself, past pion's send chain (ARCHITECTURE.md,
+	// "The direct path"). false keeps it on pion's chain.
+	DirectAudio bool `yaml:"direct_audio"`
 }
 
 // RelayConfig configures the RTP relay that carries the media of proxied
@@ -457,7 +462,7 @@ func Default() Config {
 		Relay: RelayConfig{Addr: "127.0.0.1", PortMin: 30000, PortMax: 39999, Timeout: Duration(60 * time.Second), Kernel: true,
 			MaxPacket: 1500, LatchWindow: Duration(3 * time.Second), MaxStreamsPerCall: 4, MaxStreamsPerUser: 64, MaxStreamsPerSource: 256},
 		WebRTC: WebRTCConfig{Enabled: true, UDPPort: 40002, PortMin: 50000, PortMax: 50999, MaxPeers: 1000, MaxTracks: 8,
-			MaxBitrate: 6_000_000, PlaceNear: Duration(10 * time.Millisecond)},
+			MaxBitrate: 6_000_000, PlaceNear: Duration(10 * time.Millisecond), DirectAudio: true},
 		SIP: SIPConfig{Listen: "127.0.0.1:5060", Expires: Duration(time.Hour), NATExpires: Duration(60 * time.Second), ProbeInterval: Duration(30 * time.Second), Algorithms: "MD5,SHA-256", AuthCalls: true, RegisterRate: 100, InviteRate: 20,
 			RequestRate: 100, MaxContacts: 10, TCPIdleTimeout: Duration(2 * time.Minute), TCPMaxConns: 4096, TCPMaxConnsPerIP: 32,
 			MinPasswordLength: 12},

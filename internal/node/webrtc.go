@@ -44,7 +44,7 @@ func startRTC(cfg config.Config, sessions *session.Service, gov *capacity.Govern
 	}
 	rtc, err := sfu.New(sfu.Config{Addr: a.Unmap(), UDPPort: w.UDPPort, PortMin: uint16(w.PortMin), PortMax: uint16(w.PortMax),
 		TCPPort: w.TCPPort, PublicIPs: config.SplitList(w.PublicIPs), ICEServers: servers, MaxPeers: w.MaxPeers,
-		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, Transcode: hub, Video: vhub, Logger: log,
+		MaxTracks: w.MaxTracks, MaxBitrate: w.MaxBitrate, Queue: cfg.RTP.Queue, NoDirectAudio: !w.DirectAudio, Transcode: hub, Video: vhub, Logger: log,
 		Admit: sessions.Admit, Shed: gov.Level, Conversations: rtcConversations{conv, sessions}, Failover: failover, Place: place}, sessions)
 	if err != nil {
 		return nil, err

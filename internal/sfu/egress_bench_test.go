@@ -28,15 +28,20 @@ import (
 // includes the kernel's work in sendto (on loopback also the receiving
 // socket's). Work on other goroutines (RTCP, feedback) is not in it; the
 // full picture is convene-bench webrtc.
+//
+// direct=true sends the audio the direct way (direct.go), as the node does
+// for a browser, which answers as the DTLS client; video stays on pion's
+// chain.
 func BenchmarkEgress(b *testing.B) {
 	for _, n := range []int{50, 150} {
 		for _, batched := range []bool{false, true} {
-			b.Run(fmt.Sprintf("subs=%d/batch=%v", n, batched), func(b *testing.B) { benchEgress(b, n, batched) })
+			b.Run(fmt.Sprintf("subs=%d/batch=%v", n, batched), func(b *testing.B) { benchEgress(b, n, batched, false) })
 		}
+		b.Run(fmt.Sprintf("subs=%d/batch=true/direct=true", n), func(b *testing.B) { benchEgress(b, n, true, true) })
 	}
 }
 
-func benchEgress(b *testing.B, n int, batched bool) {
+func benchEgress(b *testing.B, n int, batched, direct bool) {
 	l, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		b.Fatal(err)
@@ -56,7 +61,13 @@ func benchEgress(b *testing.B, n int, batched bool) {
 		}
 	}()
 	for range n {
-		pc, err := s.eng.newPC(func(ccEstimator) {}, nil)
+		var x *directOut
+		var keys *dtlsKeys
+		if direct {
+			x = s.eng.direct()
+			keys = x.keys
+		}
+		pc, err := s.eng.newPC(func(ccEstimator) {}, keys)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,6 +76,9 @@ func benchEgress(b *testing.B, n int, batched bool) {
 			t, err := newLocalTrack(c, c.MimeType, "s")
 			if err != nil {
 				b.Fatal(err)
+			}
+			if x != nil && c.MimeType == codecOpus.MimeType {
+				t.direct = x
 			}
 			if _, err := pc.AddTrack(t); err != nil {
 				b.Fatal(err)
@@ -78,6 +92,9 @@ func benchEgress(b *testing.B, n int, batched bool) {
 		closers = append(closers, func() { rx.Close() })
 		if err := connect(pc, rx); err != nil {
 			b.Fatal(err)
+		}
+		if x != nil && !x.start(pc) {
+			b.Fatal("the direct path did not open")
 		}
 	}
 	for _, t := range tracks {
@@ -155,6 +172,9 @@ func newReceiver() (*webrtc.PeerConnection, error) {
 	}
 	se := webrtc.SettingEngine{}
 	se.SetIncludeLoopbackCandidate(true)
+	if err := se.SetAnsweringDTLSRole(webrtc.DTLSRoleClient); err != nil { // as a browser answers
+		return nil, err
+	}
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	se.SetInterfaceFilter(func(s string) bool { return s == "lo" })
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).

@@ -45,6 +45,10 @@ type Config struct {
 	MaxTracks int
 	// Queue bounds the packets queued towards one subscriber.
 	Queue int
+	// NoDirectAudio keeps subscribers' audio on pion's send chain instead
+	// of the direct path (direct.go): an escape hatch, and the benchmark's
+	// A/B switch.
+	NoDirectAudio bool
 	// MaxBitrate caps the bandwidth estimate of a subscriber, bit/s.
 	MaxBitrate int
 	// Transcode, if set, gives browsers a G.711 track (a phone's) as Opus,
@@ -238,9 +242,9 @@ func (e *engine) close() {
 
 // direct is a new subscriber connection's direct path for audio
 // (direct.go), nil where there is none: without the single IPv4 UDP port's
-// batching socket.
+// batching socket, or turned off.
 func (e *engine) direct() *directOut {
-	if e.batch == nil {
+	if e.batch == nil || e.cfg.NoDirectAudio {
 		return nil
 	}
 	return &directOut{keys: &dtlsKeys{}, conn: e.batch}
