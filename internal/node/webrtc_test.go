@@ -699,3 +699,38 @@ func TestWHEPViewerOfAPhoneHearsOpus(t *testing.T) {
 		t.Errorf("the viewer hears 440 Hz at %.2f of the energy", sh)
 	}
 }
+
+// TestTheFirstTracksFrameFollowsTheWelcome: a member alone in a session is
+// told at once that it receives nothing (an empty tracks frame: the web
+// app then sends its camera without waiting for others' video), and a
+// later member is told the first one's tracks.
+func TestTheFirstTracksFrameFollowsTheWelcome(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir()))
+	s := createSession(t, n, "told")
+	a, atok := joinMember(t, n, s.ID, "Ada")
+	_, btok := joinMember(t, n, s.ID, "Bob")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{Video: true, Simulcast: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rtctest.WaitFor(ctx, func() bool { return ca.TracksFrames() > 0 }); err != nil {
+		t.Fatalf("the lone member had no tracks frame")
+	}
+	if ts := ca.Tracks(); len(ts) != 0 {
+		t.Fatalf("the lone member's first tracks frame lists %+v, want nothing", ts)
+	}
+	cb := dialRTC(t, n, s.ID, btok, rtctest.Options{})
+	if err := rtctest.WaitFor(ctx, func() bool {
+		for _, x := range cb.Tracks() {
+			if x.Member == a && x.Kind == "video" {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("the second member's tracks: %+v, want Ada's video", cb.Tracks())
+	}
+	waitMedia(t, cb, a, "video")
+	if f := cb.TracksFrames(); f < 1 {
+		t.Fatalf("%d tracks frames", f)
+	}
+}

@@ -98,12 +98,13 @@ type Client struct {
 	frames  chan sfu.Frame
 	welcome sfu.Frame
 
-	mu     sync.Mutex
-	recv   map[string]*Recv // by track ID
-	tracks []sfu.TrackDesc
-	layers map[string]string
-	errs   []sfu.Frame
-	closed websocket.StatusCode // how the node closed the socket (-1 before, or without a close frame)
+	mu           sync.Mutex
+	recv         map[string]*Recv // by track ID
+	tracks       []sfu.TrackDesc
+	tracksFrames int // how many tracks frames came
+	layers       map[string]string
+	errs         []sfu.Frame
+	closed       websocket.StatusCode // how the node closed the socket (-1 before, or without a close frame)
 }
 
 // Recv counts one remote track's packets.
@@ -416,6 +417,7 @@ func (c *Client) read() {
 		case "tracks":
 			c.mu.Lock()
 			c.tracks = f.Tracks
+			c.tracksFrames++
 			c.mu.Unlock()
 		case "layer":
 			c.mu.Lock()
@@ -597,6 +599,13 @@ func (c *Client) Tracks() []sfu.TrackDesc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]sfu.TrackDesc(nil), c.tracks...)
+}
+
+// TracksFrames returns how many tracks frames came.
+func (c *Client) TracksFrames() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tracksFrames
 }
 
 // Layer returns the layer the node last said it forwards for a track.

@@ -396,8 +396,14 @@ func (p *Peer) syncSub() {
 		p.transcodeVideo(d)
 	}
 	p.routes.Store(&routes)
-	if changed {
+	// The first sync tells the browser its tracks even when there are
+	// none: the web app sends its camera once it has seen the others'
+	// video, or at once when there is none (web/src/rtc.ts videoWait).
+	if changed || (!p.toldTracks && p.mode == modeBrowser) {
+		p.toldTracks = true
 		p.sendTracks()
+	}
+	if changed {
 		p.negotiate()
 	}
 }
@@ -513,7 +519,9 @@ func (p *Peer) sendTracks() {
 	ts := make([]TrackDesc, 0, len(p.downs))
 	for _, d := range p.downs {
 		desc := d.desc
-		desc.Layers = len(*d.inputs.Load())
+		if in := d.inputs.Load(); in != nil {
+			desc.Layers = len(*in)
+		}
 		ts = append(ts, desc)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].ID < ts[j].ID })

@@ -41,8 +41,14 @@ func (p *Peer) choose(d *downTrack) {
 			t = ins[len(ins)-1]
 		} else if c := d.target.Load(); c != nil && contains(ins, c) {
 			t = c // the estimate moves it (chooseAll)
+		} else if p.est.Load() != nil {
+			// Start low: its keyframe is the smallest, so the first
+			// frame shows soonest; the estimate raises it (GCC starts at
+			// 1 Mbit/s: the middle layer, usually before the connection
+			// is up).
+			t = ins[0]
 		} else {
-			t = ins[len(ins)-1] // start high; the estimate brings it down
+			t = ins[len(ins)-1] // no estimate to raise it: the best
 		}
 	}
 	d.setTarget(t)

@@ -60,6 +60,7 @@ type Peer struct {
 	onClose    func()                // run after teardown (set before it starts)
 	subPending bool                  // an offer on sub awaits its answer
 	subAgain   bool                  // and the subscriptions changed since
+	toldTracks bool                  // the browser has had a tracks frame (the first, even empty, follows the welcome)
 	offers     []time.Time           // recent publisher offers (flood cap)
 	held       int                   // peer connections counted against MaxPeers
 

@@ -27,7 +27,7 @@ type upTrack struct {
 	source string
 	layer  int
 
-	lastPLI  atomic.Int64 // unix nanos of the last PLI sent upstream
+	pli      keyframeThrottle
 	levelExt uint8        // RFC 6464 extension ID, 0 if not negotiated
 	level    atomic.Int32 // smoothed audio level, -dBov * 100 (0 loudest)
 	packets  atomic.Uint64
@@ -248,12 +248,19 @@ func (u *upTrack) read() {
 	}
 }
 
-// requestKeyframe sends the publisher a PLI, at most one per 300 ms: many
-// subscribers asking at once cost the publisher one keyframe.
+// pliEvery is the least time between two keyframe requests to one
+// publisher track.
+const pliEvery = 300 * time.Millisecond
+
+// requestKeyframe sends the publisher a PLI, at most one per pliEvery
+// (keyframeThrottle): many subscribers asking at once cost the publisher
+// one keyframe, and none of them is left without one.
 func (u *upTrack) requestKeyframe() {
-	now := time.Now().UnixNano()
-	last := u.lastPLI.Load()
-	if now-last < int64(300*time.Millisecond) || !u.lastPLI.CompareAndSwap(last, now) {
+	if !u.pli.ask(func() {
+		if !u.closed.Load() && !u.p.closed.Load() {
+			u.requestKeyframe()
+		}
+	}) {
 		u.p.s.m.pli.WithLabelValues("throttled").Inc()
 		return
 	}
@@ -263,6 +270,34 @@ func (u *upTrack) requestKeyframe() {
 	}
 	u.p.s.m.pli.WithLabelValues("sent").Inc()
 	_ = pc.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: uint32(u.remote.SSRC())}})
+}
+
+// keyframeThrottle lets one keyframe request through per pliEvery. A
+// request inside the window is not dropped but made again when the
+// window ends (once for all that came in it): the keyframe the request
+// before brought may have gone by before its asker could take it (a
+// subscriber not yet connected, an HLS feed that switched to this camera
+// since), and a browser's camera sends keyframes only when asked.
+type keyframeThrottle struct {
+	last  atomic.Int64 // unix nanos of the last request let through
+	later atomic.Bool  // again is due when the window ends
+}
+
+// ask reports whether a request may go now; if not, again runs once the
+// window has ended, unless an earlier refused ask arranged it already.
+func (k *keyframeThrottle) ask(again func()) bool {
+	now := time.Now().UnixNano()
+	last := k.last.Load()
+	if wait := int64(pliEvery) - (now - last); wait > 0 {
+		if k.later.CompareAndSwap(false, true) {
+			time.AfterFunc(time.Duration(wait), func() {
+				k.later.Store(false)
+				again()
+			})
+		}
+		return false
+	}
+	return k.last.CompareAndSwap(last, now) // false: another caller's goes now
 }
 
 // windowLoss is the fraction of packets lost since the last call (the

@@ -25,8 +25,8 @@ const cameras = [
 ];
 
 // A small picture at a low rate: CI has two cores for four browsers. The
-// cameras are 640×360, from which Chromium sends the lower two of the web
-// app's three simulcast layers (the composite shows the 320×180 one).
+// cameras are 640×360, which the web app sends in two simulcast layers,
+// 320×180 and 640×360 (the composite shows the 320×180 one).
 const W = 320, H = 180, FPS = 5;
 
 let node, dir;

@@ -60,7 +60,7 @@ test('a viewer plays the session with hls.js', { timeout: 120_000 }, async () =>
   await page.goto(link);
   const { st, later } = await watchPlays(page, node, s.id);
   assert.equal(st.w, 640, 'the video is the stream’s 640×360 frame (the 320×240 test card scaled to fit)');
-  assert.ok(later.frames > st.frames, 'frames go on being decoded');
+  assert.ok(later.frames > st.frames, 'frames go on being decoded; node log: ' + node.log().slice(-3000));
   assert.ok(asked.some((u) => /_stream\.m3u8\?.*_HLS_msn=\d+&_HLS_part=\d+/.test(u)), 'blocking playlist reloads for parts');
   assert.ok(asked.some((u) => /_part\d+\.mp4/.test(u)), 'parts fetched');
   // Low latency: hls.js plays within 3 s of the live edge (the page
@@ -156,7 +156,7 @@ test('the chair broadcasts, a viewer watches, a participant sees Live', { timeou
   const viewer = await (await browser.newContext()).newPage();
   await viewer.goto(link);
   const { st, later } = await watchPlays(viewer, node, s.id, 90_000);
-  assert.ok(later.frames > st.frames, 'frames go on being decoded');
+  assert.ok(later.frames > st.frames, 'frames go on being decoded; node log: ' + node.log().slice(-3000));
   await viewer.getByTestId('watch-live').waitFor({ timeout: 5_000 });
 
   // The chair stops: Live goes, the viewer is told the broadcast ended.

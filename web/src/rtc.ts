@@ -2,6 +2,7 @@
 // on and a subscriber connection the node offers on.
 
 import type { Alternative } from './move';
+import { simulcastLayers } from './media';
 
 export type TrackDesc = { id: string; stream: string; member?: string; kind: string; source: string; layers?: number };
 export type Quality = { score: string; loss: number; rtt_ms: number; jitter_ms: number };
@@ -26,8 +27,9 @@ export type Remote = { stream: MediaStream; member: string; source: string };
 export type RemoteStats = { framesDecoded: number; audioEnergy: number; packetsLost: number; codecs: string[] };
 
 // SentStats is one RTP stream the page sends: its SSRC, kind, codec, the
-// packets it sent, and those the node's receiver reports say it lost.
-export type SentStats = { ssrc: number; kind: string; mime: string; packetsSent: number; lost: number };
+// packets it sent, those the node's receiver reports say it lost, and of
+// a video layer its RID and frame size.
+export type SentStats = { ssrc: number; kind: string; mime: string; packetsSent: number; lost: number; rid?: string; width?: number; height?: number };
 
 export type RTCEvents = {
   remotes(r: Map<string, Remote>): void;
@@ -56,6 +58,11 @@ export class RTC {
   private senders = new Map<string, RTCRtpSender>(); // by source
   private sources: Record<string, string> = {};
   private negotiating = Promise.resolve();
+  private queued?: Promise<void>; // a negotiation not yet begun, that later changes join
+  private welcomed: Promise<void>;
+  private onWelcome?: () => void;
+  private told = false; // the node's first tracks frame came
+  private waiters: (() => void)[] = []; // until's, woken by tracks frames, answers and the first frame
   private pendingAnswer?: (sdp: string) => void;
   private sctp = false; // the publisher connection has negotiated data channels
   member = '';
@@ -84,45 +91,93 @@ export class RTC {
     this.ws = new WebSocket(`${proto}//${location.host}/api/v1/sessions/${session}/rtc?token=${encodeURIComponent(token)}${placed}`);
     this.ws.onopen = () => {
       this.timing.wsOpen = performance.now();
-      this.watchFirstFrame();
     };
+    let refused: (e: Error) => void = () => {};
+    this.welcomed = new Promise((resolve, reject) => {
+      this.onWelcome = resolve;
+      refused = reject;
+    });
+    this.welcomed.catch(() => {}); // a caller that never asked is not told
     this.ws.onmessage = (m) => this.handle(JSON.parse(m.data));
-    this.ws.onclose = (e) => on.closed(e.reason || 'the connection to the node closed', e.code);
+    this.ws.onclose = (e) => {
+      refused(new Error('the node refused the connection'));
+      on.closed(e.reason || 'the connection to the node closed', e.code);
+    };
   }
 
+  // ready resolves when the node welcomed the member, and rejects if the
+  // socket closed before.
   ready(): Promise<void> {
-    if (this.member) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const t = setInterval(() => {
-        if (this.member) {
-          clearInterval(t);
-          resolve();
-        } else if (this.ws.readyState === WebSocket.CLOSED) {
-          clearInterval(t);
-          reject(new Error('the node refused the connection'));
-        }
-      }, 20);
+    return this.welcomed;
+  }
+
+  // subscribed resolves once the subscriber connection is negotiated: the
+  // first offer answered, or at once if the node's first tracks frame
+  // lists nothing to receive; after at most max ms. The room publishes
+  // then: the page's first offer, while the node's waits, would hold up
+  // the others' media on the browser's one signalling thread
+  // (web/bench/jointime.mjs).
+  subscribed(max: number): Promise<void> {
+    return this.until(() => this.timing.answered !== undefined || (this.told && this.tracks.length === 0), max);
+  }
+
+  // videoWait resolves once the member sees the others' video (the first
+  // remote frame decoded), at once if the node's first tracks frame lists
+  // no video, and after at most max ms. The room sends its camera then:
+  // encoding it while the first remote frames are on their way, on a
+  // small machine, delays them (web/bench/jointime.mjs), and the others
+  // see the camera a fraction of a second later. The microphone is sent
+  // at once.
+  videoWait(max: number): Promise<void> {
+    return this.until(() => !!this.timing.firstFrame || (this.told && !this.tracks.some((x) => x.kind === 'video')), max);
+  }
+
+  // until resolves when cond holds (checked now and on each wake), or
+  // after max ms.
+  private until(cond: () => boolean, max: number): Promise<void> {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(finish, max);
+      const check = () => {
+        if (done) return;
+        if (cond()) finish();
+        else this.waiters.push(check);
+      };
+      check();
     });
   }
 
-  // watchFirstFrame notes when the first remote video frame is decoded
-  // (polling stats every 20 ms for at most 30 s).
-  private watchFirstFrame() {
-    const start = performance.now();
-    const t = setInterval(async () => {
-      if (performance.now() - start > 30_000 || this.ws.readyState === WebSocket.CLOSED) return clearInterval(t);
-      if (!this.sub) return;
-      let decoded = false;
-      (await this.sub.getStats()).forEach((s: any) => {
-        if (s.type !== 'inbound-rtp' || s.kind !== 'video') return;
-        if (s.packetsReceived > 0) this.timing.firstPacket ??= performance.now();
-        if (s.framesDecoded > 0) decoded = true;
-      });
-      if (decoded && !this.timing.firstFrame) {
-        this.timing.firstFrame = performance.now();
-        clearInterval(t);
-      }
-    }, 20);
+  private wake() {
+    const w = this.waiters;
+    this.waiters = [];
+    w.forEach((f) => f());
+  }
+
+  // watchFirstFrame notes when the first remote video packet arrives (the
+  // track unmutes) and when its first frame is decoded (a video element
+  // playing it has its first frame): events, not polling, so that the
+  // page spends nothing on it while it joins.
+  private watchFirstFrame(track: MediaStreamTrack) {
+    if (track.kind !== 'video' || this.timing.firstFrame) return;
+    const packet = () => (this.timing.firstPacket ??= performance.now());
+    if (!track.muted) packet();
+    else track.addEventListener('unmute', packet, { once: true });
+    const el = document.createElement('video');
+    el.muted = true;
+    el.srcObject = new MediaStream([track]);
+    const done = () => {
+      this.timing.firstFrame ??= performance.now();
+      el.srcObject = null;
+      this.wake();
+    };
+    el.addEventListener('loadeddata', done, { once: true });
+    el.play().catch(() => {});
   }
 
   private send(f: Record<string, unknown>) {
@@ -136,6 +191,7 @@ export class RTC {
         this.ice = f.ice_servers ?? [];
         this.member = f.member ?? '';
         this.nodes = f.alternatives ?? [];
+        this.onWelcome?.();
         break;
       case 'nodes':
         this.nodes = f.alternatives ?? [];
@@ -148,6 +204,8 @@ export class RTC {
         break;
       case 'tracks':
         this.tracks = f.tracks ?? [];
+        this.told = true;
+        this.wake();
         this.emitRemotes();
         break;
       case 'quality':
@@ -170,6 +228,7 @@ export class RTC {
         this.streams.set(id, s);
       }
       s.addTrack(e.track);
+      this.watchFirstFrame(e.track);
       e.track.onended = () => s!.removeTrack(e.track);
       this.emitRemotes();
     };
@@ -187,6 +246,7 @@ export class RTC {
     await pc.setLocalDescription(await pc.createAnswer());
     this.send({ type: 'answer', pc: 'sub', sdp: pc.localDescription!.sdp });
     this.timing.answered ??= performance.now();
+    this.wake();
   }
 
   private emitRemotes() {
@@ -213,11 +273,7 @@ export class RTC {
     if (track) {
       const init: RTCRtpTransceiverInit = { direction: 'sendonly' };
       if (source === 'camera' && track.kind === 'video') {
-        init.sendEncodings = [
-          { rid: 'l', scaleResolutionDownBy: 4, maxBitrate: 150_000 },
-          { rid: 'm', scaleResolutionDownBy: 2, maxBitrate: 500_000 },
-          { rid: 'h', maxBitrate: 1_500_000 },
-        ];
+        init.sendEncodings = simulcastLayers(track.getSettings().height ?? 720);
       }
       const tr = pc.addTransceiver(track, init);
       this.senders.set(source, tr.sender);
@@ -249,8 +305,15 @@ export class RTC {
     return this.pub;
   }
 
+  // negotiate offers the publisher connection's current transceivers and
+  // channels. Changes made before a queued negotiation begins (a
+  // microphone, a camera and the conversation channel at join) share it:
+  // one offer, not one each.
   private negotiate(): Promise<void> {
-    this.negotiating = this.negotiating.then(async () => {
+    if (this.queued) return this.queued;
+    const run = this.negotiating.then(async () => {
+      await new Promise((r) => setTimeout(r, 0)); // let the caller's other changes join
+      this.queued = undefined;
       const pc = this.pubPC();
       const offer = await pc.createOffer();
       await pc.setLocalDescription(offer);
@@ -263,7 +326,9 @@ export class RTC {
       this.send({ type: 'offer', pc: 'pub', sdp: pc.localDescription!.sdp, sources: this.sources });
       await pc.setRemoteDescription({ type: 'answer', sdp: await answer });
     });
-    return this.negotiating;
+    this.queued = run;
+    this.negotiating = run.catch(() => {});
+    return run;
   }
 
   mute(kind: 'audio' | 'video', muted: boolean) {
@@ -309,7 +374,7 @@ export class RTC {
         if (r.type === 'remote-inbound-rtp' && r.ssrc === s.ssrc) lost = r.packetsLost ?? 0;
       });
       const mime = s.codecId ? (report.get(s.codecId)?.mimeType ?? '') : '';
-      out.push({ ssrc: s.ssrc, kind: s.kind, mime, packetsSent: s.packetsSent ?? 0, lost });
+      out.push({ ssrc: s.ssrc, kind: s.kind, mime, packetsSent: s.packetsSent ?? 0, lost, rid: s.rid, width: s.frameWidth, height: s.frameHeight });
     });
     return out;
   }

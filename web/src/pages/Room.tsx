@@ -201,11 +201,14 @@ export function Room({ session }: { session: string }) {
     }, moved);
     rtc.current = r;
     // The chat moves onto a data channel of the meeting's connection once
-    // the node welcomed us; until then, and if it fails, the WebSocket.
-    r.ready().then(
-      () => !stop && chat.current?.useChannel(r.conversationChannel()),
-      () => {},
-    );
+    // the node welcomed us and the others' media is negotiated; until
+    // then, and if it fails, the WebSocket.
+    r.ready()
+      .then(() => r.subscribed(1000))
+      .then(
+        () => !stop && chat.current?.useChannel(r.conversationChannel()),
+        () => {},
+      );
     const handed = takeOver();
     (async () => {
       try {
@@ -213,16 +216,22 @@ export function Room({ session }: { session: string }) {
         if (stop) return s.getTracks().forEach((t) => t.stop());
         setLocal(s);
         await r.ready();
+        await r.subscribed(1000); // the others' media first (rtc.ts)
         const a = s.getAudioTracks()[0];
         const v = s.getVideoTracks()[0];
+        // The microphone in one offer with the conversation channel
+        // (opened then too; rtc.ts negotiate); the camera once
+        // the others' video shows, or at most 1 s on (rtc.ts videoWait).
+        const sent: Promise<void>[] = [];
         if (a) {
           a.enabled = handed.choice?.mic ?? true;
           setMic(a.enabled);
-          await r.publish('microphone', a);
+          sent.push(r.publish('microphone', a));
           if (!a.enabled) r.mute('audio', true);
         }
-        if (v) await r.publish('camera', v);
+        if (v) sent.push(r.videoWait(1000).then(() => (stop ? undefined : r.publish('camera', v))));
         else setCamera(false);
+        await Promise.all(sent);
       } catch (e: any) {
         setErr(e.message ?? String(e));
       }
