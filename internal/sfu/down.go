@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -560,9 +561,10 @@ func (p *Peer) subAnswer(sdp string) error {
 		return fmt.Errorf("answer: %v", err)
 	}
 	p.subPending = false
-	if p.sub.ConnectionState() == webrtc.PeerConnectionStateConnected {
-		p.requestKeyframes() // a renegotiation added tracks to a live connection
-	}
+	// A renegotiation added tracks to a live connection; or the first
+	// answer: a keyframe asked for now is in the history by the time ICE
+	// and DTLS are done (replay).
+	p.requestKeyframes()
 	if p.subAgain {
 		p.subAgain = false
 		p.negotiate()
@@ -677,6 +679,29 @@ func (d *downTrack) write(pk *media.Packet, t *broker.Track, now time.Time) {
 		d.p.s.m.forwarded.Inc()
 		d.sent(len(d.pkt.Payload), ts, now, inOrder)
 	}
+}
+
+// replay sends a subscriber whose connection just came up the packets
+// from the newest keyframe on, if the history holds them and it is less
+// than a second old: its first frame then shows at once, not after a
+// keyframe request's round trip to the publisher and its encoder (the
+// packets written before the connection was up went nowhere). It
+// reports whether it sent any.
+func (d *downTrack) replay() bool {
+	mime := d.local.mime()
+	if d.hist == nil || !(strings.EqualFold(mime, "video/VP8") || strings.EqualFold(mime, "video/H264")) {
+		return false
+	}
+	ps := d.hist.sinceKeyframe(func(b []byte) bool { return keyframe(mime, b) }, d.clock)
+	for _, e := range ps {
+		h := rtp.Header{Version: 2, Marker: e.marker, SequenceNumber: e.seq, Timestamp: e.ts}
+		if d.local.write(&h, e.payload) == nil {
+			d.p.s.m.replayed.Inc()
+			d.sent(len(e.payload), e.ts, time.Time{}, false)
+		}
+		e.pk.Release()
+	}
+	return len(ps) > 0
 }
 
 // resend answers a NACK from the history, at most 64 packets of it.

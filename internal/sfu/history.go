@@ -24,6 +24,8 @@ type history struct {
 	mu     sync.Mutex
 	closed bool
 	ring   [historySize]sentPacket
+	newest uint16 // the seq of the newest packet added
+	any    bool   // a packet was added
 }
 
 type sentPacket struct {
@@ -46,6 +48,9 @@ func (h *history) add(pk *media.Packet, payload []byte, seq uint16, ts uint32, m
 	e := &h.ring[seq%historySize]
 	old := e.pk
 	*e = sentPacket{pk: pk, payload: payload, seq: seq, ts: ts, marker: marker}
+	if !h.any || int16(seq-h.newest) > 0 {
+		h.newest, h.any = seq, true
+	}
 	h.mu.Unlock()
 	if old != nil {
 		old.Release()
@@ -63,6 +68,41 @@ func (h *history) get(seq uint16) (sentPacket, bool) {
 	e.pk.Retain(1)
 	return e, true
 }
+
+// sinceKeyframe returns the packets from the newest keyframe's first one
+// to the newest packet, each with a reference the caller releases, if
+// that keyframe is among the newest replayMax packets, every packet from
+// it on is kept, and it is less than maxAge (in RTP time) older than the
+// newest; else nothing.
+func (h *history) sinceKeyframe(isKey func([]byte) bool, maxAge uint32) []sentPacket {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.any {
+		return nil
+	}
+	last := h.ring[h.newest%historySize]
+	for back := uint16(0); back < replayMax; back++ {
+		seq := h.newest - back
+		e := h.ring[seq%historySize]
+		if e.pk == nil || e.seq != seq || last.ts-e.ts >= maxAge {
+			return nil // a gap, or too old: no keyframe to start from
+		}
+		if !isKey(e.payload) {
+			continue
+		}
+		out := make([]sentPacket, 0, back+1)
+		for i := uint16(0); i <= back; i++ {
+			x := h.ring[(seq+i)%historySize]
+			x.pk.Retain(1)
+			out = append(out, x)
+		}
+		return out
+	}
+	return nil
+}
+
+// replayMax bounds what a new subscriber is sent from the history at once.
+const replayMax = 160
 
 // close drops every reference; later adds are refused.
 func (h *history) close() {

@@ -19,6 +19,7 @@ type Metrics struct {
 	errors    *prometheus.CounterVec
 	pli       *prometheus.CounterVec
 	nack      *prometheus.CounterVec
+	replayed  prometheus.Counter
 	switches  prometheus.Counter
 	estimate  prometheus.Histogram
 	delay     prometheus.Histogram
@@ -49,6 +50,8 @@ func newMetrics(b *batchConn) *Metrics {
 			Help: "Keyframe requests: received from subscribers, sent to publishers, throttled."}, []string{"what"}),
 		nack: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "convene_webrtc_nack_packets_total",
 			Help: "Packets subscribers asked for again: resent from the history, or missing from it."}, []string{"what"}),
+		replayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_replayed_packets_total",
+			Help: "Video packets sent to subscribers whose connection just came up, from the newest keyframe in the history."}),
 		switches: prometheus.NewCounter(prometheus.CounterOpts{Name: "convene_webrtc_layer_switches_total",
 			Help: "Simulcast layer switches made for subscribers."}),
 		estimate: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "convene_webrtc_bandwidth_estimate_bps",
@@ -86,7 +89,7 @@ func newMetrics(b *batchConn) *Metrics {
 
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) {
-	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.placed, m.errors, m.pli, m.nack, m.switches, m.estimate, m.delay,
+	r.MustRegister(m.peers, m.tracks, m.forwarded, m.dropped, m.refused, m.placed, m.errors, m.pli, m.nack, m.replayed, m.switches, m.estimate, m.delay,
 		m.channels, m.channelsOpened, m.channelsRefused)
 	r.MustRegister(m.batch...)
 }

@@ -300,8 +300,9 @@ func (p *Peer) addCandidate(pc string, c *Candidate) error {
 // watch hangs the peer up when a connection fails or closes, and hands
 // the data channels its client opens to onDataChannel.
 // When the subscriber connection is up (DTLS done, SRTP keys in place),
-// every video it carries gets a keyframe request: one asked for earlier
-// would have arrived before the browser could decrypt it.
+// every video it carries starts from its newest keyframe, replayed from
+// the history, or gets a keyframe request: what was written before went
+// nowhere.
 func (p *Peer) watch(pc *webrtc.PeerConnection) {
 	pc.OnDataChannel(p.onDataChannel)
 	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
@@ -310,11 +311,25 @@ func (p *Peer) watch(pc *webrtc.PeerConnection) {
 			p.Close()
 		case webrtc.PeerConnectionStateConnected:
 			if pc == p.subPC.Load() {
-				p.requestKeyframes()
+				p.replayOrRequest()
 				p.startDirect(pc)
 			}
 		}
 	})
+}
+
+// replayOrRequest starts every video of a subscriber connection that
+// just came up: from the newest keyframe in its history (downTrack.replay),
+// else by asking its publisher for one.
+func (p *Peer) replayOrRequest() {
+	for _, d := range p.downTracks() {
+		if d.kind != media.Video || d.replay() {
+			continue
+		}
+		if t := d.target.Load(); t != nil {
+			t.RequestKeyframe()
+		}
+	}
 }
 
 // requestKeyframes asks the publishers of every video the subscriber
