@@ -1,8 +1,9 @@
 // Package hls makes a session a low-latency HLS stream for passive
 // viewers: the seed's streaming producer. The chair starts it; the node
 // then runs one ffmpeg child per session (package ffmpeg) that only
-// encodes the video: one camera (the active speaker's, else the first
-// video track; of a simulcast camera the layer broker.Room.Best names,
+// encodes the video: one camera (the active speaker's, once the one
+// shown has been on for Options.SpeakerHold, 2 s; else the first video
+// track; of a simulcast camera the layer broker.Room.Best names,
 // the highest heard in the last 2 s; or a grid composite), fed over local
 // RTP, or a black card while the session has none (or its camera made no
 // frame for Stall: then for CardFor). Every picture is 640×360 (Frame),

@@ -41,6 +41,9 @@ type Options struct {
 	FFmpeg string
 	// Max is how many streams the node runs at once; 4.
 	Max int
+	// SpeakerHold is the least time a member's camera stays shown before
+	// another speaker's takes its place; 2 s.
+	SpeakerHold time.Duration
 	// Segment is the segments' least duration (the child makes a
 	// keyframe every Segment, which starts the next); 1 s.
 	Segment time.Duration
@@ -93,6 +96,9 @@ type Service struct {
 func NewService(o Options) *Service {
 	if o.FFmpeg == "" {
 		o.FFmpeg = "ffmpeg"
+	}
+	if o.SpeakerHold <= 0 {
+		o.SpeakerHold = 2 * time.Second
 	}
 	if o.Max <= 0 {
 		o.Max = 4
@@ -309,6 +315,7 @@ type Stream struct {
 	mu       sync.Mutex
 	speakers []string
 	video    *broker.Track // shown now
+	shownAt  time.Time     // when its member's camera came on (speakerHold)
 	vfeed    *ffmpeg.Feed  // its feed (nil without a camera)
 	untap    func()
 	sdpVideo string // the camera's codec in the child's SDP ("" for none)
@@ -555,8 +562,9 @@ func (st *Stream) checkStall(now time.Time) {
 }
 
 // pickVideo taps the camera to show: the pinned composite's track, else
-// the first speaker's that has one, else the one shown now, else the
-// first video track of the main session; of a simulcast camera, the layer
+// the first speaker's that has one (once the one shown has been on for
+// Options.SpeakerHold), else the one shown now, else the first video track of the
+// main session; of a simulcast camera, the layer
 // broker.Room.Best names (the highest heard in the last 2 s), so it
 // changes layers when that changes (the feed waits for the new one's
 // keyframe and asks for it).
@@ -584,6 +592,14 @@ func (st *Stream) pickVideo() {
 	if want == nil && slices.Contains(cams, st.video) {
 		want = st.video
 	}
+	// A member's camera stays on for Options.SpeakerHold at least:
+	// speakers that take turns word by word would otherwise switch the
+	// picture as often, and each switch waits for the new camera's
+	// keyframe.
+	if want != nil && st.video != nil && want.Owner() != st.video.Owner() &&
+		slices.Contains(cams, st.video) && time.Since(st.shownAt) < st.s.o.SpeakerHold {
+		want = st.video
+	}
 	if want == nil && len(cams) > 0 {
 		want = cams[0]
 	}
@@ -593,6 +609,7 @@ func (st *Stream) pickVideo() {
 	if want == st.video {
 		return
 	}
+	prev := st.video
 	if st.untap != nil {
 		st.untap()
 		st.untap = nil
@@ -612,6 +629,9 @@ func (st *Stream) pickVideo() {
 			return
 		}
 		st.vfeed = f
+	}
+	if prev == nil || prev.Owner() != want.Owner() {
+		st.shownAt = time.Now()
 	}
 	st.video = want
 	st.untap = st.room.Tap(want, "hls:"+st.session, st.vfeed)

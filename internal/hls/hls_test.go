@@ -108,3 +108,37 @@ func TestStreamFollowsSpeaker(t *testing.T) {
 		t.Errorf("a session not active: %v, want ErrNoSession", err)
 	}
 }
+
+// TestSpeakerHoldKeepsThePicture: a camera that came on stays shown while
+// another member speaks, for SpeakerHold; with a short hold the picture
+// follows the speaker.
+func TestSpeakerHoldKeepsThePicture(t *testing.T) {
+	for _, c := range []struct {
+		hold   time.Duration
+		follow bool
+	}{{time.Hour, false}, {time.Millisecond, true}} {
+		b := broker.New()
+		room := b.Open("s_1")
+		camera(t, room, "link-a", "m_a")
+		camera(t, room, "link-b", "m_b")
+		svc := NewService(Options{Dir: t.TempDir(), FFmpeg: stubFFmpeg(t), Max: 1, Rooms: b.Room, Mixers: mixer.NewService(mixer.Options{}),
+			Events: events.New(events.Options{}), SpeakerHold: c.hold})
+		info, _, err := svc.Start("s_1", StartOptions{})
+		if err != nil || !strings.HasPrefix(info.Video, "link-a") {
+			t.Fatalf("start: %+v %v", info, err)
+		}
+		svc.SetSpeakers("s_1", []string{"m_b"})
+		if c.follow {
+			testutil.WaitFor(t, 5*time.Second, "m_b's camera shown", func() bool {
+				i, _ := svc.Get("s_1")
+				return strings.HasPrefix(i.Video, "link-b")
+			})
+		} else {
+			time.Sleep(2 * time.Second) // four of the stream's half-second looks
+			if i, _ := svc.Get("s_1"); !strings.HasPrefix(i.Video, "link-a") {
+				t.Errorf("hold %v: shows %q, want link-a's camera still", c.hold, i.Video)
+			}
+		}
+		svc.Close()
+	}
+}
