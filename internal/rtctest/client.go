@@ -67,6 +67,11 @@ type Options struct {
 	// does not drop what the server sent in time (the default, 208 KiB on
 	// Linux, holds about 90 packets of 1,200 bytes).
 	ReadBuffer int
+	// Arrivals makes the client note when each RTP packet reached its
+	// sockets (the kernel's receive timestamp): Recv.Arrival then counts
+	// latency to that moment, without the client process's own delay in
+	// reading it (a load of many clients sharing a CPU).
+	Arrivals bool
 	// Conversation opens the "conversation" data channel (reliable,
 	// unordered) on the publisher connection, as the web app does:
 	// Client.Channel, open once Publish is done and the connection is up.
@@ -94,6 +99,8 @@ type Client struct {
 	audio   *webrtc.TrackLocalStaticRTP
 	video   []*webrtc.TrackLocalStaticRTP // one per layer
 
+	arr *arrivals // with Options.Arrivals
+
 	answers chan string
 	frames  chan sfu.Frame
 	welcome sfu.Frame
@@ -103,6 +110,7 @@ type Client struct {
 	tracks       []sfu.TrackDesc
 	tracksFrames int // how many tracks frames came
 	layers       map[string]string
+	rrs          map[string]rtcp.ReceptionReport // the node's newest report on each published kind's (first) SSRC
 	errs         []sfu.Frame
 	closed       websocket.StatusCode // how the node closed the socket (-1 before, or without a close frame)
 }
@@ -125,6 +133,10 @@ type Recv struct {
 	// bucket holds everything from LatencyBuckets-1 ms up), read from the
 	// send time Media writes into each payload.
 	Latency [LatencyBuckets]atomic.Uint32
+	// Arrival counts them the same way by their delay to the moment they
+	// reached the client's socket (Options.Arrivals; a packet whose
+	// arrival was not noted counts by its Latency).
+	Arrival [LatencyBuckets]atomic.Uint32
 	// Reports are the sender reports of the track's SSRC the client read
 	// (as a browser does; pion's receiver reports then carry the last
 	// one's time back, and the sender learns the round trip).
@@ -195,7 +207,11 @@ func VP8Header(pl []byte, first, key bool) {
 }
 
 // Observe counts one received RTP packet of this track.
-func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
+func (r *Recv) Observe(p *rtp.Packet, n int, video bool) { r.observe(p, n, video, 0) }
+
+// observe counts p, which reached the client's socket at arrived (unix
+// nanos, 0 if not known).
+func (r *Recv) observe(p *rtp.Packet, n int, video bool, arrived int64) {
 	now := time.Now().UnixNano()
 	r.First.CompareAndSwap(0, now)
 	r.Packets.Add(1)
@@ -219,6 +235,10 @@ func (r *Recv) Observe(p *rtp.Packet, n int, video bool) {
 		if sent := int64(binary.BigEndian.Uint64(p.Payload[off:])); sent > 0 && sent <= now && now-sent < int64(time.Minute) {
 			ms := min((now-sent)/int64(time.Millisecond), LatencyBuckets-1)
 			r.Latency[ms].Add(1)
+			if arrived >= sent && arrived <= now {
+				ms = min((arrived-sent)/int64(time.Millisecond), LatencyBuckets-1)
+			}
+			r.Arrival[ms].Add(1)
 		}
 	}
 }
@@ -237,7 +257,10 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{opt: opt, ws: ws, closed: -1, ctx: cctx, cancel: cancel, answers: make(chan string, 4), frames: make(chan sfu.Frame, 256),
 		recv: map[string]*Recv{}, layers: map[string]string{}}
-	if c.Sub, err = newPC(opt.Receive, opt); err != nil {
+	if opt.Arrivals {
+		c.arr = newArrivals()
+	}
+	if c.Sub, err = newPC(opt.Receive, opt, c.arr); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -257,7 +280,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	return c, nil
 }
 
-func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error) {
+func newPC(recv interceptor.Factory, opt Options, arr *arrivals) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	if err := registerCodecs(m, opt.VideoCodecs); err != nil {
 		return nil, err
@@ -305,12 +328,12 @@ func newPC(recv interceptor.Factory, opt Options) (*webrtc.PeerConnection, error
 		ifname = "lo"
 	}
 	se.SetInterfaceFilter(func(s string) bool { return s == ifname })
-	if opt.ReadBuffer > 0 {
+	if opt.ReadBuffer > 0 || arr != nil {
 		n, err := stdnet.NewNet()
 		if err != nil {
 			return nil, err
 		}
-		se.SetNet(bufferedNet{Net: n, size: opt.ReadBuffer})
+		se.SetNet(clientNet{Net: n, size: opt.ReadBuffer, arr: arr})
 	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se))
 	return api.NewPeerConnection(webrtc.Configuration{})
@@ -346,18 +369,26 @@ func registerCodecs(m *webrtc.MediaEngine, video []string) error {
 	return nil
 }
 
-// bufferedNet gives the sockets ICE gathers on a receive buffer of size.
-type bufferedNet struct {
+// clientNet gives the sockets ICE gathers on a receive buffer of size
+// (when not 0) and, with arr, notes their packets' arrivals.
+type clientNet struct {
 	*stdnet.Net
 	size int
+	arr  *arrivals
 }
 
-func (n bufferedNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
+func (n clientNet) ListenUDP(network string, laddr *net.UDPAddr) (transport.UDPConn, error) {
 	c, err := n.Net.ListenUDP(network, laddr)
-	if b, ok := c.(interface{ SetReadBuffer(int) error }); ok && err == nil {
+	if err != nil {
+		return c, err
+	}
+	if b, ok := c.(interface{ SetReadBuffer(int) error }); ok && n.size > 0 {
 		_ = b.SetReadBuffer(n.size)
 	}
-	return c, err
+	if n.arr != nil && (laddr == nil || laddr.Port != 5353) { // not mDNS's socket
+		c = newStampedConn(c, n.arr)
+	}
+	return c, nil
 }
 
 // Close hangs up.
@@ -443,6 +474,16 @@ func (c *Client) CloseStatus() websocket.StatusCode {
 	return c.closed
 }
 
+// ReceptionReport is the newest reception report the node sent on the
+// client's published track of kind ("audio", "video"), read while Media
+// runs; false before one.
+func (c *Client) ReceptionReport(kind string) (rtcp.ReceptionReport, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.rrs[kind]
+	return r, ok
+}
+
 // Frames are the node's frames (all of them, including handled ones);
 // when nobody reads, new ones are dropped.
 func (c *Client) Frames() <-chan sfu.Frame { return c.frames }
@@ -483,7 +524,7 @@ func (c *Client) Publish(ctx context.Context) error {
 // offer makes the publisher connection and its offer.
 func (c *Client) offer() (string, map[string]string, error) {
 	var err error
-	if c.Pub, err = newPC(nil, c.opt); err != nil {
+	if c.Pub, err = newPC(nil, c.opt, nil); err != nil {
 		return "", nil, err
 	}
 	sources := map[string]string{}
@@ -653,7 +694,11 @@ func (c *Client) onTrack(t *webrtc.TrackRemote, rx *webrtc.RTPReceiver) {
 		if p.Unmarshal(buf[:n]) != nil {
 			continue
 		}
-		r.Observe(&p, n, t.Kind() == webrtc.RTPCodecTypeVideo)
+		var arrived int64
+		if c.arr != nil {
+			arrived = c.arr.at(p.SSRC, p.SequenceNumber)
+		}
+		r.observe(&p, n, t.Kind() == webrtc.RTPCodecTypeVideo, arrived)
 		if c.opt.OnVideo != nil && t.Kind() == webrtc.RTPCodecTypeVideo {
 			c.opt.OnVideo(r.Codec, &p)
 		}
@@ -695,12 +740,32 @@ func (c *Client) Media(ctx context.Context) {
 	if c.Pub != nil {
 		for _, s := range c.Pub.GetSenders() {
 			go func(s *webrtc.RTPSender) {
+				var kind string
+				var ssrc uint32
+				if t := s.Track(); t != nil {
+					kind = t.Kind().String()
+				}
+				if e := s.GetParameters().Encodings; len(e) > 0 {
+					ssrc = uint32(e[0].SSRC)
+				}
 				for {
 					pk, _, err := s.ReadRTCP()
 					if err != nil {
 						return
 					}
 					for _, x := range pk {
+						if rr, ok := x.(*rtcp.ReceiverReport); ok {
+							for _, r := range rr.Reports {
+								if r.SSRC == ssrc {
+									c.mu.Lock()
+									if c.rrs == nil {
+										c.rrs = map[string]rtcp.ReceptionReport{}
+									}
+									c.rrs[kind] = r
+									c.mu.Unlock()
+								}
+							}
+						}
 						if strings.Contains(fmt.Sprintf("%T", x), "PictureLoss") {
 							select {
 							case kf <- struct{}{}:

@@ -30,8 +30,11 @@ func (c *Client) SetAnswer(sdp string) error {
 func NewViewer(opt Options) (*Client, error) {
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{opt: opt, ctx: cctx, cancel: cancel, recv: map[string]*Recv{}, layers: map[string]string{}}
+	if opt.Arrivals {
+		c.arr = newArrivals()
+	}
 	var err error
-	if c.Sub, err = newPC(nil, opt); err != nil {
+	if c.Sub, err = newPC(nil, opt, c.arr); err != nil {
 		cancel()
 		return nil, err
 	}

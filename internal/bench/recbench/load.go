@@ -202,10 +202,12 @@ type liveListener interface {
 type listeners []liveListener
 
 // listen is what the listeners received by a moment: packets, packets
-// expected (from the sequence numbers), and one-way latency by ms.
+// expected (from the sequence numbers), and one-way latency by ms, to
+// each packet's arrival at the listener's socket (arr) and to the
+// listener's reading it (read).
 type listen struct {
 	packets, expected uint64
-	lat               [rtctest.LatencyBuckets]uint64
+	arr, read         [rtctest.LatencyBuckets]uint64
 }
 
 func (ls listeners) snapshot() listen {
@@ -214,8 +216,9 @@ func (ls listeners) snapshot() listen {
 		for _, r := range c.Received() {
 			s.packets += r.Packets.Load()
 			s.expected += uint64(r.High.Load()) // differences count what was sent meanwhile
-			for i := range s.lat {
-				s.lat[i] += uint64(r.Latency[i].Load())
+			for i := range s.arr {
+				s.arr[i] += uint64(r.Arrival[i].Load())
+				s.read[i] += uint64(r.Latency[i].Load())
 			}
 		}
 	}
@@ -227,11 +230,18 @@ type Live struct {
 	Received uint64  `json:"received"`
 	Expected uint64  `json:"expected"`
 	Loss     float64 `json:"loss"`
-	// Late is the packets that arrived later than LateAfter.
+	// Late is the packets that arrived later than LateAfter: at the
+	// listener's socket (the kernel's receive time), what the server
+	// delivered; the latencies are to the same moment.
 	Late   uint64  `json:"late"`
 	LatP50 float64 `json:"latency_p50_ms"`
 	LatP99 float64 `json:"latency_p99_ms"`
 	LatMax float64 `json:"latency_max_ms"`
+	// ReadLate and ReadP99 are the same to the moment the listener's
+	// process read the packet (its WebRTC stack done with it): with the
+	// load's own delay in it, on a CPU a few hundred clients share.
+	ReadLate uint64  `json:"read_late"`
+	ReadP99  float64 `json:"read_latency_p99_ms"`
 }
 
 // since is what the listeners received between a and b.
@@ -240,16 +250,19 @@ func (b listen) since(a listen) Live {
 	if l.Expected > l.Received {
 		l.Loss = float64(l.Expected-l.Received) / float64(l.Expected)
 	}
-	var h [rtctest.LatencyBuckets]uint64
+	var h, r [rtctest.LatencyBuckets]uint64
 	for i := range h {
-		h[i] = b.lat[i] - a.lat[i]
+		h[i] = b.arr[i] - a.arr[i]
+		r[i] = b.read[i] - a.read[i]
 		if i >= LateAfter {
 			l.Late += h[i]
+			l.ReadLate += r[i]
 		}
 		if h[i] > 0 {
 			l.LatMax = float64(i) + 1
 		}
 	}
 	l.LatP50, l.LatP99 = rtcbench.HistPct(h[:], 0.5), rtcbench.HistPct(h[:], 0.99)
+	l.ReadP99 = rtcbench.HistPct(r[:], 0.99)
 	return l
 }

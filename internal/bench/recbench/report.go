@@ -54,8 +54,8 @@ func Format(res Result) string {
 			continue
 		}
 		fmt.Fprintf(&b, "## %s\n\n", Shapes[name].Title)
-		b.WriteString("| system | streams | rooms | sent | not recorded | server's drops: recorder / forwarding | kernel's drops: server / load | listeners' loss | late | latency p50 / p99 / max ms | node's own delay p99 ms | load's lag ms | server CPU (cores) | streams per core | load's CPU (cores) | machine busy / steal | others' CPU (cores) | pass |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("| system | streams | rooms | sent | not recorded | server's drops: recorder / forwarding | kernel's drops: server / load | listeners' loss | late | latency p50 / p99 / max ms | read by the listener: late, p99 ms | node's own delay p99 ms | load's lag ms | server CPU (cores) | streams per core | load's CPU (cores) | machine busy / steal | others' CPU (cores) | pass |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, s := range ss {
 			for _, p := range s.Points {
 				n := strconv.Itoa(p.Streams)
@@ -75,8 +75,8 @@ func Format(res Result) string {
 				if !p.OK && p.Why != "" {
 					pass += " (" + p.Why + ")"
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %s | %d / %d | %.2f%% | %d | %.0f / %.0f / %.0f | %s | %.0f | %.3f | %.0f | %.2f | %.0f%% / %.0f%% | %.2f | %s |\n",
-					s.System, n, p.Rooms, sent, p.Missing, drops, p.ServerUDPDrops, p.LoadUDPDrops, 100*p.Live.Loss, p.Live.Late, p.Live.LatP50, p.Live.LatP99, p.Live.LatMax,
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %s | %d / %d | %.2f%% | %d | %.0f / %.0f / %.0f | %d, %.0f | %s | %.0f | %.3f | %.0f | %.2f | %.0f%% / %.0f%% | %.2f | %s |\n",
+					s.System, n, p.Rooms, sent, p.Missing, drops, p.ServerUDPDrops, p.LoadUDPDrops, 100*p.Live.Loss, p.Live.Late, p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.Live.ReadLate, p.Live.ReadP99,
 					own, p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Steal, p.Others, pass)
 			}
 		}
@@ -107,8 +107,9 @@ func Format(res Result) string {
 	}
 	fmt.Fprintf(&b, "\"not recorded\" counts the window's packets missing from the files; \"server's drops\" is what Convene itself counted over the window "+
 		"as not recorded (convene_recorder_dropped_packets_total) and as not forwarded to a listener (convene_webrtc_dropped_packets_total; over plain RTP convene_media_dropped_packets_total); Janus does not say. "+
-		"\"kernel's drops\" are the datagrams the kernel dropped at the server's sockets and at the load's, their receive buffers full (/proc/net/udp): a server, or a load, that did not read in time. \"late\" counts listener packets over the bar; latency is from the send time in the payload to the listener's read; "+
-		"\"node's own delay\" is the share of it Convene spent queueing for the listener (convene_webrtc_forward_delay_seconds, as the upper bound of its bucket; Janus does not say): latency beyond it is spent outside the node (the kernel, the load's process). "+
+		"\"kernel's drops\" are the datagrams the kernel dropped at the server's sockets and at the load's, their receive buffers full (/proc/net/udp): a server, or a load, that did not read in time. \"late\" counts listener packets over the bar; latency is from the send time in the payload to the packet's arrival at the listener's socket (the kernel's receive timestamp, SO_TIMESTAMPNS): what the server delivered, and when. "+
+		"\"read by the listener\" is the same to the moment the listener's WebRTC stack (pion, in this benchmark's process, on the CPU it shares with every publisher) handed the packet over: the load's own delay is in it, so it is shown, not judged. "+
+		"\"node's own delay\" is the share of it Convene spent queueing for the listener (convene_webrtc_forward_delay_seconds, as the upper bound of its bucket; Janus does not say): latency beyond it is spent outside the node's queues (its reading the packet, the kernel, the load's sending). "+
 		"\"load's lag\" is how late, at worst, the load sent a frame against its schedule. "+
 		"\"others' CPU\" is what neither the server nor the load used (other work on a shared machine); %s.\n\n", results.TriesNote)
 	if res.Pinned {

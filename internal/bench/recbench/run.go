@@ -151,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Notes = append(res.Notes,
-		fmt.Sprintf("`convene serve` ran with `%s`: the admission limits lifted (the disk capacity probed at start-up, against which each recording reserves 128 kb/s per audio and 2.5 Mb/s per video track; the node's delivery capacity, against which joins are admitted), so that the packets recorded decide, as for Janus, which has no such limit",
+		fmt.Sprintf("`convene serve` ran with `%s`: the admission limits lifted (the disk capacity probed at start-up, against which each recording reserves 128 kb/s per audio and 2.5 Mb/s per video track; the node's delivery capacity, against which joins are admitted; the cap of 1,000 peer connections, webrtc.max_peers), so that the packets recorded decide, as for Janus, which has no such limit",
 			strings.Join(conveneArgs(cfg, "DIR"), " ")),
 		"Janus: VideoRoom rooms created with record=true and rec_dir, audiocodec opus, videocodec vp8, bitrate 0 (no REMB cap), fir_freq 0; every publisher and listener handle on one Janus session over its HTTP transport",
 		"Convene fsyncs each recording's files every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache",
@@ -349,9 +349,9 @@ func (s *series) grow(ctx context.Context, n int) error {
 }
 
 func logPoint(w io.Writer, s Series, p Point) {
-	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f kernel-drops=%d/%d live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms node-p99=%s ms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
+	fmt.Fprintf(w, "  %s/%s streams=%d sent=%.2f%% (skipped %d frames, %d failed) recorded-missing=%d (%d streams) drops=%.0f/%.0f kernel-drops=%d/%d live: loss=%.3f%% late=%d p50/p99/max=%.0f/%.0f/%.0fms (read: late=%d p99=%.0fms) node-p99=%s ms lag=%.0fms cpu=%.3f cores %.0f streams/core load %.2f cores machine %.0f%% others %.2f ok=%v %s\n",
 		s.System, s.Shape, p.Streams, 100*float64(p.Sent)/max(1, p.Nominal), p.Skipped, p.Failed, p.Missing, p.MissingStreams, p.Drops, p.ForwardDrops, p.ServerUDPDrops, p.LoadUDPDrops, 100*p.Live.Loss, p.Live.Late,
-		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, convene.BoundMs(p.NodeDelayP99), p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
+		p.Live.LatP50, p.Live.LatP99, p.Live.LatMax, p.Live.ReadLate, p.Live.ReadP99, convene.BoundMs(p.NodeDelayP99), p.SendLagMax, p.CPU, p.PerCore, p.LoadCPU, p.MachineBusy, p.Others, p.OK, p.Why)
 }
 
 // step measures the server over a window after the warm-up: the

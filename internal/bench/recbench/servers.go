@@ -86,10 +86,12 @@ type conveneRecorder struct {
 // disk probe measured at start-up, against which a recording reserves
 // 128 kb/s per audio and 2.5 Mb/s per video track; the node's delivery
 // capacity, capacity.pps, against which joins and links are admitted), so
-// that the packets recorded decide, as for Janus, which has no such limit.
+// that the packets recorded decide, as for Janus, which has no such limit;
+// and room for more peer connections than the default 1,000 (each stream
+// is a publisher's, each room's listener one more).
 // ServeArgs come after and may set them again.
 func conveneArgs(cfg Config, dir string) []string {
-	return append([]string{"-recording-dir", dir, "-recording-capacity-mbps", "1000000", "-capacity-pps", "1e12"}, cfg.ServeArgs...)
+	return append([]string{"-recording-dir", dir, "-recording-capacity-mbps", "1000000", "-capacity-pps", "1e12", "-webrtc-max-peers", "10000"}, cfg.ServeArgs...)
 }
 
 func startConvene(cfg Config, dir string) (*conveneRecorder, error) {
@@ -150,7 +152,7 @@ func (c *conveneRecorder) addRoom(ctx context.Context, id int, ss []*stream) (li
 	if err != nil {
 		return nil, err
 	}
-	l, err := rtctest.Dial(ctx, c.n.URL, s.ID, tok, rtctest.Options{ReadBuffer: listenerBuffer})
+	l, err := rtctest.Dial(ctx, c.n.URL, s.ID, tok, rtctest.Options{ReadBuffer: listenerBuffer, Arrivals: true})
 	if err != nil {
 		return nil, fmt.Errorf("listener: %w", err)
 	}
@@ -237,7 +239,7 @@ func (r *janusRecorder) addRoom(ctx context.Context, id int, ss []*stream) (live
 	if err != nil {
 		return nil, fmt.Errorf("listener in room %d: %w", room, err)
 	}
-	l, err := rtctest.NewViewer(rtctest.Options{Interface: janus.Interface, ReadBuffer: listenerBuffer})
+	l, err := rtctest.NewViewer(rtctest.Options{Interface: janus.Interface, ReadBuffer: listenerBuffer, Arrivals: true})
 	if err != nil {
 		return nil, err
 	}
