@@ -150,8 +150,10 @@ type WebRTCConfig struct {
 	PlaceNear Duration `yaml:"place_near"`
 	// DirectAudio sends subscribers' audio the direct way: the node
 	// encrypts it with the connection's SRTP keys and sends it on the
-	// single UDP port itself, past pion's send chain (ARCHITECTURE.md,
-	// "The direct path"). false keeps it on pion's chain.
+	// single UDP port itself, past pion's send chain; and takes
+	// publishers' audio the same way, decrypting it as the port reads it,
+	// past pion's receive chain (ARCHITECTURE.md, "The direct path").
+	// false keeps both on pion's chains.
 	DirectAudio bool `yaml:"direct_audio"`
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/pion/rtcp"
 	"math"
 	"net"
 	"net/http"
@@ -404,6 +405,63 @@ func TestSubscribersGetSenderReports(t *testing.T) {
 	}
 	if v := metricValue(t, n, "convene_webrtc_direct_packets_total"); v < 50 {
 		t.Errorf("audio packets sent the direct way: %v", v)
+	}
+}
+
+// TestPublishedAudioComesTheDirectWay: with the single UDP port, a
+// publisher's audio is read past pion's receive chain (the node's own
+// SRTP; direct_in.go) and its video through it. A subscriber gets every
+// packet of both, and the receiver reports the publisher gets on its audio
+// keep counting what the node received (pion alone would report only the
+// packets it saw before the track went direct).
+func TestPublishedAudioComesTheDirectWay(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.WebRTC.UDPPort = freePort(t, "udp")
+	n := startNode(t, cfg)
+	s := createSession(t, n, "direct-in")
+	_, atok := joinMember(t, n, s.ID, "Ada")
+	b, btok := joinMember(t, n, s.ID, "Bob")
+	ca := dialRTC(t, n, s.ID, atok, rtctest.Options{})
+	cb := dialRTC(t, n, s.ID, btok, rtctest.Options{Audio: true, Video: true})
+	waitMedia(t, ca, b, "audio", "video")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var first rtcp.ReceptionReport
+	if err := rtctest.WaitFor(ctx, func() bool {
+		r, ok := cb.ReceptionReport("audio")
+		first = r
+		return ok && metricValue(t, n, "convene_webrtc_direct_in_packets_total") >= 50
+	}); err != nil {
+		r, _ := cb.ReceptionReport("audio")
+		t.Fatalf("direct packets %v, report %+v", metricValue(t, n, "convene_webrtc_direct_in_packets_total"), r)
+	}
+	type count struct{ got, high int64 }
+	counts := func() map[string]count {
+		m := map[string]count{}
+		for _, r := range ca.Received() {
+			m[r.Kind] = count{int64(r.Packets.Load()), r.High.Load()}
+		}
+		return m
+	}
+	before := counts()
+	time.Sleep(2500 * time.Millisecond)
+	after := counts()
+	second, _ := cb.ReceptionReport("audio")
+	// 50 packets a second: two seconds on, the report has moved by about 100.
+	if d := second.LastSequenceNumber - first.LastSequenceNumber; d < 60 || d > 200 {
+		t.Errorf("the audio's reports: highest sequence %d then %d", first.LastSequenceNumber, second.LastSequenceNumber)
+	}
+	if second.TotalLost != 0 || second.FractionLost != 0 {
+		t.Errorf("reported lost on loopback: %+v", second)
+	}
+	for kind, a := range after {
+		b := before[kind]
+		if got, sent := a.got-b.got, a.high-b.high; sent < 50 || got < sent-2 {
+			t.Errorf("%s: received %d of %d packets", kind, got, sent)
+		}
+	}
+	if v := metricValue(t, n, "convene_webrtc_direct_in_refused_total"); v != 0 {
+		t.Errorf("refused %v", v)
 	}
 }
 

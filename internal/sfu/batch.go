@@ -52,6 +52,8 @@ type batchConn struct {
 	batches, datagrams, failed atomic.Uint64
 	// direct counts the datagrams the direct path (direct.go) queued.
 	direct atomic.Uint64
+	// in, if set, takes publishers' audio as it is read (direct_in.go).
+	in *directIn
 }
 
 // batch is one sendmmsg call's datagrams. The conn owns every batch:
@@ -91,8 +93,14 @@ func (c *batchConn) release() {
 
 // ReadFromAddrPort lets pion's mux read without allocating an address
 // (ice.AddrPortReaderWriter).
+// What the direct path takes is not returned: the read goes on.
 func (c *batchConn) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
-	return c.UDPConn.ReadFromUDPAddrPort(b)
+	for {
+		n, from, err := c.UDPConn.ReadFromUDPAddrPort(b)
+		if err != nil || c.in == nil || !c.in.take(b[:n], from) {
+			return n, from, err
+		}
+	}
 }
 
 // WriteTo is WriteToAddrPort for a *net.UDPAddr.

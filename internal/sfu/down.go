@@ -417,7 +417,7 @@ func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 		if direct != nil {
 			keys = direct.keys
 		}
-		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, keys)
+		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, keys, nil)
 		if err != nil {
 			return nil, err
 		}

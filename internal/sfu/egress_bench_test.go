@@ -67,7 +67,7 @@ func benchEgress(b *testing.B, n int, batched, direct bool) {
 			x = s.eng.direct()
 			keys = x.keys
 		}
-		pc, err := s.eng.newPC(func(ccEstimator) {}, keys)
+		pc, err := s.eng.newPC(func(ccEstimator) {}, keys, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -204,6 +204,9 @@ func newEngine(cfg Config) (*engine, error) {
 		var mc net.PacketConn = c
 		if addr.Is4() && !addr.IsUnspecified() {
 			e.batch = newBatchConn(c)
+			if !cfg.NoDirectAudio {
+				e.batch.in = newDirectIn()
+			}
 			mc = e.batch
 		}
 		s.SetICEUDPMux(webrtc.NewICEUDPMux(lf.NewLogger("udpmux"), mc))
@@ -238,6 +241,15 @@ func (e *engine) close() {
 	if e.tcp != nil {
 		e.tcp.Close()
 	}
+}
+
+// directIn is a new publisher connection's part of the direct path for
+// audio (direct_in.go), nil where there is none.
+func (e *engine) directIn() *directPub {
+	if e.batch == nil || e.batch.in == nil {
+		return nil
+	}
+	return &directPub{in: e.batch.in, keys: &dtlsKeys{}}
 }
 
 // direct is a new subscriber connection's direct path for audio
@@ -298,7 +310,10 @@ func (e *engine) tcpPort() int {
 // newPC returns a peer connection. A subscriber connection (estimate set)
 // also estimates its bandwidth with GCC over TWCC feedback and hands the
 // estimator to estimate.
-func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys) (*webrtc.PeerConnection, error) {
+//
+// A publisher connection with in (the direct path for its audio) answers
+// as the DTLS server and asks for transport-wide feedback on video only.
+func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys, in *directPub) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	for _, c := range codecs {
 		typ := webrtc.RTPCodecTypeVideo
@@ -344,9 +359,14 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys) (*w
 		}
 	}
 	// A publisher connection reports what it receives with pion's
-	// interceptors; a subscriber connection receives no RTP, and the SFU
-	// sends its sender reports itself (report.go).
+	// interceptors (for the tracks that went direct with what the direct
+	// path counted: directReports, which wraps the writer they are given);
+	// a subscriber connection receives no RTP, and the SFU sends its
+	// sender reports itself (report.go).
 	if estimate == nil {
+		if in != nil {
+			reg.Add(directReports{in})
+		}
 		if err := webrtc.ConfigureRTCPReports(reg); err != nil {
 			return nil, err
 		}
@@ -358,17 +378,48 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys) (*w
 		if err := webrtc.ConfigureSimulcastExtensionHeaders(m); err != nil {
 			return nil, err
 		}
-		if err := webrtc.ConfigureTWCCSender(m, reg); err != nil {
+		if err := configureTWCCFeedback(m, reg, in == nil); err != nil {
 			return nil, err
 		}
 	}
 	setting := e.setting
+	if in != nil {
+		keys = in.keys
+		// The node as the DTLS server of a browser's publisher connection
+		// too (its answer says setup:passive), so that keys.go learns the
+		// keys the browser's audio is encrypted with.
+		if err := setting.SetAnsweringDTLSRole(webrtc.DTLSRoleServer); err != nil {
+			return nil, err
+		}
+	}
 	if keys != nil { // the direct path's keys (keys.go)
 		setting.SetDTLSKeyLogWriter(keys)
 		setting.SetDTLSServerHelloMessageHook(keys.serverHello)
 	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(setting))
 	return api.NewPeerConnection(webrtc.Configuration{})
+}
+
+// configureTWCCFeedback makes a publisher connection send transport-wide
+// congestion control feedback (the browser's send-side estimate runs on
+// it), on video and, with audio, on audio too (pion's default). Audio
+// that goes direct (direct_in.go) passes no interceptor: had it
+// transport-wide sequence numbers, the browser would take the packets the
+// feedback never acknowledged for lost.
+func configureTWCCFeedback(m *webrtc.MediaEngine, reg *interceptor.Registry, audio bool) error {
+	if audio {
+		return webrtc.ConfigureTWCCSender(m, reg)
+	}
+	m.RegisterFeedback(webrtc.RTCPFeedback{Type: webrtc.TypeRTCPFBTransportCC}, webrtc.RTPCodecTypeVideo)
+	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: sdp.TransportCCURI}, webrtc.RTPCodecTypeVideo); err != nil {
+		return err
+	}
+	g, err := twcc.NewSenderInterceptor()
+	if err != nil {
+		return err
+	}
+	reg.Add(g)
+	return nil
 }
 
 // videoOnly makes an interceptor factory's interceptors (the bandwidth

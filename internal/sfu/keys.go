@@ -84,16 +84,35 @@ var errNoKeys = errors.New("sfu: the handshake's keys are not known")
 // localContext is an SRTP context that encrypts as the node's side of the
 // connection does (the server's write keys).
 func (k *dtlsKeys) localContext() (*srtp.Context, error) {
+	cfg, err := k.sessionKeys()
+	if err != nil {
+		return nil, err
+	}
+	return srtp.CreateContext(cfg.Keys.LocalMasterKey, cfg.Keys.LocalMasterSalt, cfg.Profile)
+}
+
+// remoteContext is an SRTP context that decrypts what the other side of
+// the connection sends (the client's write keys), with replay protection
+// as pion's own (a window of 64 packets).
+func (k *dtlsKeys) remoteContext() (*srtp.Context, error) {
+	cfg, err := k.sessionKeys()
+	if err != nil {
+		return nil, err
+	}
+	return srtp.CreateContext(cfg.Keys.RemoteMasterKey, cfg.Keys.RemoteMasterSalt, cfg.Profile, srtp.SRTPReplayProtection(64))
+}
+
+// sessionKeys are both sides' SRTP master keys and salts, the node being
+// the DTLS server.
+func (k *dtlsKeys) sessionKeys() (srtp.Config, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.master == nil || k.serverRandom == nil || k.profile == 0 || k.suite == 0 {
-		return nil, errNoKeys
+		return srtp.Config{}, errNoKeys
 	}
 	cfg := srtp.Config{Profile: k.profile}
-	if err := cfg.ExtractSessionKeysFromDTLS(exporter{k}, false); err != nil {
-		return nil, err
-	}
-	return srtp.CreateContext(cfg.Keys.LocalMasterKey, cfg.Keys.LocalMasterSalt, k.profile)
+	err := cfg.ExtractSessionKeysFromDTLS(exporter{k}, false)
+	return cfg, err
 }
 
 // exporter is RFC 5705's keying material exporter of a DTLS 1.2 session,

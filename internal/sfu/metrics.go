@@ -83,6 +83,13 @@ func newMetrics(b *batchConn) *Metrics {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_packets_total",
 				Help: "Audio packets to subscribers the node encrypted and sent itself, past pion's send chain (the direct path)."}, load(&b.direct)),
 		}
+		if b.in != nil {
+			m.batch = append(m.batch,
+				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_in_packets_total",
+					Help: "Audio packets from publishers the node decrypted and published itself as the single UDP port read them, past pion's receive chain (the direct path)."}, load(&b.in.packets)),
+				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_in_refused_total",
+					Help: "Packets on the direct path from publishers that SRTP refused (replayed, malformed) and the node dropped."}, load(&b.in.refused)))
+		}
 	}
 	return m
 }

@@ -51,6 +51,7 @@ type Peer struct {
 	// Owned by the control goroutine.
 	pub, sub   *webrtc.PeerConnection
 	direct     *directOut        // sub's direct path for audio, nil for none (set with sub)
+	din        *directPub        // pub's direct path for audio, nil for none (set with pub)
 	sources    map[string]string // publisher mid -> source
 	ups        map[string]*upTrack
 	downs      map[string]*downTrack // by stream and kind
@@ -172,6 +173,9 @@ func (p *Peer) teardown() {
 		if id != "" {
 			p.s.sessions.DetachLive(p.session, id)
 		}
+	}
+	if p.din != nil {
+		p.din.close()
 	}
 	for _, pc := range []*webrtc.PeerConnection{p.pub, p.sub} {
 		if pc != nil {

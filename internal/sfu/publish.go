@@ -3,8 +3,9 @@ package sfu
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,11 +33,11 @@ type upTrack struct {
 	level    atomic.Int32 // smoothed audio level, -dBov * 100 (0 loudest)
 	packets  atomic.Uint64
 	bytes    atomic.Uint64
-	expected atomic.Uint64
-	lost     atomic.Uint64
 	closed   atomic.Bool
 
-	winExpected, winLost uint64 // windowLoss's
+	mu    sync.Mutex // guards rx and publishing: pion's read loop and the direct path may both take packets
+	rx    recvStats
+	clock uint32 // the codec's clock rate, for jitter
 }
 
 // pubMedia is the session's view of an upTrack (session.Media).
@@ -63,11 +64,17 @@ func (p *Peer) publish(offer string, sources map[string]string) (string, error) 
 			}
 			p.held++
 		}
-		pc, err := p.s.eng.newPC(nil, nil)
+		var din *directPub
+		if !strings.Contains(offer, "a=setup:passive") {
+			// The node answers as the DTLS server (the direct path needs
+			// its keys): not to an offerer that insists on being it.
+			din = p.s.eng.directIn()
+		}
+		pc, err := p.s.eng.newPC(nil, nil, din)
 		if err != nil {
 			return "", err
 		}
-		p.pub = pc
+		p.pub, p.din = pc, din
 		p.pubPC.Store(pc)
 		p.watch(pc)
 		pc.OnTrack(func(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) { p.onTrack(t, r) })
@@ -170,7 +177,7 @@ func (p *Peer) onTrack(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) {
 		return
 	}
 	layer, primary := layerOf(t.RID(), rids)
-	u := &upTrack{p: p, kind: kind, remote: t, source: src, layer: layer}
+	u := &upTrack{p: p, kind: kind, remote: t, source: src, layer: layer, clock: t.Codec().ClockRate}
 	for _, h := range r.GetParameters().HeaderExtensions {
 		if h.URI == audioLevelURI {
 			u.levelExt = uint8(h.ID)
@@ -201,6 +208,14 @@ func (p *Peer) onTrack(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) {
 	if kind == media.Audio && p.room != nil {
 		p.room.speakers.add(u)
 	}
+	if x := p.din; kind == media.Audio && x != nil {
+		if x.start(r.Transport().ICETransport()) {
+			x.add(u)
+			defer x.remove(u)
+		} else {
+			p.s.log.Debug("webrtc direct path not open: pion's receives the audio", "session", p.session, "member", p.member)
+		}
+	}
 	u.read()
 	if p.room != nil {
 		p.room.speakers.remove(u)
@@ -211,9 +226,9 @@ func (p *Peer) onTrack(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) {
 }
 
 // read publishes the track's packets until it ends or its link closes.
+// Once the track goes direct (directIn), pion's chain delivers none (or
+// the few it still holds): the port's reader calls take instead.
 func (u *upTrack) read() {
-	var highest uint16
-	started := false
 	for !u.closed.Load() {
 		pk := media.NewPacket()
 		n, _, err := u.remote.Read(pk.Buffer())
@@ -222,30 +237,36 @@ func (u *upTrack) read() {
 			return
 		}
 		pk.SetLen(n)
-		b := pk.Bytes()
-		if n < 12 {
-			pk.Release()
-			continue
-		}
-		seq := uint16(b[2])<<8 | uint16(b[3])
-		if !started {
-			started, highest = true, seq-1
-		}
-		if d := seq - highest; d != 0 && d < 0x8000 {
-			u.expected.Add(uint64(d))
-			u.lost.Add(uint64(d - 1))
-			highest = seq
-		}
-		u.packets.Add(1)
-		u.bytes.Add(uint64(n))
-		if u.levelExt != 0 {
-			if lv, ok := audioLevel(b, u.levelExt); ok {
-				old := u.level.Load()
-				u.level.Store(old + (int32(lv)*100-old)/4)
-			}
-		}
-		u.track.Publish(pk)
+		u.take(pk)
 	}
+}
+
+// take counts a packet of the track (sequence, loss, jitter, level) and
+// publishes it; from pion's read loop, or from the single port's reader
+// once the track went direct.
+func (u *upTrack) take(pk *media.Packet) {
+	b := pk.Bytes()
+	n := len(b)
+	if n < 12 {
+		pk.Release()
+		return
+	}
+	seq := uint16(b[2])<<8 | uint16(b[3])
+	ts := uint32(b[4])<<24 | uint32(b[5])<<16 | uint32(b[6])<<8 | uint32(b[7])
+	u.packets.Add(1)
+	u.bytes.Add(uint64(n))
+	// Under mu, as one goroutine's: the broker's subscribers take a
+	// track's packets one at a time, while the track goes direct too.
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.rx.add(seq, ts, time.Now(), u.clock)
+	if u.levelExt != 0 {
+		if lv, ok := audioLevel(b, u.levelExt); ok {
+			old := u.level.Load()
+			u.level.Store(old + (int32(lv)*100-old)/4)
+		}
+	}
+	u.track.Publish(pk)
 }
 
 // pliEvery is the least time between two keyframe requests to one
@@ -303,13 +324,17 @@ func (k *keyframeThrottle) ask(again func()) bool {
 // windowLoss is the fraction of packets lost since the last call (the
 // tick goroutine's).
 func (u *upTrack) windowLoss() float64 {
-	e, l := u.expected.Load(), u.lost.Load()
-	de, dl := e-u.winExpected, l-u.winLost
-	u.winExpected, u.winLost = e, l
-	if de == 0 {
-		return 0
-	}
-	return math.Min(1, float64(dl)/float64(de))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.rx.windowLoss()
+}
+
+// rocFor is the SRTP rollover count of the track's packet seq, from the
+// packets taken so far (the direct path's first packet).
+func (u *upTrack) rocFor(seq uint16) uint32 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.rx.rocFor(seq)
 }
 
 // audioLevel finds the RFC 6464 level (0..127, -dBov) in an RTP packet's

@@ -119,7 +119,7 @@ func (s *SFU) WHEP(ctx context.Context, sessionID, memberID, offer string, opt V
 // track for each kind the offer receives, in the codec of the room's
 // tracks of that kind (Opus and VP8 when there are none yet).
 func (p *Peer) answerViewer(offer string, opt ViewerOptions) (string, error) {
-	pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, nil) // the node answers: the DTLS client, no direct path
+	pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, nil, nil) // the node answers: the DTLS client, no direct path
 	if err != nil {
 		return "", err
 	}

@@ -74,6 +74,10 @@ test('two pages meet: each decodes the other, and a mute shows', { timeout: 90_0
   // Chromium answers as the DTLS client, so the node knows its SRTP keys
   // and sends the audio it decoded the direct way (the node's own SRTP).
   assert.ok((await metric(node, 'convene_webrtc_direct_packets_total')) > 0, 'audio sent the direct way');
+  // The node answers Chromium's publishing offer as the DTLS server
+  // (setup:passive), so it reads the microphone's audio the direct way
+  // too, and each page decodes the other's (above).
+  assert.ok((await metric(node, 'convene_webrtc_direct_in_packets_total')) > 0, 'audio received the direct way');
   if (process.env.SCREENSHOT) {
     await b.getByText('· good').first().waitFor({ timeout: 10_000 });
     await b.screenshot({ path: process.env.SCREENSHOT });
