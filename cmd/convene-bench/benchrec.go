@@ -25,6 +25,7 @@ func benchRecCmd(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 3*time.Second, "warm-up of each step before its window")
 	window := fs.Duration("window", 10*time.Second, "measuring window of each step")
 	grace := fs.Duration("grace", 5*time.Second, "how long after a window the recordings may take to hold all of it")
+	janusRmem := fs.Int("janus-rmem", 4<<20, "net.core.rmem_default (bytes) while Janus runs, whose sockets take the default (0 leaves it)")
 	budget := fs.Duration("budget", 42*time.Minute, "time for the whole run, shared equally by the series (system × rate)")
 	serveArgs := fs.String("serve-args", "", "more flags for `convene serve`, space-separated")
 	profile := fs.Bool("profile", false, "save a CPU profile of Convene over each step's window in -out")
@@ -51,7 +52,7 @@ func benchRecCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer h.release()
 	res, err := recbench.Run(h.Ctx, recbench.Config{Convene: bin, Systems: strings.Split(*systems, ","), Shapes: strings.Split(*rates, ","),
-		Steps: steps, PerRoom: map[string]int{"128k": *audioRoom, "5M": *videoRoom}, Warmup: *warmup, Window: *window, Grace: *grace,
+		Steps: steps, PerRoom: map[string]int{"128k": *audioRoom, "5M": *videoRoom}, Warmup: *warmup, Window: *window, Grace: *grace, JanusReadBuffer: *janusRmem,
 		Budget: *budget, Tmp: h.Tmp, Log: stdout, Out: *out, Profile: *profile, ServeArgs: strings.Fields(*serveArgs), Pin: *pin, Nice: *nice,
 		Workers: *workers, Notes: nonEmpty(*note)})
 	return report("recorder", stdout, stderr, err, func() (string, error) { return recbench.Write(*out, res) },

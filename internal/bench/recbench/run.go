@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,9 +41,12 @@ type Config struct {
 	Warmup  time.Duration    // after a step's rooms are up, before its window
 	Window  time.Duration    // each step's measuring window
 	Grace   time.Duration    // how long after the window the recordings may take to hold it
-	Budget  time.Duration    // the whole run, shared equally by the series
-	Tmp     string           // scratch: the servers' data and recordings
-	Log     io.Writer
+	// JanusReadBuffer, when not 0, is net.core.rmem_default while a Janus
+	// series runs (bytes; needs root).
+	JanusReadBuffer int
+	Budget          time.Duration // the whole run, shared equally by the series
+	Tmp             string        // scratch: the servers' data and recordings
+	Log             io.Writer
 	// Out, with Profile, receives a CPU profile of Convene over each
 	// step's window (<date>-recorder-<shape>-<streams>.pprof).
 	Out     string
@@ -165,7 +169,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("unknown rate %q (128k, 5M)", name)
 		}
 		for _, sys := range cfg.Systems {
+			restore := func() {}
+			if sys == "janus" && cfg.JanusReadBuffer > 0 {
+				restore = raiseDefaultReadBuffer(cfg.JanusReadBuffer, &res)
+			}
 			s, err := runSeries(ctx, cfg, sys, sh, time.Now().Add(share))
+			restore()
 			if err != nil {
 				s.Note = err.Error()
 				fmt.Fprintf(cfg.Log, "  %s/%s: %v\n", sys, name, err)
@@ -496,6 +505,34 @@ func judge(p Point) (bool, string) {
 }
 
 // sysctl reads /proc/sys/<name>, or says it could not.
+// raiseDefaultReadBuffer sets net.core.rmem_default to n bytes for a
+// Janus series (its sockets take the system's default, Convene asks for
+// its own) and returns what puts the old value back; a run that cannot
+// (not root) says so in the report.
+func raiseDefaultReadBuffer(n int, res *Result) func() {
+	const path = "/proc/sys/net/core/rmem_default"
+	old, err := os.ReadFile(path)
+	if err == nil {
+		err = os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644)
+	}
+	if err != nil {
+		res.addNote(fmt.Sprintf("Janus ran with the system's default socket receive buffer: raising net.core.rmem_default to %d failed (%v)", n, err))
+		return func() {}
+	}
+	res.addNote(fmt.Sprintf("While Janus ran, net.core.rmem_default was %d bytes (put back to %s after), so that its sockets' receive buffers match what Convene asks for on its own (8 MiB, capped at net.core.rmem_max); the machine's settings are given above", n, strings.TrimSpace(string(old))))
+	return func() { _ = os.WriteFile(path, old, 0o644) }
+}
+
+// addNote adds a note once.
+func (r *Result) addNote(n string) {
+	for _, x := range r.Notes {
+		if x == n {
+			return
+		}
+	}
+	r.Notes = append(r.Notes, n)
+}
+
 func sysctl(name string) string {
 	b, err := os.ReadFile("/proc/sys/" + name)
 	if err != nil {
