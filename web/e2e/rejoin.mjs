@@ -19,13 +19,20 @@ process.stdin.on('end', () => end(0));
 process.stdin.resume();
 try {
   const page = await joinThroughUI(await browser.newContext(), link, name);
-  console.log('joined ' + (await page.evaluate(() => window.convene.member)));
+  // The page may already be moving (a node that places members sends it
+  // on at once): read the member from whichever page is there, again
+  // until one answers.
+  const member = () => page.evaluate(() => window.convene?.member ?? '').catch(() => '');
+  let joined = '';
+  await waitFor(async () => (joined = await member()), 30000, 'the member to be known');
+  console.log('joined ' + joined);
+  let rejoined = '';
   await waitFor(
-    async () => page.url().startsWith(to) && (await page.evaluate(() => window.convene?.member ?? '').catch(() => '')),
+    async () => page.url().startsWith(to) && (rejoined = await member()),
     120000,
     'the page to rejoin on ' + to,
   );
-  console.log('rejoined ' + (await page.evaluate(() => window.convene.member)) + ' ' + page.url());
+  console.log('rejoined ' + rejoined + ' ' + page.url());
 } catch (e) {
   console.log('error ' + String(e).replaceAll('\n', ' '));
   await end(1);
