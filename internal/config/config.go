@@ -148,12 +148,13 @@ type WebRTCConfig struct {
 	// way to the near node with the most room when that has 1.5 times
 	// this node's. 0 turns placement off.
 	PlaceNear Duration `yaml:"place_near"`
-	// DirectAudio sends subscribers' audio the direct way: the node
+	// DirectAudio sends subscribers' media the direct way: the node
 	// encrypts it with the connection's SRTP keys and sends it on the
-	// single UDP port itself, past pion's send chain; and takes
-	// publishers' audio the same way, decrypting it as the port reads it,
-	// past pion's receive chain (ARCHITECTURE.md, "The direct path").
-	// false keeps both on pion's chains.
+	// single UDP port itself, past pion's SRTP and ICE writers (audio
+	// past pion's interceptors too); and takes publishers' media the same
+	// way, decrypting it as the port reads it, past pion's receive chain
+	// (ARCHITECTURE.md, "The direct path"). false keeps both on pion's
+	// chains. The name is from when only audio went direct.
 	DirectAudio bool `yaml:"direct_audio"`
 }
 

@@ -308,7 +308,7 @@ var flagUsage = map[string]string{
 	"webrtc.max_tracks":            "most tracks one peer may publish",
 	"webrtc.max_bitrate":           "upper bound of a subscriber's bandwidth estimate, bit/s",
 	"webrtc.place_near":            "in a cluster, send a joining browser to the session's owner within this round trip (0: off)",
-	"webrtc.direct_audio":          "send subscribers' audio and read publishers' with the node's own SRTP, past pion's send and receive chains (false: pion's chains)",
+	"webrtc.direct_audio":          "send subscribers' media and read publishers' with the node's own SRTP, past pion's send and receive chains (false: pion's chains; the name is from when only audio went direct)",
 	"sip.listen":                   "`host:port` of the SIP UDP and TCP listeners",
 	"sip.advertise":                "`host` put in Via and Record-Route; empty means the listen host",
 	"sip.domain":                   "SIP `domain` and digest realm; empty means the advertised host",

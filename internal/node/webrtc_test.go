@@ -364,9 +364,10 @@ func TestNACKsAreAnsweredFromTheHistory(t *testing.T) {
 // with the node's sender reports, once a second: the track's SSRC, the
 // packets sent so far, and an RTP time that runs with the wall clock at the
 // track's rate (what a browser maps timestamps to the wall clock with).
-// The audio goes the direct way (the node's own SRTP, past pion's send
-// chain), and the client decrypts every packet of it: the packets it took
-// keep up with the count the reports give.
+// Both audio and video go the direct way (the node's own SRTP, past
+// pion's SRTP, mux and ICE writers; the video after pion's interceptors),
+// and the client decrypts every packet: the packets it took keep up with
+// the count the reports give.
 func TestSubscribersGetSenderReports(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.WebRTC.UDPPort = freePort(t, "udp") // the default's single port: the direct path needs it
@@ -403,18 +404,21 @@ func TestSubscribersGetSenderReports(t *testing.T) {
 			t.Errorf("%s: a report's NTP time is %v from when it arrived", r.Kind, off)
 		}
 	}
-	if v := metricValue(t, n, "convene_webrtc_direct_packets_total"); v < 50 {
-		t.Errorf("audio packets sent the direct way: %v", v)
+	for _, kind := range []string{"audio", "video"} {
+		if v := metricValue(t, n, `convene_webrtc_direct_packets_total{kind="`+kind+`"}`); v < 50 {
+			t.Errorf("%s packets sent the direct way: %v", kind, v)
+		}
 	}
 }
 
-// TestPublishedAudioComesTheDirectWay: with the single UDP port, a
-// publisher's audio is read past pion's receive chain (the node's own
-// SRTP; direct_in.go) and its video through it. A subscriber gets every
-// packet of both, and the receiver reports the publisher gets on its audio
-// keep counting what the node received (pion alone would report only the
-// packets it saw before the track went direct).
-func TestPublishedAudioComesTheDirectWay(t *testing.T) {
+// TestPublishedMediaComesTheDirectWay: with the single UDP port, a
+// publisher's audio and video are read past pion's receive chain (the
+// node's own SRTP; direct_in.go). A subscriber gets every packet of both,
+// the receiver reports the publisher gets keep counting what the node
+// received (pion alone would report only the packets it saw before the
+// track went direct), and the publisher's video gets transport-wide
+// feedback on the packets that went direct (feedback.go).
+func TestPublishedMediaComesTheDirectWay(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.WebRTC.UDPPort = freePort(t, "udp")
 	n := startNode(t, cfg)
@@ -427,14 +431,16 @@ func TestPublishedAudioComesTheDirectWay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var first rtcp.ReceptionReport
+	const din = `convene_webrtc_direct_in_packets_total{kind="`
 	if err := rtctest.WaitFor(ctx, func() bool {
 		r, ok := cb.ReceptionReport("audio")
 		first = r
-		return ok && metricValue(t, n, "convene_webrtc_direct_in_packets_total") >= 50
+		return ok && metricValue(t, n, din+`audio"}`) >= 50 && metricValue(t, n, din+`video"}`) >= 50
 	}); err != nil {
 		r, _ := cb.ReceptionReport("audio")
-		t.Fatalf("direct packets %v, report %+v", metricValue(t, n, "convene_webrtc_direct_in_packets_total"), r)
+		t.Fatalf("direct packets %v audio, %v video, report %+v", metricValue(t, n, din+`audio"}`), metricValue(t, n, din+`video"}`), r)
 	}
+	fb0 := cb.TransportFeedback()
 	type count struct{ got, high int64 }
 	counts := func() map[string]count {
 		m := map[string]count{}
@@ -447,6 +453,10 @@ func TestPublishedAudioComesTheDirectWay(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond)
 	after := counts()
 	second, _ := cb.ReceptionReport("audio")
+	// Feedback every 100 ms on the video that went direct.
+	if fb := cb.TransportFeedback() - fb0; fb < 10 {
+		t.Errorf("%d transport-wide feedback packets in 2.5 s", fb)
+	}
 	// 50 packets a second: two seconds on, the report has moved by about 100.
 	if d := second.LastSequenceNumber - first.LastSequenceNumber; d < 60 || d > 200 {
 		t.Errorf("the audio's reports: highest sequence %d then %d", first.LastSequenceNumber, second.LastSequenceNumber)

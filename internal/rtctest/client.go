@@ -22,6 +22,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/twcc"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	"github.com/pion/sdp/v3"
@@ -111,6 +112,7 @@ type Client struct {
 	tracksFrames int // how many tracks frames came
 	layers       map[string]string
 	rrs          map[string]rtcp.ReceptionReport // the node's newest report on each published kind's (first) SSRC
+	twccs        atomic.Uint64                   // transport-wide feedback packets the node sent the publisher
 	errs         []sfu.Frame
 	closed       websocket.StatusCode // how the node closed the socket (-1 before, or without a close frame)
 }
@@ -260,7 +262,7 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	if opt.Arrivals {
 		c.arr = newArrivals()
 	}
-	if c.Sub, err = newPC(opt.Receive, opt, c.arr); err != nil {
+	if c.Sub, err = newPC(opt.Receive, opt, c.arr, false); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -280,7 +282,10 @@ func Dial(ctx context.Context, base, sessionID, memberToken string, opt Options)
 	return c, nil
 }
 
-func newPC(recv interceptor.Factory, opt Options, arr *arrivals) (*webrtc.PeerConnection, error) {
+// A publisher's connection (send) puts transport-wide sequence numbers on
+// what it sends, as a browser does, so that the node's feedback on them
+// can be seen (TransportFeedback).
+func newPC(recv interceptor.Factory, opt Options, arr *arrivals, send bool) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	if err := registerCodecs(m, opt.VideoCodecs); err != nil {
 		return nil, err
@@ -306,6 +311,13 @@ func newPC(recv interceptor.Factory, opt Options, arr *arrivals) (*webrtc.PeerCo
 	}
 	if err := webrtc.ConfigureTWCCSender(m, reg); err != nil {
 		return nil, err
+	}
+	if send {
+		hx, err := twcc.NewHeaderExtensionInterceptor()
+		if err != nil {
+			return nil, err
+		}
+		reg.Add(hx)
 	}
 	se := webrtc.SettingEngine{}
 	se.SetIncludeLoopbackCandidate(true)
@@ -474,6 +486,11 @@ func (c *Client) CloseStatus() websocket.StatusCode {
 	return c.closed
 }
 
+// TransportFeedback counts the transport-wide congestion control
+// feedback packets the node sent on the client's published tracks, read
+// while Media runs.
+func (c *Client) TransportFeedback() uint64 { return c.twccs.Load() }
+
 // ReceptionReport is the newest reception report the node sent on the
 // client's published track of kind ("audio", "video"), read while Media
 // runs; false before one.
@@ -524,7 +541,7 @@ func (c *Client) Publish(ctx context.Context) error {
 // offer makes the publisher connection and its offer.
 func (c *Client) offer() (string, map[string]string, error) {
 	var err error
-	if c.Pub, err = newPC(nil, c.opt, nil); err != nil {
+	if c.Pub, err = newPC(nil, c.opt, nil, true); err != nil {
 		return "", nil, err
 	}
 	sources := map[string]string{}
@@ -754,6 +771,9 @@ func (c *Client) Media(ctx context.Context) {
 						return
 					}
 					for _, x := range pk {
+						if _, ok := x.(*rtcp.TransportLayerCC); ok {
+							c.twccs.Add(1)
+						}
 						if rr, ok := x.(*rtcp.ReceiverReport); ok {
 							for _, r := range rr.Reports {
 								if r.SSRC == ssrc {

@@ -34,7 +34,7 @@ func NewViewer(opt Options) (*Client, error) {
 		c.arr = newArrivals()
 	}
 	var err error
-	if c.Sub, err = newPC(nil, opt, c.arr); err != nil {
+	if c.Sub, err = newPC(nil, opt, c.arr, false); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func WHEP(ctx context.Context, base, sid, token, query string) (*Client, Resourc
 	// A viewer decodes the audio it hears, so tests can listen to it.
 	c := &Client{ctx: cctx, cancel: cancel, recv: map[string]*Recv{}, layers: map[string]string{}, opt: Options{Decode: true}}
 	var err error
-	if c.Sub, err = newPC(nil, Options{}, nil); err != nil {
+	if c.Sub, err = newPC(nil, Options{}, nil, false); err != nil {
 		return nil, Resource{}, err
 	}
 	c.Sub.OnTrack(c.onTrack)

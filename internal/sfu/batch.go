@@ -50,8 +50,9 @@ type batchConn struct {
 	// Counted for metrics: sendmmsg batches, the datagrams in them, and
 	// those the kernel refused.
 	batches, datagrams, failed atomic.Uint64
-	// direct counts the datagrams the direct path (direct.go) queued.
-	direct atomic.Uint64
+	// directAudio and directVideo count the datagrams the direct path
+	// (direct.go) queued.
+	directAudio, directVideo atomic.Uint64
 	// in, if set, takes publishers' audio as it is read (direct_in.go).
 	in *directIn
 }

@@ -5,26 +5,30 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pion/interceptor"
 	"github.com/pion/rtp"
 	"github.com/pion/srtp/v3"
 	"github.com/pion/webrtc/v4"
 )
 
-// directOut is a subscriber connection's direct path for audio: the
-// writer encrypts each packet with the connection's own SRTP keys
-// (dtlsKeys) and queues it on the single UDP port's socket (batchConn) for
-// the connection's selected ICE pair, instead of handing it through pion's
-// send chain (interceptors, the SRTP session's stream lookup, the mux
-// endpoint, the ICE connection and the UDP mux). Those layers touch a
-// dozen structures of the subscriber's for every packet; with a thousand
-// subscribers each is a cache miss, and together they cost more than the
-// kernel's send (profiles in ARCHITECTURE.md).
+// directOut is a subscriber connection's direct path: the writer
+// encrypts each packet with the connection's own SRTP keys (dtlsKeys) and
+// queues it on the single UDP port's socket (batchConn) for the
+// connection's selected ICE pair, instead of handing it through pion's
+// SRTP session's stream lookup, the mux endpoint, the ICE connection and
+// the UDP mux. Those layers touch a dozen structures of the subscriber's
+// for every packet; with a thousand subscribers each is a cache miss, and
+// together they cost more than the kernel's send (profiles in
+// ARCHITECTURE.md).
 //
-// Only audio goes direct: video passes the bandwidth estimator's
-// interceptors (transport-wide sequence numbers, GCC's record of each
-// packet sent), which the estimate that picks simulcast layers needs, and
-// NACK answers. An audio packet on pion's chain meets no interceptor that
-// does anything, so the bytes on the wire are the same.
+// Audio goes direct from the track (localTrack.write): an audio packet on
+// pion's chain meets no interceptor that does anything. Video passes
+// pion's interceptors first, the bandwidth estimator's (transport-wide
+// sequence numbers, GCC's record of each packet sent), which the
+// estimate that picks simulcast layers needs, and then goes direct at the
+// bottom of the chain (directVideo), where pion's SRTP writer would be.
+// NACK answers (downTrack.resend) take the same way as the packets they
+// repeat.
 //
 // The path opens once the connection is connected, the node was the DTLS
 // server (so dtlsKeys knows the keys), and the selected pair is UDP on the
@@ -85,9 +89,9 @@ func (x *directOut) follow(pair *webrtc.ICECandidatePair) {
 }
 
 // write sends one packet with header h (SSRC and payload type set) the
-// direct way; false if the path is not open, and the caller then sends it
-// through pion.
-func (x *directOut) write(h *rtp.Header, payload []byte) bool {
+// direct way and counts it in sent; false if the path is not open, and
+// the caller then sends it through pion.
+func (x *directOut) write(h *rtp.Header, payload []byte, sent *atomic.Uint64) bool {
 	to := x.to.Load()
 	if to == nil {
 		return false
@@ -110,8 +114,34 @@ func (x *directOut) write(h *rtp.Header, payload []byte) bool {
 		return false
 	}
 	_, _ = x.conn.WriteToAddrPort(out, *to)
-	x.conn.direct.Add(1)
+	sent.Add(1)
 	return true
+}
+
+// directVideo is the interceptor at the bottom of a subscriber
+// connection's chain (registered first, so it wraps pion's SRTP writer):
+// once the direct path is open it sends what the interceptors above
+// wrote the direct way, else hands it to pion's writer.
+type directVideo struct{ x *directOut }
+
+// NewInterceptor implements interceptor.Factory.
+func (f directVideo) NewInterceptor(string) (interceptor.Interceptor, error) {
+	return &directWriter{x: f.x}, nil
+}
+
+type directWriter struct {
+	interceptor.NoOp
+	x *directOut
+}
+
+// BindLocalStream sends the stream's packets the direct way when it can.
+func (d *directWriter) BindLocalStream(_ *interceptor.StreamInfo, w interceptor.RTPWriter) interceptor.RTPWriter {
+	return interceptor.RTPWriterFunc(func(h *rtp.Header, payload []byte, a interceptor.Attributes) (int, error) {
+		if d.x.write(h, payload, &d.x.conn.directVideo) {
+			return h.MarshalSize() + len(payload), nil
+		}
+		return w.Write(h, payload, a)
+	})
 }
 
 // startDirect opens the subscriber connection's direct path, if it has
@@ -124,7 +154,7 @@ func (p *Peer) startDirect(pc *webrtc.PeerConnection) {
 	}
 	ok := x.start(pc)
 	if !ok {
-		p.s.log.Debug("webrtc direct path not open: pion's sends the audio", "session", p.session, "member", p.member)
+		p.s.log.Debug("webrtc direct path not open: pion's sends the media", "session", p.session, "member", p.member)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pion/interceptor"
 	"github.com/pion/rtcp"
@@ -15,10 +16,10 @@ import (
 	"github.com/convene/convene/internal/media"
 )
 
-// directIn is the single UDP port's direct path for publishers' audio,
+// directIn is the single UDP port's direct path for publishers' media,
 // the other way from directOut: the port's reader (pion's UDP mux reads
-// through batchConn) takes each SRTP packet of a published audio track as
-// it leaves the socket, decrypts it with the connection's own keys
+// through batchConn) takes each SRTP packet of a published track as it
+// leaves the socket, decrypts it with the connection's own keys
 // (dtlsKeys, the node being the DTLS server of the publisher connection
 // too) and publishes it into the room at once, instead of handing it up
 // pion's receive chain: the UDP mux's queue, the ICE candidate's read
@@ -26,24 +27,24 @@ import (
 // interceptors, four goroutine hand-offs a packet (more than half the
 // node's CPU at 400 published audio tracks; profile in ARCHITECTURE.md).
 //
-// Only audio goes direct: video needs pion's NACK generator and the
-// transport-wide feedback the browser's estimate runs on (a publisher
-// connection negotiates transport-wide sequence numbers on video only, so
-// no audio packet waits for feedback). Pion still reports on the audio:
-// directReports rewrites the reception reports of tracks that went direct
-// from what take counted (upTrack.stats).
+// What pion's interceptors did for such a track the node does itself:
+// the transport-wide feedback the browser's estimate runs on and the
+// NACKs for missing video packets (feedback.go, which the direct path
+// tells of every packet it takes), and the reception reports
+// (directReports rewrites pion's for the tracks that went direct from
+// what take counted, upTrack.stats).
 //
 // A track goes direct once pion has delivered its first packet (OnTrack);
 // a packet the direct path cannot take (another address, an SSRC not
 // registered, an authentication tag its keys do not verify) goes on to
-// pion as before, so a mistake here costs the path, not the audio. A
+// pion as before, so a mistake here costs the path, not the media. A
 // replayed or otherwise refused packet is dropped, as pion drops it.
 type directIn struct {
 	mu  sync.RWMutex
 	by  map[netip.AddrPort]*directPub // by the selected pair's remote address
 	all map[*directPub]netip.AddrPort
 
-	packets, refused atomic.Uint64
+	audio, video, refused atomic.Uint64 // packets taken by kind, and refused
 }
 
 func newDirectIn() *directIn {
@@ -62,6 +63,9 @@ type directPub struct {
 	hdr     rtp.Header
 	started bool
 	closed  atomic.Bool // close was called: follow files it no more
+	// fb is the connection's feedback (feedback.go): the direct path
+	// records each packet it takes in it, as pion's read chain does.
+	fb atomic.Pointer[feedback]
 }
 
 // directTrack is a track that went direct.
@@ -185,6 +189,9 @@ func (in *directIn) take(b []byte, from netip.AddrPort) bool {
 	pk := media.NewPacket()
 	buf := pk.Buffer()
 	out, err := x.ctx.DecryptRTP(buf[:0], b, &x.hdr)
+	if fb := x.fb.Load(); err == nil && fb != nil {
+		fb.seen(ssrc, &x.hdr, time.Now())
+	}
 	x.mu.Unlock()
 	if err != nil {
 		pk.Release()
@@ -199,7 +206,11 @@ func (in *directIn) take(b []byte, from netip.AddrPort) bool {
 		return false
 	}
 	pk.SetLen(len(out))
-	in.packets.Add(1)
+	if t.u.kind == media.Audio {
+		in.audio.Add(1)
+	} else {
+		in.video.Add(1)
+	}
 	t.u.take(pk)
 	return true
 }

@@ -50,7 +50,7 @@ func directFixture(t testing.TB) (in *directIn, enc *srtp.Context, sink *capture
 		t.Fatal(err)
 	}
 	in = newDirectIn()
-	x := &directPub{in: in, ctx: dec, started: true, tracks: map[uint32]*directTrack{testSSRC: {u: &upTrack{track: tr, clock: 48000}}}}
+	x := &directPub{in: in, ctx: dec, started: true, tracks: map[uint32]*directTrack{testSSRC: {u: &upTrack{track: tr, kind: media.Audio, clock: 48000}}}}
 	in.file(x, testFrom)
 	return in, enc, sink
 }
@@ -108,8 +108,8 @@ func TestDirectInTakesItsTracksPackets(t *testing.T) {
 			t.Errorf("%s: taken", name)
 		}
 	}
-	if len(sink.got) != 2 || in.packets.Load() != 2 {
-		t.Fatalf("published %d, counted %d", len(sink.got), in.packets.Load())
+	if len(sink.got) != 2 || in.audio.Load() != 2 {
+		t.Fatalf("published %d, counted %d", len(sink.got), in.audio.Load())
 	}
 	// Filed under none, the connection's packets are pion's again.
 	for x := range in.all {

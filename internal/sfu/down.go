@@ -413,11 +413,7 @@ func (p *Peer) syncSub() {
 func (p *Peer) addDown(key string, t *broker.Track) (*downTrack, error) {
 	if p.sub == nil {
 		direct := p.s.eng.direct()
-		var keys *dtlsKeys
-		if direct != nil {
-			keys = direct.keys
-		}
-		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, keys, nil)
+		pc, err := p.s.eng.newPC(func(e ccEstimator) { p.est.Store(&e) }, direct, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -62,12 +62,10 @@ func benchEgress(b *testing.B, n int, batched, direct bool) {
 	}()
 	for range n {
 		var x *directOut
-		var keys *dtlsKeys
 		if direct {
 			x = s.eng.direct()
-			keys = x.keys
 		}
-		pc, err := s.eng.newPC(func(ccEstimator) {}, keys, nil)
+		pc, err := s.eng.newPC(func(ccEstimator) {}, x, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -311,9 +311,13 @@ func (e *engine) tcpPort() int {
 // also estimates its bandwidth with GCC over TWCC feedback and hands the
 // estimator to estimate.
 //
-// A publisher connection with in (the direct path for its audio) answers
-// as the DTLS server and asks for transport-wide feedback on video only.
-func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys, in *directPub) (*webrtc.PeerConnection, error) {
+// A subscriber connection with out (its direct path) sends video through
+// pion's interceptors and then the direct way (directVideo), audio the
+// direct way at once (localTrack.write). A publisher connection with in
+// (its direct path) answers as the DTLS server, asks for transport-wide
+// feedback on video only and sends that feedback and its NACKs itself
+// (feedback.go).
+func (e *engine) newPC(estimate func(cc.BandwidthEstimator), out *directOut, in *directPub) (*webrtc.PeerConnection, error) {
 	m := &webrtc.MediaEngine{}
 	for _, c := range codecs {
 		typ := webrtc.RTPCodecTypeVideo
@@ -328,6 +332,11 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys, in 
 		return nil, err
 	}
 	reg := &interceptor.Registry{}
+	var keys *dtlsKeys
+	if out != nil {
+		keys = out.keys
+		reg.Add(directVideo{out}) // added first: the innermost writer, in place of pion's SRTP
+	}
 	if estimate != nil {
 		f, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
 			return gcc.NewSendSideBWE(gcc.SendSideBWEInitialBitrate(1_000_000), gcc.SendSideBWEMaxBitrate(e.cfg.MaxBitrate),
@@ -352,8 +361,9 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys, in 
 	}
 	// A subscriber connection answers NACKs itself (downTrack.resend, from
 	// packets shared by every subscriber); a publisher connection sends
-	// them with pion's generator.
-	if estimate == nil {
+	// them with pion's generator, or with a direct path its own
+	// (feedback.go).
+	if estimate == nil && in == nil {
 		if err := webrtc.ConfigureNack(m, reg); err != nil {
 			return nil, err
 		}
@@ -378,7 +388,7 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys, in 
 		if err := webrtc.ConfigureSimulcastExtensionHeaders(m); err != nil {
 			return nil, err
 		}
-		if err := configureTWCCFeedback(m, reg, in == nil); err != nil {
+		if err := configureTWCCFeedback(m, reg, in); err != nil {
 			return nil, err
 		}
 	}
@@ -397,28 +407,33 @@ func (e *engine) newPC(estimate func(cc.BandwidthEstimator), keys *dtlsKeys, in 
 		setting.SetDTLSServerHelloMessageHook(keys.serverHello)
 	}
 	api := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(setting))
-	return api.NewPeerConnection(webrtc.Configuration{})
+	var conf webrtc.Configuration
+	if out != nil {
+		// The direct path encrypts header extensions as plain SRTP does
+		// (localContext), so the node's offer does not ask for them to be
+		// encrypted (RFC 9335 cryptex). What it sends subscribers in them
+		// is its own transport-wide sequence numbers on video, nothing of
+		// the publishers' (no audio levels).
+		conf.RTPHeaderEncryptionPolicy = webrtc.RTPHeaderEncryptionPolicyDisable
+	}
+	return api.NewPeerConnection(conf)
 }
 
 // configureTWCCFeedback makes a publisher connection send transport-wide
 // congestion control feedback (the browser's send-side estimate runs on
-// it), on video and, with audio, on audio too (pion's default). Audio
-// that goes direct (direct_in.go) passes no interceptor: had it
-// transport-wide sequence numbers, the browser would take the packets the
-// feedback never acknowledged for lost.
-func configureTWCCFeedback(m *webrtc.MediaEngine, reg *interceptor.Registry, audio bool) error {
-	if audio {
+// it). Without a direct path, pion's interceptor sends it, on audio and
+// video (pion's default). With in, the connection's direct path, its own
+// feedback does, with the NACKs (feedback.go), and on video only: the
+// video's packets are few and large, the audio's many and small, and the
+// estimate is for the video's sake.
+func configureTWCCFeedback(m *webrtc.MediaEngine, reg *interceptor.Registry, in *directPub) error {
+	if in == nil {
 		return webrtc.ConfigureTWCCSender(m, reg)
 	}
-	m.RegisterFeedback(webrtc.RTCPFeedback{Type: webrtc.TypeRTCPFBTransportCC}, webrtc.RTPCodecTypeVideo)
 	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: sdp.TransportCCURI}, webrtc.RTPCodecTypeVideo); err != nil {
 		return err
 	}
-	g, err := twcc.NewSenderInterceptor()
-	if err != nil {
-		return err
-	}
-	reg.Add(g)
+	reg.Add(feedbackFactory{in}) // the codecs carry transport-cc and nack (videoFeedback)
 	return nil
 }
 

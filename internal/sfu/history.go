@@ -201,7 +201,7 @@ func (t *localTrack) write(h *rtp.Header, payload []byte) error {
 		return errUnbound
 	}
 	h.SSRC, h.PayloadType = b.ssrc, b.pt
-	if t.direct != nil && t.direct.write(h, payload) {
+	if t.direct != nil && t.direct.write(h, payload, &t.direct.conn.directAudio) {
 		return nil
 	}
 	_, err := b.w.WriteRTP(h, payload)

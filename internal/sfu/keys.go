@@ -93,13 +93,16 @@ func (k *dtlsKeys) localContext() (*srtp.Context, error) {
 
 // remoteContext is an SRTP context that decrypts what the other side of
 // the connection sends (the client's write keys), with replay protection
-// as pion's own (a window of 64 packets).
+// as pion's own (a window of 64 packets). It takes packets whose header
+// extensions are encrypted too (RFC 9335 cryptex, which pion negotiates
+// with a publisher that offers it) and packets whose extensions are not.
 func (k *dtlsKeys) remoteContext() (*srtp.Context, error) {
 	cfg, err := k.sessionKeys()
 	if err != nil {
 		return nil, err
 	}
-	return srtp.CreateContext(cfg.Keys.RemoteMasterKey, cfg.Keys.RemoteMasterSalt, cfg.Profile, srtp.SRTPReplayProtection(64))
+	return srtp.CreateContext(cfg.Keys.RemoteMasterKey, cfg.Keys.RemoteMasterSalt, cfg.Profile, srtp.SRTPReplayProtection(64),
+		srtp.Cryptex(srtp.CryptexModeEnabled))
 }
 
 // sessionKeys are both sides' SRTP master keys and salts, the node being

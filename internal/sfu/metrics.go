@@ -80,13 +80,19 @@ func newMetrics(b *batchConn) *Metrics {
 				Help: "Datagrams sent in sendmmsg batches on the single UDP port."}, load(&b.datagrams)),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_send_batch_errors_total",
 				Help: "Datagrams of a batch the kernel refused (lost)."}, load(&b.failed)),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_packets_total",
-				Help: "Audio packets to subscribers the node encrypted and sent itself, past pion's send chain (the direct path)."}, load(&b.direct)),
+		}
+		for kind, n := range map[string]*atomic.Uint64{"audio": &b.directAudio, "video": &b.directVideo} {
+			m.batch = append(m.batch, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_packets_total",
+				Help:        "Packets to subscribers the node encrypted and sent itself, past pion's SRTP, mux and ICE writers (the direct path).",
+				ConstLabels: prometheus.Labels{"kind": kind}}, load(n)))
 		}
 		if b.in != nil {
+			for kind, n := range map[string]*atomic.Uint64{"audio": &b.in.audio, "video": &b.in.video} {
+				m.batch = append(m.batch, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_in_packets_total",
+					Help:        "Packets from publishers the node decrypted and published itself as the single UDP port read them, past pion's receive chain (the direct path).",
+					ConstLabels: prometheus.Labels{"kind": kind}}, load(n)))
+			}
 			m.batch = append(m.batch,
-				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_in_packets_total",
-					Help: "Audio packets from publishers the node decrypted and published itself as the single UDP port read them, past pion's receive chain (the direct path)."}, load(&b.in.packets)),
 				prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "convene_webrtc_direct_in_refused_total",
 					Help: "Packets on the direct path from publishers that SRTP refused (replayed, malformed) and the node dropped."}, load(&b.in.refused)))
 		}

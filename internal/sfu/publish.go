@@ -208,7 +208,7 @@ func (p *Peer) onTrack(t *webrtc.TrackRemote, r *webrtc.RTPReceiver) {
 	if kind == media.Audio && p.room != nil {
 		p.room.speakers.add(u)
 	}
-	if x := p.din; kind == media.Audio && x != nil {
+	if x := p.din; x != nil {
 		if x.start(r.Transport().ICETransport()) {
 			x.add(u)
 			defer x.remove(u)

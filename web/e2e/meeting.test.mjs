@@ -72,12 +72,18 @@ test('two pages meet: each decodes the other, and a mute shows', { timeout: 90_0
   await waitFor(async () => decodedFrom(await remoteStats(a), bm), 30_000, 'Ada decoding Bob');
   await waitFor(async () => decodedFrom(await remoteStats(b), am), 30_000, 'Bob decoding Ada');
   // Chromium answers as the DTLS client, so the node knows its SRTP keys
-  // and sends the audio it decoded the direct way (the node's own SRTP).
-  assert.ok((await metric(node, 'convene_webrtc_direct_packets_total')) > 0, 'audio sent the direct way');
+  // and sends the audio and video it decoded the direct way (the node's
+  // own SRTP).
+  for (const kind of ['audio', 'video']) {
+    assert.ok((await metric(node, `convene_webrtc_direct_packets_total{kind="${kind}"}`)) > 0, `${kind} sent the direct way`);
+  }
   // The node answers Chromium's publishing offer as the DTLS server
-  // (setup:passive), so it reads the microphone's audio the direct way
-  // too, and each page decodes the other's (above).
-  assert.ok((await metric(node, 'convene_webrtc_direct_in_packets_total')) > 0, 'audio received the direct way');
+  // (setup:passive), so it reads the microphone's and the camera's
+  // packets the direct way too (with its own transport-wide feedback and
+  // NACKs), and each page decodes the other's (above).
+  for (const kind of ['audio', 'video']) {
+    assert.ok((await metric(node, `convene_webrtc_direct_in_packets_total{kind="${kind}"}`)) > 0, `${kind} received the direct way`);
+  }
   if (process.env.SCREENSHOT) {
     await b.getByText('· good').first().waitFor({ timeout: 10_000 });
     await b.screenshot({ path: process.env.SCREENSHOT });
