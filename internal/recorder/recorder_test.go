@@ -325,3 +325,50 @@ func waitPackets(t *testing.T, rec *Recording, n uint64) {
 		}
 	}
 }
+
+// TestSyncsBesideTheWriter: with fsyncs every few milliseconds, the
+// syncer fsyncs the files while packets go on being written (the race
+// detector watches the two goroutines), and the recording ends whole.
+func TestSyncsBesideTheWriter(t *testing.T) {
+	room := broker.NewRoom("s_sync")
+	mic, err := room.Join(broker.Member{ID: "alice/mic", Owner: "alice", Kind: media.Audio, Sends: true,
+		Info: broker.TrackInfo{Codec: "audio/opus", ClockRate: 48000, Channels: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	rec, err := Start(room, dir, Options{SyncEvery: 5 * time.Millisecond, FlushEvery: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; rec.fsyncs.Load() < 4 && time.Now().Before(deadline); i++ {
+		b := rtp(111, uint16(i), 0xa1, 100)
+		sent = append(sent, b)
+		mic.Publish(packet(b))
+		time.Sleep(time.Millisecond)
+	}
+	if n := rec.fsyncs.Load(); n < 4 {
+		t.Fatalf("the syncer fsynced %d files in 10 s", n)
+	}
+	if err := rec.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	man, err := ReadManifest(dir)
+	if err != nil || man.State != StateFinished || len(man.Streams) != 1 {
+		t.Fatalf("manifest %+v, %v", man, err)
+	}
+	got, err := readAll(t, filepath.Join(dir, man.Streams[0].File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(sent) {
+		t.Fatalf("%d packets on disk, %d sent", len(got), len(sent))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i].Data, sent[i]) {
+			t.Fatalf("packet %d differs", i)
+		}
+	}
+}

@@ -43,6 +43,7 @@ type Recording struct {
 	packets  atomic.Uint64
 	bytes    atomic.Uint64
 	nstreams atomic.Int64
+	fsyncs   atomic.Uint64 // files the syncer fsynced
 
 	stopc chan struct{}
 	done  chan struct{}

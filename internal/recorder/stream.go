@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/convene/convene/internal/broker"
@@ -18,10 +19,10 @@ type stream struct {
 	side    Sidecar
 	name    string // file name without extension
 	track   *broker.Track
-	pts     [128]bool // payload types in side.PayloadTypes
-	dirty   bool      // the sidecar changed since it was written
-	synced  int64     // bytes fsynced
-	written int64     // bytes written at the last flush
+	pts     [128]bool    // payload types in side.PayloadTypes
+	dirty   bool         // the sidecar changed since it was written
+	synced  atomic.Int64 // bytes fsynced (stored by the syncer)
+	written int64        // bytes written at the last flush
 	// A video stream asks its sender for a keyframe until one comes
 	// (writer.go: keyed, asked).
 	keyed bool

@@ -11,7 +11,8 @@ import (
 	"github.com/convene/convene/internal/media"
 )
 
-// writer is the recording's goroutine: it alone touches the files.
+// writer is the recording's goroutine: it alone writes the files (its
+// syncer fsyncs them).
 type writer struct {
 	r        *Recording
 	streams  map[streamKey]*stream
@@ -23,6 +24,7 @@ type writer struct {
 	manDirty bool   // the manifest's stream list grew since it was written
 	slow     uint64 // queue_full drops when last looked
 	err      error
+	syncs    *syncer // nil when not started, and after stopSync
 }
 
 func newWriter(r *Recording) (*writer, error) {
@@ -50,6 +52,7 @@ func (w *writer) run() {
 		t := time.NewTicker(r.o.SyncEvery)
 		defer t.Stop()
 		syncC = t.C
+		w.startSync()
 	}
 	for w.err == nil {
 		select {
@@ -59,7 +62,7 @@ func (w *writer) run() {
 			w.flush()
 			r.scan()
 		case <-syncC:
-			w.sync()
+			w.requestSync()
 		case <-r.stopc:
 			w.finish()
 			return
@@ -255,15 +258,16 @@ func (w *writer) writeEvents() error {
 	return nil
 }
 
-// sync fsyncs the files written since the last sync.
+// sync fsyncs the files written since the last sync, at once (the
+// recording's end, after stopSync).
 func (w *writer) sync() {
 	for _, s := range w.list {
-		if n := s.w.Written(); n != s.synced {
+		if n := s.w.Written(); n != s.synced.Load() {
 			if err := s.f.Sync(); err != nil {
 				w.err = fmt.Errorf("recorder: syncing %s: %w", s.side.File, err)
 				return
 			}
-			s.synced = n
+			s.synced.Store(n)
 		}
 	}
 	if err := w.events.Sync(); err != nil {
@@ -287,6 +291,7 @@ func (w *writer) finish() {
 		r.Event(Event{Kind: RecordingStopped})
 		w.flush()
 	}
+	w.stopSync()
 	if w.err == nil {
 		w.sync()
 	}
@@ -301,6 +306,7 @@ func (w *writer) finish() {
 // cut to its last whole record, the manifest marked failed.
 func (w *writer) fail() {
 	r := w.r
+	w.stopSync()
 	r.failed.Store(true)
 	r.err = w.err
 	r.o.Metrics.writeErrors.Inc()
