@@ -18,6 +18,7 @@ import (
 
 	"github.com/convene/convene/internal/capacity"
 	"github.com/convene/convene/internal/transcode"
+	"github.com/convene/convene/internal/udpmux"
 	"github.com/convene/convene/internal/vtranscode"
 )
 
@@ -111,6 +112,9 @@ func (c *Config) defaults() {
 	}
 }
 
+// readBuffer is the single UDP port's receive buffer.
+const readBuffer = 32 << 20
+
 // Codecs the node negotiates, by payload type as browsers use them.
 var (
 	codecOpus = webrtc.RTPCodecParameters{PayloadType: 111, RTPCodecCapability: webrtc.RTPCodecCapability{
@@ -195,9 +199,12 @@ func newEngine(cfg Config) (*engine, error) {
 			return nil, fmt.Errorf("webrtc udp port: %w", err)
 		}
 		// Every connection's packets share this socket: give it the
-		// buffers a few hundred peers' bursts need (the kernel caps them
-		// at net.core.rmem_max and wmem_max).
-		_ = c.SetReadBuffer(8 << 20)
+		// buffers a few hundred peers' bursts need, the receive buffer as
+		// the plain RTP port's (32 MiB, past net.core.rmem_max where the
+		// process may: about 0.2 s of 100 publishers' 5 Mb/s video, what
+		// carries the one reader through the moments a busy machine does
+		// not run it); the send buffer up to net.core.wmem_max.
+		udpmux.SetReadBuffer(c, readBuffer)
 		_ = c.SetWriteBuffer(8 << 20)
 		dontFragment(c)
 		e.udp = c

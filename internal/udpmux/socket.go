@@ -107,7 +107,7 @@ func New(conn *net.UDPConn, o Options) *Socket {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ReadBuffer > 0 {
-		setReadBuffer(conn, o.ReadBuffer)
+		SetReadBuffer(conn, o.ReadBuffer)
 	}
 	if o.WriteBuffer > 0 {
 		_ = conn.SetWriteBuffer(o.WriteBuffer)
@@ -148,11 +148,11 @@ func New(conn *net.UDPConn, o Options) *Socket {
 	return s
 }
 
-// setReadBuffer sets conn's receive buffer to n bytes: past
+// SetReadBuffer sets conn's receive buffer to n bytes: past
 // net.core.rmem_max where the process may (SO_RCVBUFFORCE), else up to it.
 // The receive queue is what carries the reader through the moments the
 // machine does not run it; what does not fit is dropped by the kernel.
-func setReadBuffer(conn *net.UDPConn, n int) {
+func SetReadBuffer(conn *net.UDPConn, n int) {
 	if rc, err := conn.SyscallConn(); err == nil {
 		var serr error
 		if err := rc.Control(func(fd uintptr) {

@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			strings.Join(conveneArgs(cfg, "DIR"), " ")),
 		"Janus: VideoRoom rooms created with record=true and rec_dir, audiocodec opus, videocodec vp8, bitrate 0 (no REMB cap), fir_freq 0; every publisher and listener handle on one Janus session over its HTTP transport",
 		"Convene fsyncs each recording's files every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache",
-		"Socket receive buffers: Convene asks for 8 MiB on its one WebRTC port (the kernel caps it at net.core.rmem_max); Janus takes the system's default on each connection's port (net.core.rmem_default); "+
+		"Socket receive buffers: Convene asks for 32 MiB on its one WebRTC port, shared by every connection (past net.core.rmem_max where it may, SO_RCVBUFFORCE: here, as root); Janus takes the system's default on each connection's port (net.core.rmem_default); "+
 			"this machine: rmem_default "+sysctl("net/core/rmem_default")+", rmem_max "+sysctl("net/core/rmem_max")+" bytes. The listeners' sockets get 4 MiB")
 	res.Notes = append(res.Notes, cfg.Notes...)
 	share := cfg.Budget / time.Duration(max(1, len(cfg.Shapes)*len(cfg.Systems)))
@@ -519,7 +519,7 @@ func raiseDefaultReadBuffer(n int, res *Result) func() {
 		res.addNote(fmt.Sprintf("Janus ran with the system's default socket receive buffer: raising net.core.rmem_default to %d failed (%v)", n, err))
 		return func() {}
 	}
-	res.addNote(fmt.Sprintf("While Janus ran, net.core.rmem_default was %d bytes (put back to %s after), so that its sockets' receive buffers match what Convene asks for on its own (8 MiB, capped at net.core.rmem_max); the machine's settings are given above", n, strings.TrimSpace(string(old))))
+	res.addNote(fmt.Sprintf("While Janus ran, net.core.rmem_default was %d bytes (put back to %s after), so that its sockets' receive buffers are not what limits it: each holds seconds of its one stream, where Convene's one port (32 MiB) holds about 0.2 s of 100 video streams; the machine's settings are given above", n, strings.TrimSpace(string(old))))
 	return func() { _ = os.WriteFile(path, old, 0o644) }
 }
 
