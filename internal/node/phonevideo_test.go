@@ -519,6 +519,15 @@ func TestVideoPhoneFollowsTheSpeaker(t *testing.T) {
 	t.Cleanup(func() { sock.Close() })
 	phone := startSIPpAs(t, ctx, n, "dialin_video.xml", s.ID, "carol", carolPass, 40*time.Second,
 		"-set", "vport", strconv.Itoa(vport), "-d", "30000", "-trace_msg")
+	t.Cleanup(func() {
+		if t.Failed() { // what the phone saw, for a call that did not come up
+			t.Logf("SIPp:\n%s", phone.out.String())
+			if fs, _ := filepath.Glob(filepath.Join(phone.cmd.Dir, "*_messages.log")); len(fs) == 1 {
+				b, _ := os.ReadFile(fs[0])
+				t.Logf("SIPp's messages:\n%s", b)
+			}
+		}
+	})
 	var node *net.UDPAddr
 	testutil.WaitFor(t, 15*time.Second, "the phone's video link", func() bool {
 		var sess struct {

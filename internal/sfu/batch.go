@@ -93,8 +93,8 @@ func (c *batchConn) release() {
 }
 
 // ReadFromAddrPort lets pion's mux read without allocating an address
-// (ice.AddrPortReaderWriter).
-// What the direct path takes is not returned: the read goes on.
+// (ice.AddrPortReaderWriter). A datagram the direct path takes
+// (direct_in.go) is not returned: the read goes on to the next.
 func (c *batchConn) ReadFromAddrPort(b []byte) (int, netip.AddrPort, error) {
 	for {
 		n, from, err := c.UDPConn.ReadFromUDPAddrPort(b)
