@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -340,25 +338,7 @@ func TestPhoneSubscribesToTheRoster(t *testing.T) {
 // ready to run a scenario of testdata against a session.
 type sippPhone struct {
 	cmd *exec.Cmd
-	out lockedBuffer // SIPp's stdout and stderr
-}
-
-// lockedBuffer is a buffer a child process writes while a test may read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out testutil.Buffer // SIPp's stdout and stderr
 }
 
 const carolPass = "long-enough-pass-123"
