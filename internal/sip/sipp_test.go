@@ -3,26 +3,45 @@ package sip
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/convene/convene/internal/testutil"
 )
 
-// runSIPp runs SIPp against the server until it has done calls calls.
+// runSIPp runs SIPp against the server until it has done calls calls. SIPp
+// traces its messages and errors into its own directory; when it fails, the
+// traces follow its output. When ctx ends SIPp is asked to stop (SIGUSR1 twice: it
+// quits and flushes its screen) and killed 2 s later.
 func runSIPp(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
 	bin := testutil.NeedBinary(t, "sipp")
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin, append(args, "-trace_msg")...)
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Cancel = func() error {
+		// One SIGUSR1 waits for open calls; a second makes SIPp quit now.
+		cmd.Process.Signal(syscall.SIGUSR1)
+		time.Sleep(50 * time.Millisecond)
+		return cmd.Process.Signal(syscall.SIGUSR1)
+	}
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
+	if err != nil {
+		logs, _ := filepath.Glob(filepath.Join(cmd.Dir, "*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			fmt.Fprintf(&out, "\n--- %s\n%s", filepath.Base(l), b)
+		}
+	}
 	return out.String(), err
 }
 
