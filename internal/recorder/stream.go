@@ -23,6 +23,7 @@ type stream struct {
 	dirty   bool         // the sidecar changed since it was written
 	synced  atomic.Int64 // bytes fsynced (stored by the syncer)
 	written int64        // bytes written at the last flush
+	kept    int64        // where the bytes buffered at the last tick end
 	// A video stream asks its sender for a keyframe until one comes
 	// (writer.go: keyed, asked).
 	keyed bool

@@ -59,7 +59,7 @@ func (w *writer) run() {
 		case it := <-r.q:
 			w.packet(it)
 		case <-flush.C:
-			w.flush()
+			w.flush(false)
 			r.scan()
 		case <-syncC:
 			w.requestSync()
@@ -176,7 +176,11 @@ func (w *writer) write(s *stream, it item, b []byte, rtcp bool) {
 // open creates a stream's files and puts it in the manifest.
 func (w *writer) open(key streamKey, kind media.Kind, ssrc uint32, it item) *stream {
 	r := w.r
-	s, err := newStream(r.dir, len(w.list)+1, r.start, r.o.BufferSize, kind.String(), ssrc,
+	buf := r.o.BufferSize
+	if kind == media.Video {
+		buf *= videoBuffers // 5 Mb/s fills 16 KiB 40 times a second
+	}
+	s, err := newStream(r.dir, len(w.list)+1, r.start, buf, kind.String(), ssrc,
 		it.t, r.start.Add(it.at), offsetMS(it.at))
 	if err != nil {
 		w.err = fmt.Errorf("recorder: %w", err)
@@ -199,11 +203,23 @@ func (w *writer) open(key streamKey, kind media.Kind, ssrc uint32, it item) *str
 }
 
 // flush hands every stream's buffer to the kernel, then the time line's
-// new events and changed sidecars, and notes a slow disk.
-func (w *writer) flush() {
+// new events and changed sidecars, and notes a slow disk. On the timer
+// (all false) a stream hands over whole pages and keeps the part of a page
+// at the end of its buffer (a write that ends inside a page makes the file
+// system zero the rest of it, and the next write fills it again), unless
+// some of what it keeps was already buffered at the last tick: no byte
+// waits more than two ticks.
+func (w *writer) flush(all bool) {
 	r := w.r
 	for _, s := range w.list {
-		if err := s.w.Flush(); err != nil {
+		var err error
+		if all || s.w.Written() < s.kept {
+			err = s.w.Flush()
+		} else {
+			err = s.w.FlushPages()
+		}
+		s.kept = s.w.Written() + int64(s.w.Buffered())
+		if err != nil {
 			w.err = fmt.Errorf("recorder: writing %s: %w", s.side.File, err)
 			return
 		}
@@ -289,7 +305,7 @@ func (w *writer) finish() {
 	}
 	if w.err == nil {
 		r.Event(Event{Kind: RecordingStopped})
-		w.flush()
+		w.flush(true)
 	}
 	w.stopSync()
 	if w.err == nil {
