@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/convene/convene/internal/broker"
 	"github.com/convene/convene/internal/rtpdump"
 )
@@ -24,11 +26,40 @@ type stream struct {
 	synced  atomic.Int64 // bytes fsynced (stored by the syncer)
 	written int64        // bytes written at the last flush
 	kept    int64        // where the bytes buffered at the last tick end
+	// uncached is where the pages didSync dropped from the page cache end;
+	// the syncer owns it, and the writer after stopSync.
+	uncached int64
 	// A video stream asks its sender for a keyframe until one comes
 	// (writer.go: keyed, asked).
 	keyed bool
 	asked time.Duration
 }
+
+// didSync notes that the first n bytes of the file are on disk and drops
+// their whole pages from the page cache. A recording is written once and
+// read later, if ever: left in the cache, its pages make the cache grow by
+// the recording's rate (75 MB/s at 120 streams of 5 Mb/s) and each new
+// page costs more once the cache is large (on this project's VM, writes
+// cost ten times as much after 3 GB, the guest's fresh memory backed by
+// the host page by page; elsewhere the cache evicts what others use).
+// The advice is only advice: a file system that keeps its pages (tmpfs)
+// keeps them.
+func (s *stream) didSync(n int64) {
+	s.synced.Store(n)
+	end := n &^ (pageSize - 1)
+	if end <= s.uncached {
+		return
+	}
+	if rc, err := s.f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_ = unix.Fadvise(int(fd), s.uncached, end-s.uncached, unix.FADV_DONTNEED)
+		})
+	}
+	s.uncached = end
+}
+
+// pageSize is what didSync drops the page cache in.
+const pageSize = 4096
 
 // streamKey tells streams apart: a track's SSRC, or an SSRC's RTCP
 // without RTP (track "rtcp/<kind>").

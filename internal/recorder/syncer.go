@@ -48,7 +48,7 @@ func (y *syncer) run() {
 			}
 			y.r.fsyncs.Add(1)
 			if j.s != nil {
-				j.s.synced.Store(j.n)
+				j.s.didSync(j.n)
 			}
 		}
 	}

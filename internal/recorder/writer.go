@@ -283,7 +283,7 @@ func (w *writer) sync() {
 				w.err = fmt.Errorf("recorder: syncing %s: %w", s.side.File, err)
 				return
 			}
-			s.synced.Store(n)
+			s.didSync(n)
 		}
 	}
 	if err := w.events.Sync(); err != nil {
