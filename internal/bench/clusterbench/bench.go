@@ -46,11 +46,16 @@ type Prediction struct {
 	Nodes    int
 }
 
-// ScalingRow is N nodes against N × one, in the model and as measured.
+// ScalingRow is N nodes against N × one node, in the model and as
+// measured: each session spread over N institutions (a node each), and
+// each session placed on one of the N nodes.
 type ScalingRow struct {
 	Nodes    int
 	Model    float64
 	Measured float64 // 0 when not measured
+	// Placed is the placed layout's measure (0 when not measured); the
+	// model gives it 1, as no packet crosses.
+	Placed float64
 }
 
 // Check is the model against one measured node.
@@ -85,9 +90,10 @@ type Result struct {
 	Notes        []string
 }
 
-// Layouts are the measurements of a run: the sessions on one node, on two
-// and on three, and the hop layouts (speakers on one node, listeners on
-// one other, or on two others).
+// Layouts are the measurements of a run: the sessions on one node, spread
+// over two and over three, the hop layouts (speakers on one node,
+// listeners on one other, or on two others), and the sessions placed on
+// two and on three nodes.
 func Layouts(r, m int) []Layout {
 	return []Layout{
 		{Name: "1 node", Sessions: r, Members: m, Nodes: 1},
@@ -95,6 +101,8 @@ func Layouts(r, m int) []Layout {
 		{Name: "3 nodes", Sessions: r, Members: m, Nodes: 3},
 		{Name: "hop", Sessions: r, Members: m, Nodes: 2, Hop: true},
 		{Name: "fan", Sessions: r, Members: m, Nodes: 3, Hop: true},
+		{Name: "2 placed", Sessions: r, Members: m, Nodes: 2, Placed: true},
+		{Name: "3 placed", Sessions: r, Members: m, Nodes: 3, Placed: true},
 	}
 }
 
@@ -145,6 +153,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if n <= 3 {
 			if pn := perDelivered(find(res.Points, fmt.Sprintf("%d nodes", n))); pn > 0 && one > 0 {
 				row.Measured = one / pn
+			}
+			if pn := perDelivered(find(res.Points, fmt.Sprintf("%d placed", n))); pn > 0 && one > 0 {
+				row.Placed = one / pn
 			}
 		}
 		res.Scaling = append(res.Scaling, row)

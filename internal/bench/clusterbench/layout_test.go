@@ -29,3 +29,33 @@ func TestHopLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacedLayouts: in a placed layout every member of a session is on
+// one node, and the sessions share the nodes evenly.
+func TestPlacedLayouts(t *testing.T) {
+	n := 0
+	for _, l := range Layouts(6, 5) {
+		if !l.Placed {
+			continue
+		}
+		n++
+		count := make([]int, l.Nodes)
+		for r := range l.Sessions {
+			home := l.node(r, 0)
+			for k := 1; k < l.Members; k++ {
+				if l.node(r, k) != home {
+					t.Fatalf("%s: member %d of session %d on node %d, its speaker on %d", l.Name, k, r, l.node(r, k), home)
+				}
+			}
+			count[home]++
+		}
+		for i, c := range count {
+			if c != l.Sessions/l.Nodes {
+				t.Fatalf("%s: %v sessions by node (node %d)", l.Name, count, i)
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d placed layouts, want 2 (on 2 and 3 nodes)", n)
+	}
+}

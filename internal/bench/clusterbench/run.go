@@ -25,17 +25,24 @@ import (
 // with three nodes the first sends each packet twice (a copy to each).
 // The spread layouts alone cannot tell the cost of a copy sent from that
 // of an arrival: on every node of them, copies sent = arrivals −
-// delivered/(M−1). The hop layouts break that tie.
+// delivered/(M−1). The hop layouts break that tie. A Placed layout puts
+// every member of session r on node r mod Nodes, as Convene's placement
+// does in one institution (a member is sent to the session's owner, a new
+// session to the node with room): no packet crosses between nodes.
 type Layout struct {
 	Name     string
 	Sessions int
 	Members  int
 	Nodes    int
 	Hop      bool
+	Placed   bool
 }
 
 // node returns the node of member k of session r.
 func (l Layout) node(r, k int) int {
+	if l.Placed {
+		return r % l.Nodes
+	}
 	if l.Hop {
 		if k == 0 {
 			return 0
