@@ -227,14 +227,25 @@ func runSeries(ctx context.Context, cfg Config, sys string, sh Shape, end time.T
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return out, err
 	}
+	// srv is set only once a server started: a typed nil in the interface
+	// would have close stop nothing and panic.
 	var err error
 	switch sys {
 	case "convene":
-		s.srv, err = startConvene(cfg, dir)
+		var c *conveneRecorder
+		if c, err = startConvene(cfg, dir); err == nil {
+			s.srv = c
+		}
 	case "janus":
-		s.srv, err = startJanus(ctx, cfg, sh.Name, dir)
+		var j *janusRecorder
+		if j, err = startJanus(ctx, cfg, sh.Name, dir); err == nil {
+			s.srv = j
+		}
 	case PlainSystem:
-		s.srv, err = startPlain(cfg, dir)
+		var p *plainRecorder
+		if p, err = startPlain(cfg, dir); err == nil {
+			s.srv = p
+		}
 	default:
 		return out, fmt.Errorf("unknown system %q", sys)
 	}
