@@ -25,7 +25,6 @@ type stream struct {
 	dirty   bool         // the sidecar changed since it was written
 	synced  atomic.Int64 // bytes fsynced (stored by the syncer)
 	written int64        // bytes written at the last flush
-	kept    int64        // where the bytes buffered at the last tick end
 	// uncached is where the pages didSync dropped from the page cache end;
 	// the syncer owns it, and the writer after stopSync.
 	uncached int64
@@ -36,17 +35,20 @@ type stream struct {
 }
 
 // didSync notes that the first n bytes of the file are on disk and drops
-// their whole pages from the page cache. A recording is written once and
-// read later, if ever: left in the cache, its pages make the cache grow by
-// the recording's rate (75 MB/s at 120 streams of 5 Mb/s) and each new
-// page costs more once the cache is large (on this project's VM, writes
-// cost ten times as much after 3 GB, the guest's fresh memory backed by
-// the host page by page; elsewhere the cache evicts what others use).
-// The advice is only advice: a file system that keeps its pages (tmpfs)
-// keeps them.
+// those well behind the end from the page cache. A recording is written
+// once and read later, if ever: left in the cache, its pages make the
+// cache grow by the recording's rate (75 MB/s at 120 streams of 5 Mb/s)
+// and each new page costs more once the cache is large (on this project's
+// VM, writes cost ten times as much after 3 GB, the guest's fresh memory
+// backed by the host page by page; elsewhere the cache evicts what others
+// use). The last cacheTail bytes stay: the pages around the write position
+// (a file system's large folios reach back from it) and what a reader
+// following the recording (the recording benchmark, a player) has not
+// read yet. The advice is only advice: a file system that keeps its pages
+// (tmpfs) keeps them.
 func (s *stream) didSync(n int64) {
 	s.synced.Store(n)
-	end := n &^ (pageSize - 1)
+	end := (n - cacheTail) &^ (cacheTail - 1)
 	if end <= s.uncached {
 		return
 	}
@@ -58,8 +60,9 @@ func (s *stream) didSync(n int64) {
 	s.uncached = end
 }
 
-// pageSize is what didSync drops the page cache in.
-const pageSize = 4096
+// cacheTail is how much of the end of a recording's file didSync leaves in
+// the page cache, at least (a power of two: twice the largest folio).
+const cacheTail = 4 << 20
 
 // streamKey tells streams apart: a track's SSRC, or an SSRC's RTCP
 // without RTP (track "rtcp/<kind>").

@@ -129,3 +129,49 @@ func TestRTPDump(t *testing.T) {
 		t.Errorf("missing %d, %d records, %d unmarked, %d bad (%v)", ws[0].missing(), f.Records, f.Unmarked, f.Bad, f.BadErr)
 	}
 }
+
+// TestTailWhileWriting: the files are read while Convene's writer writes
+// them (when its buffer fills and on its timer), so a read may end inside
+// a record; every packet is still read exactly once.
+func TestTailWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rec", "000-video-1.rtpdump")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	w := rtpdump.NewWriter(fh, rtpdump.Header{Start: time.Unix(1764064000, 0)}, 64<<10)
+	const total = 20000
+	f := newFiles(dir)
+	ws := windows{newWindow(0, total)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := uint32(0); n < total; n++ {
+			p := packet(true, 0, n)
+			p = append(p, make([]byte, int(n*131)%1100)...)
+			if err := w.WriteRTP(n, p); err != nil {
+				t.Error(err)
+				return
+			}
+			if n%97 == 0 {
+				w.Flush()
+			}
+		}
+		w.Flush()
+	}()
+	for {
+		select {
+		case <-done:
+			f.scan(ws.mark)
+			if ws[0].missing() != 0 || f.Records != total || f.Bad != 0 {
+				t.Fatalf("missing %d, %d records of %d, %d unmarked, %d bad (%v)", ws[0].missing(), f.Records, total, f.Unmarked, f.Bad, f.BadErr)
+			}
+			return
+		default:
+			f.scan(ws.mark)
+		}
+	}
+}
