@@ -14,11 +14,13 @@
 //
 // One goroutine per recording owns the files: it demultiplexes by track
 // and SSRC (a new SSRC on a track is a new stream file), writes through a
-// buffer per stream and hands the buffers to the kernel (write(2)) at
-// least every Options.FlushEvery (200 ms), fsyncs every Options.SyncEvery.
-// After a kill -9 the packets that arrived more than FlushEvery plus the
-// queue's delay before are in the files; Repair cuts a torn last record
-// and marks the recording interrupted.
+// buffer per stream and hands the buffers to the kernel (write(2)) in
+// whole pages when they fill and on a timer every Options.FlushEvery
+// (200 ms); what is left of a page is written at the next tick if it is
+// still there. It fsyncs every Options.SyncEvery. After a kill -9 the
+// packets that arrived more than twice FlushEvery plus the queue's delay
+// before are in the files; Repair cuts a torn last record and marks the
+// recording interrupted.
 //
 // On disk, a recording's directory holds:
 //

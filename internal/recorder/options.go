@@ -13,8 +13,9 @@ type Options struct {
 	// holds a 2 KiB pooled buffer.
 	Queue int
 	// FlushEvery is how often buffered records are handed to the kernel
-	// (write(2)); at most 250 ms, default 200 ms. A kill -9 loses at most
-	// this much plus what waits in the queue.
+	// (write(2)): whole pages at every tick, the rest of a page at the next
+	// if it is still buffered; at most 250 ms, default 200 ms. A kill -9
+	// loses at most twice this much plus what waits in the queue.
 	FlushEvery time.Duration
 	// SyncEvery is how often the files are fsynced (default 2 s; a
 	// negative value never, for tests): what a power cut may lose.

@@ -25,6 +25,7 @@ type stream struct {
 	dirty   bool         // the sidecar changed since it was written
 	synced  atomic.Int64 // bytes fsynced (stored by the syncer)
 	written int64        // bytes written at the last flush
+	kept    int64        // where the bytes buffered at the last tick end
 	// uncached is where the pages didSync dropped from the page cache end;
 	// the syncer owns it, and the writer after stopSync.
 	uncached int64

@@ -59,7 +59,7 @@ func (w *writer) run() {
 		case it := <-r.q:
 			w.packet(it)
 		case <-flush.C:
-			w.flush()
+			w.flush(false)
 			r.scan()
 		case <-syncC:
 			w.requestSync()
@@ -203,11 +203,22 @@ func (w *writer) open(key streamKey, kind media.Kind, ssrc uint32, it item) *str
 }
 
 // flush hands every stream's buffer to the kernel, then the time line's
-// new events and changed sidecars, and notes a slow disk.
-func (w *writer) flush() {
+// new events and changed sidecars, and notes a slow disk. On the timer
+// (all false) a stream hands over whole pages and keeps the part of a page
+// at the end of its buffer (a write that ends inside a page makes the file
+// system zero the rest of it, and the next write fills it again), unless
+// some of what it keeps was already buffered at the last tick: no byte
+// waits more than two ticks.
+func (w *writer) flush(all bool) {
 	r := w.r
 	for _, s := range w.list {
-		err := s.w.Flush()
+		var err error
+		if all || s.w.Written() < s.kept {
+			err = s.w.Flush()
+		} else {
+			err = s.w.FlushPages()
+		}
+		s.kept = s.w.Written() + int64(s.w.Buffered())
 		if err != nil {
 			w.err = fmt.Errorf("recorder: writing %s: %w", s.side.File, err)
 			return
@@ -294,7 +305,7 @@ func (w *writer) finish() {
 	}
 	if w.err == nil {
 		r.Event(Event{Kind: RecordingStopped})
-		w.flush()
+		w.flush(true)
 	}
 	w.stopSync()
 	if w.err == nil {

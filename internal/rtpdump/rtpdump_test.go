@@ -115,6 +115,76 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// writeSizes records the size of every write.
+type writeSizes struct {
+	bytes.Buffer
+	sizes []int
+}
+
+func (w *writeSizes) Write(b []byte) (int, error) {
+	w.sizes = append(w.sizes, len(b))
+	return w.Buffer.Write(b)
+}
+
+// TestSpillsEndOnPages: a full buffer is written up to a page boundary of
+// the file, the rest kept for the next write, so every write but a
+// Flush's ends on a page; the file still holds every record as written.
+func TestSpillsEndOnPages(t *testing.T) {
+	var out writeSizes
+	w := NewWriter(&out, specHeader(), 16<<10)
+	var want [][]byte
+	for i := 0; i < 3000; i++ {
+		b := make([]byte, 12+(i*37)%1400) // sizes that never divide a page
+		for j := range b {
+			b[j] = byte(i ^ j)
+		}
+		want = append(want, b)
+		if err := w.WriteRTP(uint32(i), b); err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 250 { // a flush timer's tick: whole pages, the rest kept
+			if err := w.FlushPages(); err != nil {
+				t.Fatal(err)
+			}
+			if w.Written()%pageSize != 0 || w.Buffered() >= pageSize {
+				t.Fatalf("after FlushPages: written %d buffered %d", w.Written(), w.Buffered())
+			}
+		}
+		if i%500 == 499 { // a last tick: everything, whole records
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if w.Durable() != w.Written() || w.Buffered() != 0 {
+				t.Fatalf("after Flush: durable %d written %d buffered %d", w.Durable(), w.Written(), w.Buffered())
+			}
+		}
+	}
+	w.Flush()
+	off, unaligned := 0, 0
+	for _, n := range out.sizes {
+		if off += n; off%pageSize != 0 {
+			unaligned++
+		}
+	}
+	// Only a Flush may end off a page: 6 of them (every 500th and the last).
+	if len(out.sizes) < 100 || unaligned > 6 {
+		t.Fatalf("%d writes, %d ending off a page; want at most the 6 flushes", len(out.sizes), unaligned)
+	}
+	r, err := NewReader(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range want {
+		p, err := r.Next()
+		if err != nil || !bytes.Equal(p.Data, b) || p.Offset != uint32(i) {
+			t.Fatalf("record %d: %d bytes offset %d err %v", i, len(p.Data), p.Offset, err)
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatal(err)
+	}
+}
+
 // TestTorn: a file cut at any byte reads its whole records and then says
 // how many there were and where they end; never a panic.
 func TestTorn(t *testing.T) {
@@ -210,9 +280,12 @@ func (f *failAfter) Write(b []byte) (int, error) {
 // the error sticks and Durable marks the end of the last whole record, so
 // the file cut there reads cleanly.
 func TestWriteErrorDurable(t *testing.T) {
-	for limit := 0; limit < 300; limit += 7 {
-		f := &failAfter{n: limit}
+	for limit := 0; limit < 600; limit += 7 {
+		f := &failAfter{n: limit % 300}
 		w := NewWriter(f, specHeader(), 64)
+		if limit >= 300 {
+			w.align = 16 // spills that end inside records
+		}
 		var err error
 		for i := 0; i < 20 && err == nil; i++ {
 			err = w.WriteRTP(uint32(i), specRTP)
@@ -239,6 +312,40 @@ func TestWriteErrorDurable(t *testing.T) {
 		}
 		if err != io.EOF || int64(44+r.Records()*22) != d {
 			t.Fatalf("limit %d durable %d: %d records, %v", limit, d, r.Records(), err)
+		}
+	}
+}
+
+// TestDurableAcrossSpills: while spills cut records, Durable is always the
+// end of the last whole record written, and the file cut there reads.
+func TestDurableAcrossSpills(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out, specHeader(), 64)
+	w.align = 16
+	for i := 0; i < 200; i++ {
+		if err := w.WriteRTP(uint32(i), specRTP[:i%len(specRTP)]); err != nil {
+			t.Fatal(err)
+		}
+		d := w.Durable()
+		if d > w.Written() || w.Written() != int64(out.Len()) {
+			t.Fatalf("durable %d written %d file %d", d, w.Written(), out.Len())
+		}
+		if d == 0 {
+			continue
+		}
+		r, err := NewReader(bytes.NewReader(out.Bytes()[:d]))
+		if err != nil {
+			t.Fatalf("durable %d: %v", d, err)
+		}
+		for err == nil {
+			_, err = r.Next()
+		}
+		if err != io.EOF {
+			t.Fatalf("record %d: the file cut at durable %d: %v", i, d, err)
+		}
+		// Durable never lags the last whole record by more than the buffer.
+		if w.Written()-d > 64 {
+			t.Fatalf("durable %d, written %d", d, w.Written())
 		}
 	}
 }

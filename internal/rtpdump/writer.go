@@ -9,11 +9,18 @@ import (
 // DefaultBufferSize is the Writer's buffer when NewWriter is given 0.
 const DefaultBufferSize = 16 << 10
 
+// pageSize is what writes of a full buffer line up with.
+const pageSize = 4096
+
 // Writer writes an rtpdump file. Records collect in its buffer and reach
-// the underlying writer (one write(2) on an *os.File) when the buffer is
-// full or on Flush; the buffer only ever holds whole records, so what a
-// flush wrote is whole records too unless the write itself failed half
-// way (see Durable).
+// the underlying writer (one write(2) on an *os.File) on Flush, which
+// writes whole records, and when the buffer is full: then the Writer
+// writes it up to the last page boundary of the file it reaches and keeps
+// the rest, so that no write leaves a page half written for the next one
+// to fill again (a file system zeroes the rest of a new page a write ends
+// in: a fifth of the cost of writing video, in the recording benchmark).
+// Such a write may end inside a record; Durable says where whole records
+// end.
 //
 // A Writer is not safe for concurrent use. After a write error every
 // later call returns that error.
@@ -23,10 +30,9 @@ type Writer struct {
 	start   time.Time
 	written int64 // bytes the underlying writer took
 	durable int64 // of them, the end of the last whole record
+	first   int   // where in buf the first record starting in it starts
+	align   int   // the page size writes of a full buffer line up with
 	err     error
-	// bigHeader is set while the buffer ends with the header of a record
-	// too big for it, whose body follows in a write of its own.
-	bigHeader bool
 }
 
 // NewWriter writes the text line and file header of h into a buffer of
@@ -51,6 +57,8 @@ func NewWriter(w io.Writer, h Header, bufSize int) *Writer {
 	}
 	binary.BigEndian.PutUint16(fh[12:], h.Source.Port())
 	wr.buf = append(wr.buf, fh[:]...)
+	wr.first = len(wr.buf)
+	wr.align = pageSize
 	return wr
 }
 
@@ -89,7 +97,7 @@ func (w *Writer) write(offset uint32, b []byte, plen int) error {
 	}
 	n := RecordHeaderLen + len(b)
 	if len(w.buf)+n > cap(w.buf) {
-		if err := w.Flush(); err != nil {
+		if err := w.spill(n); err != nil {
 			return err
 		}
 	}
@@ -99,13 +107,10 @@ func (w *Writer) write(offset uint32, b []byte, plen int) error {
 	binary.BigEndian.PutUint32(h[4:], offset)
 	if n > cap(w.buf) { // larger than the whole buffer: straight through
 		w.buf = append(w.buf, h[:]...)
-		w.bigHeader = true
-		err := w.Flush()
-		w.bigHeader = false
-		if err != nil {
+		if err := w.Flush(); err != nil {
 			return err
 		}
-		return w.writeOut(b, true)
+		return w.writeOut(b)
 	}
 	w.buf = append(w.buf, h[:]...)
 	w.buf = append(w.buf, b...)
@@ -113,68 +118,87 @@ func (w *Writer) write(offset uint32, b []byte, plen int) error {
 }
 
 // Flush hands the buffered records to the underlying writer.
-func (w *Writer) Flush() error {
+func (w *Writer) Flush() error { return w.flushTo(len(w.buf)) }
+
+// FlushPages hands the buffered bytes up to the last page boundary of the
+// file they reach to the underlying writer and keeps the rest (a part of a
+// page), which may end inside a record; Flush writes that too.
+func (w *Writer) FlushPages() error {
+	p := len(w.buf) - int((w.written+int64(len(w.buf)))%int64(w.align))
+	if p <= 0 {
+		return nil
+	}
+	return w.flushTo(p)
+}
+
+// spill makes room for a record of n bytes: it writes the buffer up to the
+// last page boundary of the file that the buffer reaches and keeps the
+// rest, or all of it when there is no such boundary or the rest and the
+// record would not fit.
+func (w *Writer) spill(n int) error {
+	p := len(w.buf) - int((w.written+int64(len(w.buf)))%int64(w.align))
+	if p <= 0 || len(w.buf)-p+n > cap(w.buf) {
+		return w.Flush()
+	}
+	return w.flushTo(p)
+}
+
+// flushTo writes the first p buffered bytes and keeps the rest.
+func (w *Writer) flushTo(p int) error {
 	if w.err != nil {
 		return w.err
 	}
-	if len(w.buf) == 0 {
+	if p == 0 {
 		return nil
 	}
-	err := w.writeOut(w.buf, false)
-	w.buf = w.buf[:0]
-	return err
+	n, err := w.w.Write(w.buf[:p])
+	if err == nil && n < p {
+		err = io.ErrShortWrite
+	}
+	// The records in the buffer are whole (a big record's header, whose
+	// body follows, aside): walk them to the last that ends in what was
+	// written.
+	off := w.first
+	for off+RecordHeaderLen <= len(w.buf) {
+		l := int(binary.BigEndian.Uint16(w.buf[off:]))
+		if l < RecordHeaderLen || off+l > n {
+			break
+		}
+		off += l
+	}
+	if off <= n {
+		w.durable = w.written + int64(off)
+	}
+	w.written += int64(n)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	switch {
+	case p == len(w.buf):
+		w.first = 0
+	case off == p:
+		w.first = 0
+	default: // the record at off runs past p
+		w.first = off + int(binary.BigEndian.Uint16(w.buf[off:])) - p
+	}
+	w.buf = w.buf[:copy(w.buf, w.buf[p:])]
+	return nil
 }
 
-// writeOut writes b; whole says b ends a record (a big record's body).
-func (w *Writer) writeOut(b []byte, body bool) error {
+// writeOut writes a big record's body, which ends that record.
+func (w *Writer) writeOut(b []byte) error {
 	n, err := w.w.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
 	}
+	w.written += int64(n)
 	if err != nil {
-		w.err = err
-		if !body {
-			w.durable = w.written + int64(wholeRecords(b[:n], w.written == 0))
-		}
-		// A big record's body: the header before it is torn with it.
-		w.written += int64(n)
+		w.err = err // the header before it is torn with it
 		return err
 	}
-	w.written += int64(n)
-	if !w.bigHeader {
-		w.durable = w.written
-	}
+	w.durable = w.written
 	return nil
-}
-
-// wholeRecords returns how many bytes of b, which starts at a record (or,
-// when first, at the text line), are whole records.
-func wholeRecords(b []byte, first bool) int {
-	off := 0
-	if first {
-		i := indexNL(b)
-		if i < 0 || i+1+FileHeaderLen > len(b) {
-			return 0
-		}
-		off = i + 1 + FileHeaderLen
-	}
-	for off+RecordHeaderLen <= len(b) {
-		n := int(binary.BigEndian.Uint16(b[off:]))
-		if n < RecordHeaderLen || off+n > len(b) {
-			break
-		}
-		off += n
-	}
-	return off
-}
-
-func indexNL(b []byte) int {
-	for i, c := range b {
-		if c == '\n' {
-			return i
-		}
-	}
-	return -1
 }
 
 // Buffered returns how many bytes wait in the buffer.

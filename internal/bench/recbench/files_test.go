@@ -131,8 +131,9 @@ func TestRTPDump(t *testing.T) {
 }
 
 // TestTailWhileWriting: the files are read while Convene's writer writes
-// them (when its buffer fills and on its timer), so a read may end inside
-// a record; every packet is still read exactly once.
+// them (whole pages when its buffer fills, whole pages on its timer, the
+// rest later), so a read often ends inside a record; every packet is
+// still read exactly once.
 func TestTailWhileWriting(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rec", "000-video-1.rtpdump")
@@ -157,7 +158,7 @@ func TestTailWhileWriting(t *testing.T) {
 				return
 			}
 			if n%97 == 0 {
-				w.Flush()
+				w.FlushPages()
 			}
 		}
 		w.Flush()

@@ -465,14 +465,18 @@ func (s *series) step(ctx context.Context) Point {
 	// The recordings: read what the servers wrote until every packet of
 	// the window is there or the grace is over (a writer that flushes
 	// every 200 ms, or through stdio's buffer, is behind by that much).
+	// The last read starts after the grace: a read of files no longer in
+	// the page cache takes seconds, and one that started early read some
+	// files before their writer had flushed the window's end.
 	deadline := time.Now().Add(cfg.Grace)
 	for {
+		started := time.Now()
 		s.files.scan(ws.mark)
 		p.Missing, p.MissingStreams = ws.missing()
-		if p.Missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+		if p.Missing == 0 || started.After(deadline) || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(min(500*time.Millisecond, max(time.Until(deadline), time.Millisecond)))
 	}
 	p.OK, p.Why = judge(p)
 	if s.files.Bad > 0 {
