@@ -124,11 +124,17 @@ func (w *Writer) Flush() error { return w.flushTo(len(w.buf)) }
 // file they reach to the underlying writer and keeps the rest (a part of a
 // page), which may end inside a record; Flush writes that too.
 func (w *Writer) FlushPages() error {
-	p := len(w.buf) - int((w.written+int64(len(w.buf)))%int64(w.align))
+	p := w.pages()
 	if p <= 0 {
 		return nil
 	}
 	return w.flushTo(p)
+}
+
+// pages is how much of the buffer reaches the file's last page boundary
+// that the buffer reaches (0 or less: none).
+func (w *Writer) pages() int {
+	return len(w.buf) - int((w.written+int64(len(w.buf)))%int64(w.align))
 }
 
 // spill makes room for a record of n bytes: it writes the buffer up to the
@@ -136,7 +142,7 @@ func (w *Writer) FlushPages() error {
 // rest, or all of it when there is no such boundary or the rest and the
 // record would not fit.
 func (w *Writer) spill(n int) error {
-	p := len(w.buf) - int((w.written+int64(len(w.buf)))%int64(w.align))
+	p := w.pages()
 	if p <= 0 || len(w.buf)-p+n > cap(w.buf) {
 		return w.Flush()
 	}

@@ -97,9 +97,9 @@ func TestMJR(t *testing.T) {
 	}
 }
 
-// TestRTPDump reads Convene's rtpdump files the same way: what the writer
-// flushed, then what it flushed since, RTCP left out.
-func TestRTPDump(t *testing.T) {
+// newDump creates a recording's rtpdump file in a new directory and
+// returns the directory and a Writer of the file with a buffer of size.
+func newDump(t *testing.T, size int) (string, *rtpdump.Writer) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rec", "000-video-1.rtpdump")
 	os.MkdirAll(filepath.Dir(path), 0o755)
@@ -107,8 +107,14 @@ func TestRTPDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
-	w := rtpdump.NewWriter(fh, rtpdump.Header{Start: time.Unix(1764064000, 0)}, 1<<10)
+	t.Cleanup(func() { fh.Close() })
+	return dir, rtpdump.NewWriter(fh, rtpdump.Header{Start: time.Unix(1764064000, 0)}, size)
+}
+
+// TestRTPDump reads Convene's rtpdump files the same way: what the writer
+// flushed, then what it flushed since, RTCP left out.
+func TestRTPDump(t *testing.T) {
+	dir, w := newDump(t, 1<<10)
 	f := newFiles(dir)
 	ws := windows{newWindow(10, 20)}
 	for n := uint32(10); n < 20; n++ {
@@ -135,15 +141,7 @@ func TestRTPDump(t *testing.T) {
 // rest later), so a read often ends inside a record; every packet is
 // still read exactly once.
 func TestTailWhileWriting(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "rec", "000-video-1.rtpdump")
-	os.MkdirAll(filepath.Dir(path), 0o755)
-	fh, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	w := rtpdump.NewWriter(fh, rtpdump.Header{Start: time.Unix(1764064000, 0)}, 64<<10)
+	dir, w := newDump(t, 64<<10)
 	const total = 20000
 	f := newFiles(dir)
 	ws := windows{newWindow(0, total)}
