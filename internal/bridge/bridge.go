@@ -41,8 +41,19 @@ type Options struct {
 	// DefaultMaxBatch); a full one leaves at once.
 	Batch    time.Duration
 	MaxBatch int
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Plug, when set, is held while a received message's packets are
+	// published here, so the senders it stands for (the node's RTP
+	// socket's writers) wake once for the message, not once a packet.
+	Plug   Plug
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Plug holds the wake-ups of the senders a burst of packets goes to until
+// Release (udpmux.Socket).
+type Plug interface {
+	Hold()
+	Release()
 }
 
 // Stats are the bridge's counters since it started.
@@ -154,6 +165,10 @@ func (b *Bridge) receive(kind media.Kind, subject string, data []byte) {
 	from := subject[strings.LastIndexByte(subject, '.')+1:]
 	b.batchesIn.Add(1)
 	b.bytesIn.Add(uint64(len(data)))
+	if b.o.Plug != nil {
+		b.o.Plug.Hold()
+		defer b.o.Plug.Release()
+	}
 	err := parseBatch(data, func(n uint32, k media.Kind, pkt []byte) {
 		v, ok := b.routes.Load(route{from, n})
 		if !ok || k != kind || len(pkt) >= media.BufSize {

@@ -461,3 +461,94 @@ func TestSpanThatLostItsPeerAnnouncesOften(t *testing.T) {
 	before := fromA.Load()
 	testutil.WaitFor(t, 20*announce, "5 announcements after the peer expired", func() bool { return fromA.Load()-before >= 5 })
 }
+
+// plug counts holds; heldSink notes whether it was held at each delivery.
+type plug struct {
+	mu                    sync.Mutex
+	held, holds, releases int
+}
+
+func (p *plug) Hold()    { p.mu.Lock(); p.held++; p.holds++; p.mu.Unlock() }
+func (p *plug) Release() { p.mu.Lock(); p.held--; p.releases++; p.mu.Unlock() }
+
+type heldSink struct {
+	p           *plug
+	mu          sync.Mutex
+	got, unheld int
+}
+
+func (s *heldSink) Deliver(pk *media.Packet, _ *broker.Track) {
+	s.p.mu.Lock()
+	held := s.p.held > 0
+	s.p.mu.Unlock()
+	s.mu.Lock()
+	s.got++
+	if !held {
+		s.unheld++
+	}
+	s.mu.Unlock()
+	pk.Release()
+}
+
+// TestReceivedMessageUnderPlug: the packets of a message from another
+// node are published with the receiving node's Plug held, once a message,
+// so its senders wake once for the message's packets.
+func TestReceivedMessageUnderPlug(t *testing.T) {
+	srv := natsServer(t)
+	ba, err := New(Options{Node: "a", Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv),
+		Announce: 100 * time.Millisecond, Batch: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ba.Shutdown)
+	pl := &plug{}
+	bb, err := New(Options{Node: "b", Control: conn(t, srv), Audio: mediaConn(t, srv), Video: mediaConn(t, srv),
+		Announce: 100 * time.Millisecond, Plug: pl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bb.Shutdown)
+	ra, rb := broker.NewRoom("s_1"), broker.NewRoom("s_1")
+	ba.Open(ra)
+	bb.Open(rb)
+	tr, err := ra.Join(broker.Member{ID: "l_send", Kind: media.Audio, Sends: true, Owner: "m1",
+		Info: broker.TrackInfo{Codec: "audio/PCMU", ClockRate: 8000, Source: "rtp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "b to hear of a's track", func() bool { return remoteMembers(rb) == 1 })
+	sink := &heldSink{p: pl}
+	if _, err := rb.Join(broker.Member{ID: "l_hear", Kind: media.Audio, Receives: true, Sink: sink, Owner: "m2"}); err != nil {
+		t.Fatal(err)
+	}
+	var seq uint16
+	testutil.WaitFor(t, 10*time.Second, "40 packets on b", func() bool {
+		for range 4 { // bursts, so that messages carry several
+			seq++
+			send(tr, rtp(seq))
+		}
+		time.Sleep(5 * time.Millisecond)
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.got >= 40
+	})
+	st := bb.Stats()
+	testutil.WaitFor(t, 5*time.Second, "every hold released", func() bool {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		return pl.held == 0
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if sink.unheld != 0 {
+		t.Fatalf("%d of %d packets published without the plug held", sink.unheld, sink.got)
+	}
+	if st.BatchesIn >= st.PacketsIn {
+		t.Fatalf("%d messages for %d packets: none carried several", st.BatchesIn, st.PacketsIn)
+	}
+	if uint64(pl.holds) < st.BatchesIn || pl.holds >= sink.got {
+		t.Fatalf("%d holds for %d messages and %d packets: want one a message", pl.holds, st.BatchesIn, sink.got)
+	}
+}

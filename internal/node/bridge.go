@@ -19,7 +19,7 @@ import (
 // startBridge spans every room of the node across the cluster (package
 // bridge): state on the bus's own connection, audio and video on a
 // connection each, so audio never queues behind video.
-func startBridge(b *bus.Bus, batch time.Duration, log *slog.Logger) (*bridge.Bridge, []*bridgeConn, error) {
+func startBridge(b *bus.Bus, batch time.Duration, plug bridge.Plug, log *slog.Logger) (*bridge.Bridge, []*bridgeConn, error) {
 	var conns []*nats.Conn
 	closeAll := func() {
 		for _, c := range conns {
@@ -36,7 +36,7 @@ func startBridge(b *bus.Bus, batch time.Duration, log *slog.Logger) (*bridge.Bri
 	}
 	audio, video := bridge.NATSMedia(conns[0]), bridge.NATSMedia(conns[1])
 	br, err := bridge.New(bridge.Options{Node: b.NodeID(), Control: bridge.NATS(b.Conn()),
-		Audio: audio, Video: video, Batch: batch, Logger: log})
+		Audio: audio, Video: video, Batch: batch, Plug: plug, Logger: log})
 	if err != nil {
 		closeAll()
 		audio.Close()

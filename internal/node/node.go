@@ -173,13 +173,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	rooms := broker.New()
-	if n.bridge, n.bridgeConns, err = startBridge(n.bus, n.cfg.NATS.MediaBatch.Std(), log); err != nil {
-		return nil, err
-	}
-	rooms.Watch(n.bridge.Open, n.bridge.Close)
 	if n.socks, err = openSockets(cfg.RTP.Addr, cfg.RTP.Port, udpmux.Options{Batch: cfg.RTP.Batch, Writers: cfg.RTP.Writers, Logger: log}); err != nil {
 		return nil, err
 	}
+	// A bridged message's packets go out to plain RTP endpoints through
+	// the RTP socket's writers: they wake once a message.
+	if n.bridge, n.bridgeConns, err = startBridge(n.bus, n.cfg.NATS.MediaBatch.Std(), n.socks.RTP, log); err != nil {
+		return nil, err
+	}
+	rooms.Watch(n.bridge.Open, n.bridge.Close)
 	n.gov = n.newGovernor()
 	n.events = events.New(events.Options{Bus: n.bus, Logger: log})
 	acc, fresh, err := access(cfg)

@@ -218,6 +218,26 @@ func (s *Socket) Send(p *media.Packet, d *Dest) bool { return s.writerFor(d).sen
 
 func (s *Socket) writerFor(d *Dest) *writer { return s.ws[d.shard%uint32(len(s.ws))] }
 
+// Hold keeps the socket's writers asleep until Release, while what is
+// sent meanwhile queues: a caller about to send a burst (the packets of
+// one bridged message, each fanned out to many destinations; several
+// datagrams read at once) wakes each writer once for all of it instead of
+// once a packet, and the writer sends it in one go. Every Hold needs its
+// Release, soon: nothing queued leaves before it. Holds from several
+// goroutines nest.
+func (s *Socket) Hold() {
+	for _, w := range s.ws {
+		w.hold()
+	}
+}
+
+// Release ends a Hold; writers with queued packets wake.
+func (s *Socket) Release() {
+	for _, w := range s.ws {
+		w.release()
+	}
+}
+
 // Stats returns the socket's counters.
 func (s *Socket) Stats() Stats {
 	st := Stats{
@@ -256,11 +276,17 @@ func (s *Socket) read() {
 		if s.info {
 			now = time.Now()
 		}
+		if n > 1 {
+			s.Hold()
+		}
 		for i := range n {
 			s.handle(rb.take(i))
 			if s.info {
 				s.account(rb.lastOOB, now)
 			}
+		}
+		if n > 1 {
+			s.Release()
 		}
 	}
 }

@@ -230,3 +230,47 @@ func TestCloseFlushesQueue(t *testing.T) {
 	}
 	s.Close() // idempotent
 }
+
+// TestHoldSendsABurstAtOnce: packets sent while the socket is held wait,
+// with the writer asleep, until the last Release; then the writer wakes
+// once and sends them all in one sendmmsg call.
+func TestHoldSendsABurstAtOnce(t *testing.T) {
+	s := listen(t, true)
+	rc := udp(t)
+	d := NewDest(addrOf(rc), 100)
+	w := s.writerFor(d)
+	asleep := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.sleeping
+	}
+	testutil.WaitFor(t, 5*time.Second, "the writer asleep", asleep)
+	s.Hold()
+	s.Hold() // a second holder: holds nest
+	const n = 10
+	for i := range n {
+		if !s.Send(packet("p"+strconv.Itoa(i)), d) {
+			t.Fatal("send refused")
+		}
+	}
+	s.Release()
+	if !asleep() || w.pending() != n {
+		t.Fatalf("one holder left: writer asleep %v, %d queued; want asleep with %d", asleep(), w.pending(), n)
+	}
+	s.Release()
+	for i := range n {
+		if got, want := string(recvOne(t, rc)), "p"+strconv.Itoa(i); got != want {
+			t.Fatalf("datagram %d is %q, want %q", i, got, want)
+		}
+	}
+	// asleep again: done with the burst, its calls counted
+	testutil.WaitFor(t, 5*time.Second, "the writer asleep after the burst", asleep)
+	if b := s.Stats().SendBatches; b != 1 {
+		t.Fatalf("%d sendmmsg calls for the burst, want 1", b)
+	}
+	// Without a hold each packet still leaves on its own.
+	s.Send(packet("after"), d)
+	if got := string(recvOne(t, rc)); got != "after" {
+		t.Fatalf("got %q", got)
+	}
+}

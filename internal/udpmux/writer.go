@@ -35,6 +35,7 @@ type writer struct {
 	since    [2]time.Time // when queue k's oldest packet was queued
 	sleeping bool
 	closing  bool
+	holds    int // while > 0, send leaves a sleeping run asleep (Socket.Hold)
 	wake     chan struct{}
 	audioLen atomic.Int32 // mirrors len(q[Audio]) for the lock-free peek
 
@@ -83,13 +84,36 @@ func (w *writer) send(p *media.Packet, d *Dest) bool {
 	if k == media.Audio {
 		w.audioLen.Store(int32(len(w.q[k])))
 	}
-	wake := w.sleeping
-	w.sleeping = false
+	wake := w.sleeping && w.holds == 0
+	if wake {
+		w.sleeping = false
+	}
 	w.mu.Unlock()
 	if wake {
 		w.wake <- struct{}{}
 	}
 	return true
+}
+
+// hold keeps send from waking run until the matching release.
+func (w *writer) hold() {
+	w.mu.Lock()
+	w.holds++
+	w.mu.Unlock()
+}
+
+// release ends a hold, waking run if it sleeps on queued packets.
+func (w *writer) release() {
+	w.mu.Lock()
+	w.holds--
+	wake := w.holds == 0 && w.sleeping && len(w.q[media.Audio])+len(w.q[media.Video]) > 0
+	if wake {
+		w.sleeping = false
+	}
+	w.mu.Unlock()
+	if wake {
+		w.wake <- struct{}{}
+	}
 }
 
 // take swaps out queue k, waiting while both are empty, with when its

@@ -56,6 +56,10 @@ type ScalingRow struct {
 	// Placed is the placed layout's measure (0 when not measured); the
 	// model gives it 1, as no packet crosses.
 	Placed float64
+	// Weak is the placed layout with N times the load (N×R sessions, so
+	// each node has one node's R): N nodes given N times one node's load,
+	// each as busy as the one node was. 0 when not measured.
+	Weak float64
 }
 
 // Check is the model against one measured node.
@@ -93,7 +97,8 @@ type Result struct {
 // Layouts are the measurements of a run: the sessions on one node, spread
 // over two and over three, the hop layouts (speakers on one node,
 // listeners on one other, or on two others), and the sessions placed on
-// two and on three nodes.
+// two and on three nodes: the same R sessions, and N×R of them (each node
+// as busy as the one node).
 func Layouts(r, m int) []Layout {
 	return []Layout{
 		{Name: "1 node", Sessions: r, Members: m, Nodes: 1},
@@ -103,6 +108,8 @@ func Layouts(r, m int) []Layout {
 		{Name: "fan", Sessions: r, Members: m, Nodes: 3, Hop: true},
 		{Name: "2 placed", Sessions: r, Members: m, Nodes: 2, Placed: true},
 		{Name: "3 placed", Sessions: r, Members: m, Nodes: 3, Placed: true},
+		{Name: "2 placed x2", Sessions: 2 * r, Members: m, Nodes: 2, Placed: true},
+		{Name: "3 placed x3", Sessions: 3 * r, Members: m, Nodes: 3, Placed: true},
 	}
 }
 
@@ -156,6 +163,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 			if pn := perDelivered(find(res.Points, fmt.Sprintf("%d placed", n))); pn > 0 && one > 0 {
 				row.Placed = one / pn
+			}
+			if pn := perDelivered(find(res.Points, fmt.Sprintf("%d placed x%d", n, n))); pn > 0 && one > 0 {
+				row.Weak = one / pn
 			}
 		}
 		res.Scaling = append(res.Scaling, row)

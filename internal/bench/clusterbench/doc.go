@@ -17,4 +17,13 @@
 // and per packet received from another node — that is checked against
 // every measured node and used to predict the nodes needed for 10,000 and
 // 100,000 users (Model).
+//
+// Whether N nodes carry N times one node's load is measured directly by
+// giving N nodes N times the one node's sessions, each session placed on
+// one node ("N placed xN"): every node is then as busy as the one node,
+// and their CPU per delivered packet is compared with its. The same
+// sessions placed on N nodes, and spread over N institutions, are shown
+// beside it: the first is each node at 1/N of the load, the second costs
+// what the seed's own arithmetic says (every institution takes in every
+// stream).
 package clusterbench

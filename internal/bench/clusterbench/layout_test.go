@@ -49,13 +49,16 @@ func TestPlacedLayouts(t *testing.T) {
 			}
 			count[home]++
 		}
+		if l.Sessions != 6 && l.Sessions != 6*l.Nodes {
+			t.Fatalf("%s: %d sessions, want R or N×R", l.Name, l.Sessions)
+		}
 		for i, c := range count {
 			if c != l.Sessions/l.Nodes {
 				t.Fatalf("%s: %v sessions by node (node %d)", l.Name, count, i)
 			}
 		}
 	}
-	if n != 2 {
-		t.Fatalf("%d placed layouts, want 2 (on 2 and 3 nodes)", n)
+	if n != 4 {
+		t.Fatalf("%d placed layouts, want 4 (on 2 and 3 nodes, R and N×R sessions)", n)
 	}
 }
