@@ -76,8 +76,15 @@ func (s *Server) startRecording(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	rec, err := s.o.Recordings.Start(r.Context(), recording.NewRecording{Session: r.PathValue("id"), Owner: p.owner(),
-		Title: req.Title, Description: req.Description})
+	nr := recording.NewRecording{Session: r.PathValue("id"), Owner: p.owner(), Title: req.Title, Description: req.Description}
+	rec, err := s.o.Recordings.Start(r.Context(), nr)
+	if errors.Is(err, recording.ErrCapacity) && s.o.RecordElsewhere != nil {
+		// Placed by load: another node with the disk capacity free records
+		// it, pulling the session's tracks (the refusal stands if none can).
+		if placed, ok := s.o.RecordElsewhere(r.Context(), nr); ok {
+			rec, err = placed, nil
+		}
+	}
 	if err != nil {
 		s.writeRecordingError(w, r, err)
 		return
@@ -237,6 +244,12 @@ func (s *Server) stopRecording(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.o.Recordings.Stop(r.Context(), rec.ID)
+	if errors.Is(err, recording.ErrConflict) && s.o.StopElsewhere != nil && rec.Node != "" &&
+		rec.State == "recording" {
+		// written by another node (placed there, or continued after its
+		// node died): that node stops it
+		out, err = s.o.StopElsewhere(r.Context(), rec.Node, rec.ID)
+	}
 	if err != nil {
 		s.writeRecordingError(w, r, err)
 		return

@@ -88,6 +88,12 @@ type Options struct {
 	Chat *chat.Service
 	// Recordings record sessions (recordings.go); nil answers 503.
 	Recordings *recording.Service
+	// RecordElsewhere, if set, starts a recording this node refused for
+	// its disk capacity on another node of the cluster with room (ok false:
+	// none took it, and the refusal stands). StopElsewhere stops one that
+	// node writes.
+	RecordElsewhere func(ctx context.Context, req recording.NewRecording) (rec recording.Recording, ok bool)
+	StopElsewhere   func(ctx context.Context, node, id string) (recording.Recording, error)
 	// Playbacks play recordings into sessions (playbacks.go); nil
 	// answers 503.
 	Playbacks *playback.Service

@@ -40,6 +40,10 @@ type Load struct {
 	// RTPLinks sums what the node's plain RTP endpoints' receiver reports
 	// say of the streams it sends them (package rtplink).
 	RTPLinks *LinkQuality `json:"rtp_links,omitempty"`
+	// RecordingFreeBps is the disk capacity its recordings have not
+	// reserved (recording.capacity_mbps or the start-up probe, in bits/s;
+	// 0 on a node that does not record): where a recording may be placed.
+	RecordingFreeBps float64 `json:"recording_free_bps"`
 }
 
 // PeerRTT is one node's measured round trip to another over NATS: a

@@ -322,11 +322,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Users:      n.sipUsers,
 		Dialler:    n.sip,
 		Recordings: n.recordings,
-		Playbacks:  n.playbacks,
-		HLS:        n.hls,
-		Thumbnails: n.thumbnails,
-		Composites: n.composites,
-		Kept:       n.apiKept(),
+		RecordElsewhere: func(ctx context.Context, req recording.NewRecording) (recording.Recording, bool) {
+			return n.recordElsewhere(ctx, req)
+		},
+		StopElsewhere: n.stopElsewhere,
+		Playbacks:     n.playbacks,
+		HLS:           n.hls,
+		Thumbnails:    n.thumbnails,
+		Composites:    n.composites,
+		Kept:          n.apiKept(),
 		HLSElsewhere: func(session string) string {
 			if n.kept == nil {
 				return ""
@@ -355,6 +359,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.runGovernor()
 	if n.failover != nil { // a cluster: sessions handed to this node (placeSession)
 		if _, err := n.adoptPlaced(); err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		if _, err := n.takeRecordings(); err != nil { // recordings placed here (recplace.go)
 			return nil, fmt.Errorf("nats: %w", err)
 		}
 	}
@@ -443,7 +450,11 @@ func (n *Node) load() bus.Load {
 		drops += v
 	}
 	cp := n.gov.Status()
-	return bus.Load{Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
+	var recFree float64
+	if n.recordings != nil {
+		recFree = n.recordings.Free()
+	}
+	return bus.Load{RecordingFreeBps: recFree, Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
 		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
 		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel,
 		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS, Peers: n.peers.Peers(), RTPLinks: linkSummary(ld.Quality, time.Now())}

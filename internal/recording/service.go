@@ -49,6 +49,18 @@ type Rooms interface {
 	Room(sessionID string) *broker.Room
 }
 
+// Attender is Rooms that can open a session's room on this node when
+// nobody here takes part yet (session.Service.Attend): a recording placed
+// on this node by load records what the room pulls from the others.
+type Attender interface {
+	Attend(ctx context.Context, sessionID string) (room *broker.Room, opened bool, err error)
+}
+
+// heardWait bounds how long a recording of a room just opened here waits
+// to hear of the other nodes' tracks (their state comes every second)
+// before it estimates what they need.
+const heardWait = 2 * time.Second
+
 // Publisher announces a session's events (recording.started, .stopped);
 // the node's events.Hub is one.
 type Publisher interface {
@@ -254,9 +266,9 @@ func (s *Service) Start(ctx context.Context, req NewRecording) (Recording, error
 	if req.Owner == "" {
 		return Recording{}, fmt.Errorf("%w: no owner", ErrInvalid)
 	}
-	room := s.roomOf(req.Session)
-	if room == nil {
-		return Recording{}, fmt.Errorf("%w: session %s is not activated", ErrConflict, req.Session)
+	room, err := s.attend(ctx, req.Session)
+	if err != nil {
+		return Recording{}, err
 	}
 	l, err := s.launch(ctx, req, room, Estimate(room.Tracks()), len(room.Tracks()), nil)
 	if err != nil {
@@ -340,6 +352,34 @@ func (s *Service) launch(ctx context.Context, req NewRecording, room *broker.Roo
 	return l, nil
 }
 
+// attend is the session's room here, opened if need be (Attender); a room
+// opened now is given up to heardWait to hear of the other nodes' tracks.
+func (s *Service) attend(ctx context.Context, sessionID string) (*broker.Room, error) {
+	if room := s.roomOf(sessionID); room != nil {
+		return room, nil
+	}
+	a, ok := s.o.Rooms.(Attender)
+	if !ok {
+		return nil, fmt.Errorf("%w: session %s is not activated", ErrConflict, sessionID)
+	}
+	room, opened, err := a.Attend(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if opened {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for end := time.Now().Add(heardWait); len(room.Tracks()) == 0 && time.Now().Before(end); {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+	return room, nil
+}
+
 func (s *Service) roomOf(sessionID string) *broker.Room {
 	if s.o.Rooms == nil {
 		return nil
@@ -394,6 +434,18 @@ func (s *Service) reserve(need float64, tracks int) error {
 	s.reserved += need
 	s.o.Metrics.reserved.Set(s.reserved)
 	return nil
+}
+
+// Free is the disk capacity, in bits/s, that recordings have not
+// reserved here: what a recording placed on this node may need (0 while
+// draining).
+func (s *Service) Free() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return 0
+	}
+	return max(s.o.Capacity-s.reserved, 0)
 }
 
 func (s *Service) release(need float64) {

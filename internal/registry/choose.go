@@ -60,22 +60,28 @@ func (n Node) Room() float64 {
 // node chosen may refuse after all (and name others): its own admission
 // decides.
 func Choose(nodes []Node, self string, pps float64, max int, delays Delays) []Node {
+	return pick(nodes, self, max, delays, Node.Room, func(n Node) bool {
+		room := n.Room()
+		return room > 0 && room >= pps && (n.Heartbeat.URL != "" || n.Heartbeat.SIP != "")
+	})
+}
+
+// pick is the nodes up, fresh, other than self, that ok takes, nearest
+// first by delays (in DelayBand bands), most by more within a band (by ID
+// among equals), at most max.
+func pick(nodes []Node, self string, max int, delays Delays, more func(Node) float64, ok func(Node) bool) []Node {
 	var out []Node
 	for _, n := range nodes {
-		room := n.Room()
-		if n.ID == self || n.State != StateUp || n.Stale || room <= 0 || room < pps ||
-			(n.Heartbeat.URL == "" && n.Heartbeat.SIP == "") {
-			continue
+		if n.ID != self && n.State == StateUp && !n.Stale && ok(n) {
+			out = append(out, n)
 		}
-		out = append(out, n)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if bi, bj := delays.band(out[i].ID), delays.band(out[j].ID); bi != bj {
 			return bi < bj
 		}
-		ri, rj := out[i].Room(), out[j].Room()
-		if ri != rj {
-			return ri > rj
+		if mi, mj := more(out[i]), more(out[j]); mi != mj {
+			return mi > mj
 		}
 		return out[i].ID < out[j].ID
 	})
@@ -112,4 +118,22 @@ func (r *Registry) delaysFrom(id string) Delays {
 func (r *Registry) Near(self, id string, within time.Duration) bool {
 	p, ok := r.delaysFrom(self)[id]
 	return ok && p.Loss < 0.5 && p.RTTSeconds > 0 && p.RTTSeconds <= within.Seconds()
+}
+
+// ChooseRecorder picks from nodes those a recording needing bps bits/s
+// of disk may be placed on: up, not stale, not self, not shedding (it
+// pulls the session's tracks over the bridge), with at least bps of
+// recording capacity free (bus.Load.RecordingFreeBps); nearest first by
+// delays, as Choose, most free first within a band, at most max.
+func ChooseRecorder(nodes []Node, self string, bps float64, max int, delays Delays) []Node {
+	free := func(n Node) float64 { return n.Heartbeat.RecordingFreeBps }
+	return pick(nodes, self, max, delays, free, func(n Node) bool {
+		return n.Room() > 0 && free(n) > 0 && free(n) >= bps
+	})
+}
+
+// WithRecordingRoom is ChooseRecorder over the registry's nodes now, at
+// most MaxChoices, by the delays in self's own last heartbeat.
+func (r *Registry) WithRecordingRoom(self string, bps float64) []Node {
+	return ChooseRecorder(r.Nodes(), self, bps, MaxChoices, r.delaysFrom(self))
 }

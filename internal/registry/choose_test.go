@@ -148,3 +148,32 @@ func TestNear(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseRecorderByFreeDisk: a recording goes to a fresh node other
+// than this one with the disk capacity it needs free and delivery room
+// (it pulls the tracks), most free first; a node that sheds, or has too
+// little free, is not named.
+func TestChooseRecorderByFreeDisk(t *testing.T) {
+	rec := func(id string, free float64, admit float64) Node {
+		st := roomy(id, admit, 0, 0)
+		st.Heartbeat.RecordingFreeBps = free
+		return Node{ID: id, State: StateUp, Heartbeat: st.Heartbeat}
+	}
+	shedding := rec("shed", 9e9, 1000)
+	shedding.Heartbeat.ShedLevel = 1
+	stale := rec("stale", 9e9, 1000)
+	stale.Stale = true
+	nodes := []Node{rec("self", 9e9, 1000), rec("small", 1e6, 1000), rec("b", 50e6, 1000), rec("c", 80e6, 1000),
+		rec("busy", 90e6, 0), shedding, stale}
+	if got := ids(ChooseRecorder(nodes, "self", 5e6, MaxChoices, nil)); !slices.Equal(got, []string{"c", "b"}) {
+		t.Fatalf("for 5 Mb/s: %v, want [c b]", got)
+	}
+	// Nearer first, whatever is free.
+	d := Delays{"b": {Node: "b", RTTSeconds: 0.001}, "c": {Node: "c", RTTSeconds: 0.030}}
+	if got := ids(ChooseRecorder(nodes, "self", 5e6, MaxChoices, d)); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("with delays: %v, want [b c]", got)
+	}
+	if got := ChooseRecorder(nodes, "self", 100e6, MaxChoices, nil); len(got) != 0 {
+		t.Fatalf("for 100 Mb/s: %v, want none", ids(got))
+	}
+}

@@ -300,6 +300,40 @@ func (s *Service) Restore(ctx context.Context) error {
 // (a recording taps it; it goes away when the session leaves activated).
 func (s *Service) Room(id string) *broker.Room { return s.roomOf(id) }
 
+// Attend returns the room of an activated session, opening it on this
+// node, as for a member's link here, when another node owns the session
+// and nobody here takes part yet: a recording placed on this node taps
+// the tracks the room pulls from the others (opened reports that it was
+// opened now, before the other nodes' tracks could be heard of). Without
+// a cluster it is Room.
+func (s *Service) Attend(ctx context.Context, id string) (room *broker.Room, opened bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return nil, false, ErrDraining
+	}
+	if ls := s.live[id]; ls != nil {
+		return ls.room, false, nil
+	}
+	if s.o.Node == "" {
+		return nil, false, fmt.Errorf("%w: session %s is not %s", ErrConflict, id, StateActivated)
+	}
+	rec, err := s.o.Catalog.GetSession(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if rec.State != StateActivated {
+		return nil, false, fmt.Errorf("%w: session %s is not %s", ErrConflict, id, StateActivated)
+	}
+	if err := s.participate(ctx, id); err != nil {
+		return nil, false, err
+	}
+	if ls := s.live[id]; ls != nil {
+		return ls.room, true, nil
+	}
+	return nil, false, fmt.Errorf("%w: session %s is not %s", ErrConflict, id, StateActivated)
+}
+
 // roomOf is the broker room of an active session.
 func (s *Service) roomOf(id string) *broker.Room {
 	s.mu.Lock()
