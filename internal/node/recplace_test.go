@@ -69,6 +69,11 @@ func TestRecordingPlacedByRoom(t *testing.T) {
 		t.Fatalf("stop through node A: %d, %s", code, out.State)
 	}
 
+	// A session no node has is not found (B would open its room).
+	if code := call(t, "POST", b.URL()+"/api/v1/sessions/s_nosuchsession/recordings", map[string]string{"title": "x"}, nil); code != 404 {
+		t.Errorf("a recording of a session that does not exist: %d, want 404", code)
+	}
+
 	// B's file holds the member's packets as sent (seqsIn checks each).
 	if n := len(seqsIn(t, filepath.Join(b.cfg.RecordingDir(), rec.ID))); n < 100 {
 		t.Fatalf("node B's files hold %d of the member's packets", n)

@@ -320,13 +320,13 @@ func (s *Service) Attend(ctx context.Context, id string) (room *broker.Room, ope
 	}
 	rec, err := s.o.Catalog.GetSession(ctx, id)
 	if err != nil {
-		return nil, false, err
+		return nil, false, wrapCatalog(err)
 	}
 	if rec.State != StateActivated {
 		return nil, false, fmt.Errorf("%w: session %s is not %s", ErrConflict, id, StateActivated)
 	}
 	if err := s.participate(ctx, id); err != nil {
-		return nil, false, err
+		return nil, false, wrapCatalog(err)
 	}
 	if ls := s.live[id]; ls != nil {
 		return ls.room, true, nil
