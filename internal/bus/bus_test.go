@@ -223,7 +223,7 @@ func TestHeartbeat(t *testing.T) {
 	b := newBus(t, Options{NodeID: "hb-node", Version: "1.2.3"})
 	sub := subscribe(t, b.Conn(), AllHeartbeats)
 
-	want := Load{RecordingFreeBps: 40e6, Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
+	want := Load{RecordingFreeBps: 40e6, MixersFree: 3, Sessions: 2, Links: 3, Tracks: 5, PacketsIn: 100, PacketsOut: 200, Drops: 1,
 		Goroutines: 10, HeapBytes: 4096, CPUSeconds: 1.5, CapacityPPS: 500000, LoadPPS: 1234.5, ShedLevel: 1,
 		AdmitPPS: 400000, CommittedPPS: 2000}
 	pub := Public{URL: "https://a.example", SIP: "a.example:5060", TokenKey: "0123456789abcdef"}
@@ -258,13 +258,13 @@ func TestHeartbeat(t *testing.T) {
 		for _, k := range []string{"sessions", "links", "tracks", "packets_in", "packets_out", "drops",
 			"goroutines", "heap_bytes", "cpu_seconds", "uptime_seconds", "version",
 			"packets_in_per_second", "packets_out_per_second", "cpu_cores", "capacity_pps", "load_pps", "shed_level",
-			"admit_pps", "committed_pps", "recording_free_bps", "public_url", "sip", "token_key"} {
+			"admit_pps", "committed_pps", "recording_free_bps", "mixers_free", "public_url", "sip", "token_key"} {
 			if _, ok := data[k]; !ok {
 				t.Errorf("heartbeat data lacks %q: %s", k, ev.Data)
 			}
 		}
-		if len(data) != 23 {
-			t.Errorf("heartbeat data has %d keys, want 23: %s", len(data), ev.Data)
+		if len(data) != 24 {
+			t.Errorf("heartbeat data has %d keys, want 24: %s", len(data), ev.Data)
 		}
 	}
 

@@ -44,6 +44,9 @@ type Load struct {
 	// reserved (recording.capacity_mbps or the start-up probe, in bits/s;
 	// 0 on a node that does not record): where a recording may be placed.
 	RecordingFreeBps float64 `json:"recording_free_bps"`
+	// MixersFree is how many more mixers the node would start now (package
+	// mixer): where a phone that needs one may be sent.
+	MixersFree int `json:"mixers_free"`
 }
 
 // PeerRTT is one node's measured round trip to another over NATS: a

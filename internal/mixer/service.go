@@ -121,6 +121,17 @@ func (s *Service) Attach(session, grp string, room *broker.Room, out *Output) (d
 	return func() { once.Do(func() { s.detach(k, out.ID) }) }, nil
 }
 
+// Free is how many more mixers the node would start now: 0 when it would
+// refuse one (mixer.max, or the mixers' measured load past mixer.cores).
+func (s *Service) Free() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admit() != nil {
+		return 0
+	}
+	return s.o.Max - len(s.groups)
+}
+
 // admit refuses a new mixer beyond Max or beyond the measured capacity
 // (under mu).
 func (s *Service) admit() error {

@@ -16,6 +16,7 @@ import (
 	"github.com/convene/convene/internal/chat"
 	"github.com/convene/convene/internal/composite"
 	"github.com/convene/convene/internal/media"
+	"github.com/convene/convene/internal/mixer"
 	"github.com/convene/convene/internal/session"
 	"github.com/convene/convene/internal/sip"
 	"github.com/convene/convene/internal/sipusers"
@@ -32,6 +33,10 @@ type conferences struct {
 	chat     *chat.Service  // the phone takes part in the chat by SIP MESSAGE; nil: it does not
 	phones   *phoneComposites
 	calls    *phoneCalls // a cluster's: calls kept for another node to take over; nil: not kept
+	// mixRoom names the SIP servers of the cluster's nodes with a mixer
+	// free, nearest first (nil: not a cluster): a phone this node cannot
+	// mix for is sent there.
+	mixRoom func() []string
 }
 
 // phoneSuffix marks the name of a member who dialled in.
@@ -50,7 +55,7 @@ func (c conferences) IsConference(ctx context.Context, user string) bool {
 func (c conferences) Join(ctx context.Context, caller sip.Caller) (netip.AddrPort, sip.ConferenceCall, error) {
 	m, err := c.sessions.Join(ctx, caller.Session, caller.Display+phoneSuffix, "participant")
 	if err != nil {
-		return netip.AddrPort{}, sip.ConferenceCall{}, confErr(err)
+		return netip.AddrPort{}, sip.ConferenceCall{}, c.refusal(err)
 	}
 	return c.connect(ctx, caller, m.ID, m.Name)
 }
@@ -101,7 +106,7 @@ func (c conferences) connect(ctx context.Context, caller sip.Caller, memberID, n
 		Member: memberID, Mix: mix, Policed: true, Latch: latch, LatchPT: audioPT})
 	if err != nil {
 		leave()
-		return netip.AddrPort{}, none, confErr(err)
+		return netip.AddrPort{}, none, c.refusal(err)
 	}
 	addr, err := netip.ParseAddr(l.Local.Addr)
 	if err != nil {
@@ -539,11 +544,17 @@ func (p *phoneComposites) releaser(sid string, pc *phoneComposite) func() {
 	}
 }
 
-// confErr tells SIP which refusals are for now (503), which name nodes
-// with room (302 to their SIP addresses) and which are not for now.
-func confErr(err error) error {
+// refusal tells SIP which refusals are for now (503), which name nodes
+// with room (302 to their SIP addresses: room to deliver, or a mixer free
+// when this node has none) and which are not for now.
+func (c conferences) refusal(err error) error {
 	if mv := sipMoved(err); mv != nil {
 		return mv
+	}
+	if errors.Is(err, mixer.ErrCapacity) && c.mixRoom != nil {
+		if to := c.mixRoom(); len(to) > 0 {
+			return &sip.Moved{To: to, Err: err}
+		}
 	}
 	if errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrLimit) || errors.Is(err, session.ErrDraining) {
 		return fmt.Errorf("%w: %v", sip.ErrConferenceFull, err)

@@ -277,6 +277,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	n.phones = newPhoneComposites(n.composites, n.sessions.Room)
 	confs := conferences{sessions: n.sessions, dtmf: n.dtmf, media: n.socks.RTP.LocalAddr(), chat: n.chat, phones: n.phones}
 	if f := n.failover; f != nil { // a cluster: calls are kept for another node to take over
+		confs.mixRoom = func() []string { // a phone this node cannot mix for goes where a mixer is free
+			var to []string
+			for _, o := range n.registry.WithMixerRoom(busToken(cfg.NodeID)) {
+				to = append(to, o.Heartbeat.SIP)
+			}
+			return to
+		}
 		confs.calls = &phoneCalls{self: f.self, cat: n.cat, log: log.With("component", "failover")}
 		confs.calls.confs = confs
 		f.calls = confs.calls
@@ -454,7 +461,11 @@ func (n *Node) load() bus.Load {
 	if n.recordings != nil {
 		recFree = n.recordings.Free()
 	}
-	return bus.Load{RecordingFreeBps: recFree, Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
+	var mixFree int
+	if n.mixers != nil {
+		mixFree = n.mixers.Free()
+	}
+	return bus.Load{RecordingFreeBps: recFree, MixersFree: mixFree, Sessions: ld.Sessions, Links: ld.Links, Tracks: ld.Tracks, PacketsIn: ld.PacketsIn,
 		PacketsOut: ld.PacketsOut, Drops: drops, Goroutines: runtime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
 		CPUSeconds: bus.ProcessCPUSeconds(), CapacityPPS: cp.CapacityPPS, LoadPPS: cp.LoadPPS, ShedLevel: cp.ShedLevel,
 		AdmitPPS: cp.AdmitPPS, CommittedPPS: cp.CommittedPPS, Peers: n.peers.Peers(), RTPLinks: linkSummary(ld.Quality, time.Now())}

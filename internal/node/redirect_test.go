@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -109,15 +110,7 @@ func TestClusterRefusalNamesANodeWithRoom(t *testing.T) {
 	if _, err := a.sipUsers.Add(ctx, "carol", carolPass); err != nil {
 		t.Fatal(err)
 	}
-	phone := startSIPpAs(t, ctx, a, "dialin_busy.xml", s.ID, "carol", carolPass, 20*time.Second, "-trace_msg")
-	phone.wait(t)
-	msgs := phone.messages(t)
-	if !strings.Contains(msgs, "SIP/2.0 302 Moved Temporarily") || !strings.Contains(msgs, "Contact: <sip:"+s.ID+"@"+b.SIPAddr()+">") {
-		t.Errorf("the phone was not moved to node B (%s):\n%s", b.SIPAddr(), msgs)
-	}
-	if v := metricValue(t, a, `convene_sip_calls_total{result="conference_moved"}`); v != 1 {
-		t.Errorf("calls moved: %v, want 1", v)
-	}
+	phoneMoved(t, ctx, a, b, s.ID)
 
 	// B drains: A names nobody.
 	if err := b.Drain(context.Background()); err != nil {
@@ -133,7 +126,7 @@ func TestClusterRefusalNamesANodeWithRoom(t *testing.T) {
 	if r.Status != 503 || r.RetryAfter == "" || r.Alts != nil || strings.Contains(r.Error.Message, "node-b") {
 		t.Errorf("after B drained: %+v, want 503 with Retry-After and no alternatives", r)
 	}
-	phone = startSIPpAs(t, ctx, a, "dialin_busy.xml", s.ID, "carol", carolPass, 20*time.Second, "-trace_msg")
+	phone := startSIPpAs(t, ctx, a, "dialin_busy.xml", s.ID, "carol", carolPass, 20*time.Second, "-trace_msg")
 	phone.wait(t)
 	if msgs := phone.messages(t); !strings.Contains(msgs, "SIP/2.0 503") || strings.Contains(msgs, "SIP/2.0 302") {
 		t.Errorf("after B drained the phone was not refused with 503:\n%s", msgs)
@@ -180,4 +173,56 @@ func errorFrame(t *testing.T, n apiNode, sid, tok string) sfu.Frame {
 		t.Fatalf("a member's socket on %s: %v, want an error frame", n.URL(), err)
 	}
 	return ff.Frame
+}
+
+// TestPhoneMovedWhereAMixerIsFree: node A runs as many mixers as it may
+// (mixer.max 1, taken by another session's mixed link); a phone dialling
+// into a session through A needs a mixer of its own, so A sends it with a
+// 302 to node B, whose heartbeat says it has mixers free (without: 503).
+func TestPhoneMovedWhereAMixerIsFree(t *testing.T) {
+	testutil.NeedBinary(t, "sipp")
+	sipDomain := func(c *config.Config) { c.SIP.Domain = "convene.test" }
+	c := startCluster(t)
+	a := c.start(t, "node-a", sipDomain, func(c *config.Config) { c.Mixer.Max = 1 })
+	b := c.start(t, "node-b", sipDomain)
+	busy := createSession(t, a, "A's one mixer")
+	addLink(t, a, busy.ID, map[string]any{"remote": udpConn(t).LocalAddr().String(), "kind": "audio", "direction": "recvonly", "mix": "PCMU"})
+	testutil.WaitUntil(t, 30*time.Second, func() string {
+		if a.mixers.Free() != 0 {
+			return fmt.Sprintf("node A has %d mixers free", a.mixers.Free())
+		}
+		if got := a.registry.WithMixerRoom("node-a"); len(got) != 1 || got[0].ID != "node-b" {
+			return fmt.Sprintf("node A's registry names %v for a mixer", got)
+		}
+		return ""
+	})
+
+	s := createSession(t, a, "a phone's session")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := a.sipUsers.Add(ctx, "carol", carolPass); err != nil {
+		t.Fatal(err)
+	}
+	phoneMoved(t, ctx, a, b, s.ID)
+	var got sessionJSON
+	call(t, "GET", a.URL()+"/api/v1/sessions/"+s.ID, nil, &got)
+	if len(got.Links) != 0 {
+		t.Errorf("the moved phone still has links on A: %+v", got.Links)
+	}
+}
+
+// phoneMoved dials into session sid through node from as carol and checks
+// that from sent the phone to node to's SIP server with a 302, its first
+// call counted moved.
+func phoneMoved(t *testing.T, ctx context.Context, from, to *Node, sid string) {
+	t.Helper()
+	phone := startSIPpAs(t, ctx, from, "dialin_busy.xml", sid, "carol", carolPass, 20*time.Second, "-trace_msg")
+	phone.wait(t)
+	msgs := phone.messages(t)
+	if !strings.Contains(msgs, "SIP/2.0 302 Moved Temporarily") || !strings.Contains(msgs, "Contact: <sip:"+sid+"@"+to.SIPAddr()+">") {
+		t.Errorf("the phone was not moved to node %s (%s):\n%s", to.cfg.NodeID, to.SIPAddr(), msgs)
+	}
+	if v := metricValue(t, from, `convene_sip_calls_total{result="conference_moved"}`); v != 1 {
+		t.Errorf("calls moved: %v, want 1", v)
+	}
 }

@@ -137,3 +137,20 @@ func ChooseRecorder(nodes []Node, self string, bps float64, max int, delays Dela
 func (r *Registry) WithRecordingRoom(self string, bps float64) []Node {
 	return ChooseRecorder(r.Nodes(), self, bps, MaxChoices, r.delaysFrom(self))
 }
+
+// ChooseMixer picks from nodes those a phone that needs a mixer may be
+// sent to: up, fresh, not self, with delivery room, a SIP address and a
+// mixer free (bus.Load.MixersFree); nearest first, most mixers free
+// within a band, at most max.
+func ChooseMixer(nodes []Node, self string, max int, delays Delays) []Node {
+	free := func(n Node) float64 { return float64(n.Heartbeat.MixersFree) }
+	return pick(nodes, self, max, delays, free, func(n Node) bool {
+		return n.Room() > 0 && free(n) > 0 && n.Heartbeat.SIP != ""
+	})
+}
+
+// WithMixerRoom is ChooseMixer over the registry's nodes now, at most
+// MaxChoices, by the delays in self's own last heartbeat.
+func (r *Registry) WithMixerRoom(self string) []Node {
+	return ChooseMixer(r.Nodes(), self, MaxChoices, r.delaysFrom(self))
+}

@@ -177,3 +177,19 @@ func TestChooseRecorderByFreeDisk(t *testing.T) {
 		t.Fatalf("for 100 Mb/s: %v, want none", ids(got))
 	}
 }
+
+// TestChooseMixerByFreeMixers: a phone that needs a mixer goes to a fresh
+// node other than this one with a mixer free, room to deliver and a SIP
+// address, most mixers free first.
+func TestChooseMixerByFreeMixers(t *testing.T) {
+	mix := func(id string, free int, sip string) Node {
+		st := roomy(id, 1000, 0, 0)
+		st.Heartbeat.MixersFree, st.Heartbeat.SIP = free, sip
+		return Node{ID: id, State: StateUp, Heartbeat: st.Heartbeat}
+	}
+	nodes := []Node{mix("self", 9, "self:5060"), mix("none", 0, "none:5060"), mix("b", 2, "b:5060"), mix("c", 5, "c:5060"),
+		mix("nosip", 9, "")}
+	if got := ids(ChooseMixer(nodes, "self", MaxChoices, nil)); !slices.Equal(got, []string{"c", "b"}) {
+		t.Fatalf("%v, want [c b]", got)
+	}
+}

@@ -42,7 +42,7 @@ func (m *mixedMedia) SetGroup(group string) error {
 	}
 	d, err := m.svc.Attach(m.session, group, m.room, m.out)
 	if errors.Is(err, mixer.ErrCapacity) {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err) // mixer.ErrCapacity: a node with room may take the endpoint
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
