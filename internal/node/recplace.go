@@ -128,7 +128,10 @@ func (n *Node) askRecorder(ctx context.Context, node string, ask recordAsk) (rec
 	defer cancel()
 	m, err := n.bus.Conn().RequestWithContext(ctx, recordSubject(node), b)
 	if err != nil {
-		return recording.Recording{}, fmt.Errorf("node %s: %w", node, err)
+		// a node that does not answer (dead, cut off) is not this
+		// node's fault: as before placement, the caller hears who it is
+		return recording.Recording{}, fmt.Errorf("%w: node %s, which writes or was to write the recording, does not answer: %v",
+			recording.ErrConflict, node, err)
 	}
 	var ans recordAnswer
 	if err := json.Unmarshal(m.Data, &ans); err != nil {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -67,6 +68,24 @@ func TestRecordingPlacedByRoom(t *testing.T) {
 	var out failoverRecordingJSON
 	if code := call(t, "POST", a.URL()+"/api/v1/recordings/"+rec.ID+"/stop", nil, &out); code != 200 || out.State != "finished" {
 		t.Fatalf("stop through node A: %d, %s", code, out.State)
+	}
+
+	// Whoever publishes on B's subject: garbage and a start without an
+	// owner are refused as invalid, a stop of no recording is not found;
+	// B starts nothing.
+	for req, want := range map[string]string{`{"start":`: "invalid", `{"start":{"Session":"` + s.ID + `"}}`: "invalid",
+		`{"stop":"r_nosuchrecording"}`: "not_found"} {
+		m, err := a.Bus().Conn().Request(recordSubject("node-b"), []byte(req), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ans recordAnswer
+		if err := json.Unmarshal(m.Data, &ans); err != nil || ans.Code != want || ans.Recording != nil {
+			t.Errorf("%s: %s, want code %s", req, m.Data, want)
+		}
+	}
+	if n := b.recordings.Running(); n != 0 {
+		t.Errorf("node B writes %d recordings after the bad requests", n)
 	}
 
 	// A session no node has is not found (B would open its room).
