@@ -17,7 +17,9 @@
 // buffer per stream and hands the buffers to the kernel (write(2)) in
 // whole pages when they fill and on a timer every Options.FlushEvery
 // (200 ms); what is left of a page is written at the next tick if it is
-// still there. It fsyncs every Options.SyncEvery. After a kill -9 the
+// still there. Every Options.SyncEvery its syncer makes them durable,
+// by a syncfs(2) round every recording on the file system shares
+// (syncfs.go). After a kill -9 the
 // packets that arrived more than twice FlushEvery plus the queue's delay
 // before are in the files; Repair cuts a torn last record and marks the
 // recording interrupted.

@@ -17,8 +17,11 @@ type Options struct {
 	// if it is still buffered; at most 250 ms, default 200 ms. A kill -9
 	// loses at most twice this much plus what waits in the queue.
 	FlushEvery time.Duration
-	// SyncEvery is how often the files are fsynced (default 2 s; a
-	// negative value never, for tests): what a power cut may lose.
+	// SyncEvery is how often the files are made durable (default 2 s; a
+	// negative value never, for tests): what a power cut may lose. It is
+	// done by a syncfs of their file system, one round serving every
+	// recording on it: on a file system other programs write a lot to,
+	// each round writes back theirs too (give recordings their own).
 	SyncEvery time.Duration
 	// BufferSize is each audio stream's write buffer (default 16 KiB); a
 	// video stream's is videoBuffers times as large.

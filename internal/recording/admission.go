@@ -40,7 +40,7 @@ const probeBlock = 16 << 10
 
 // ProbeDisk measures how fast dir's disk takes a recording's writes: it
 // writes size bytes in 16 KiB writes (the recorder's per-stream buffer)
-// to a temporary file, fsyncs it (the recorder fsyncs every 2 s), removes
+// to a temporary file, fsyncs it (the recorder syncs every 2 s), removes
 // it, and returns the rate in bits per second.
 func ProbeDisk(dir string, size int64) (float64, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
