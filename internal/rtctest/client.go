@@ -319,6 +319,7 @@ func newPC(recv interceptor.Factory, opt Options, arr *arrivals, send bool) (*we
 		}
 		reg.Add(hx)
 	}
+	reg.Add(streamAttrsFactory{}) // last: the outermost of the receive chain
 	se := webrtc.SettingEngine{}
 	se.SetIncludeLoopbackCandidate(true)
 	// Answer as browsers do: setup:active, the DTLS client (JSEP). pion's

@@ -16,7 +16,10 @@ import (
 const ServerCPU = 0
 
 // PinSelf moves every thread of this process (and so the processes it
-// starts) off the server's CPU.
+// starts) off the server's CPU, and runs no more goroutines at once than
+// the CPUs left: the runtime took GOMAXPROCS from the CPUs it saw at
+// start and does not look again, and a P more than there are CPUs only
+// spins (in findRunnable, in a mutex's spin) on the CPU another needs.
 func PinSelf() error {
 	if runtime.NumCPU() < 2 {
 		return fmt.Errorf("pinning needs 2 CPUs, this machine has %d", runtime.NumCPU())
@@ -27,12 +30,16 @@ func PinSelf() error {
 			set.Set(c)
 		}
 	}
-	return eachThread(func(tid int) error {
+	err := eachThread(func(tid int) error {
 		if err := unix.SchedSetaffinity(tid, &set); err != nil {
 			return fmt.Errorf("pin thread %d: %w", tid, err)
 		}
 		return nil
 	})
+	if err == nil {
+		runtime.GOMAXPROCS(set.Count())
+	}
+	return err
 }
 
 // NiceSelf gives every thread of this process (and so the threads and

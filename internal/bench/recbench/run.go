@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		fmt.Sprintf("`convene serve` ran with `%s`: the admission limits lifted (the disk capacity probed at start-up, against which each recording reserves 128 kb/s per audio and 2.5 Mb/s per video track; the node's delivery capacity, against which joins are admitted; the cap of 1,000 peer connections, webrtc.max_peers), so that the packets recorded decide, as for Janus, which has no such limit",
 			strings.Join(conveneArgs(cfg, "DIR"), " ")),
 		"Janus: VideoRoom rooms created with record=true and rec_dir, audiocodec opus, videocodec vp8, bitrate 0 (no REMB cap), fir_freq 0; every publisher and listener handle on one Janus session over its HTTP transport",
-		"Convene fsyncs each recording's files every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache",
+		"Convene syncs its recordings' file system (one syncfs shared by every recording) every 2 s; Janus leaves its .mjr files to stdio's buffer and the page cache",
 		"Socket receive buffers: Convene asks for 32 MiB on its one WebRTC port, shared by every connection (past net.core.rmem_max where it may, SO_RCVBUFFORCE: here, as root); Janus takes the system's default on each connection's port (net.core.rmem_default); "+
 			"this machine: rmem_default "+sysctl("net/core/rmem_default")+", rmem_max "+sysctl("net/core/rmem_max")+" bytes. The listeners' sockets get 4 MiB")
 	res.Notes = append(res.Notes, cfg.Notes...)
@@ -419,12 +420,15 @@ func (s *series) step(ctx context.Context) Point {
 		go cv.n.Profile(int(cfg.Window.Seconds())-1, filepath.Join(cfg.Out, fmt.Sprintf("%s-recorder-%s-%d.pprof",
 			time.Now().UTC().Format("2006-01-02-150405"), s.shape.Name, len(s.streams))))
 	}
+	stopLoadProfile := profileLoad(cfg, s.shape.Name, len(s.streams))
 	select {
 	case <-time.After(cfg.Window):
 	case <-ctx.Done():
+		stopLoadProfile()
 		p.Why = "interrupted"
 		return p
 	}
+	stopLoadProfile()
 	b := take()
 	ws := make(windows, len(s.streams))
 	for i, st := range s.streams {
@@ -554,4 +558,24 @@ func sysctl(name string) string {
 		return "unknown"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// profileLoad saves, with Profile, a CPU profile of this process (the
+// publishers and listeners) over a step's window beside the server's
+// (<date>-recorder-<shape>-<streams>-load.pprof): where the load's core
+// goes when the load, not the server, is the limit. It returns the stop.
+func profileLoad(cfg Config, shape string, streams int) func() {
+	if !cfg.Profile || cfg.Out == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(cfg.Out, fmt.Sprintf("%s-recorder-%s-%d-load.pprof",
+		time.Now().UTC().Format("2006-01-02-150405"), shape, streams)))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
