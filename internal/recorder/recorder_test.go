@@ -326,9 +326,10 @@ func waitPackets(t *testing.T, rec *Recording, n uint64) {
 	}
 }
 
-// TestSyncsBesideTheWriter: with fsyncs every few milliseconds, the
-// syncer fsyncs the files while packets go on being written (the race
-// detector watches the two goroutines), and the recording ends whole.
+// TestSyncsBesideTheWriter: with syncs every few milliseconds, the syncer
+// makes the files durable (syncfs rounds) while packets go on being
+// written (the race detector watches the two goroutines), and the
+// recording ends whole.
 func TestSyncsBesideTheWriter(t *testing.T) {
 	room := broker.NewRoom("s_sync")
 	mic, err := room.Join(broker.Member{ID: "alice/mic", Owner: "alice", Kind: media.Audio, Sends: true,
@@ -350,7 +351,7 @@ func TestSyncsBesideTheWriter(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	if n := rec.fsyncs.Load(); n < 4 {
-		t.Fatalf("the syncer fsynced %d files in 10 s", n)
+		t.Fatalf("the syncer synced %d files in 10 s", n)
 	}
 	if err := rec.Stop(); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ type Recording struct {
 	packets  atomic.Uint64
 	bytes    atomic.Uint64
 	nstreams atomic.Int64
-	fsyncs   atomic.Uint64 // files the syncer fsynced
+	fsyncs   atomic.Uint64 // files the syncer made durable (a syncfs round covers several)
 
 	stopc chan struct{}
 	done  chan struct{}
