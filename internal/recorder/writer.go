@@ -12,7 +12,7 @@ import (
 )
 
 // writer is the recording's goroutine: it alone writes the files (its
-// syncer fsyncs them).
+// syncer makes them durable).
 type writer struct {
 	r        *Recording
 	streams  map[streamKey]*stream
