@@ -307,6 +307,10 @@ func (m recvMedia) Stats() session.LinkStats {
 	return session.LinkStats{Dropped: map[string]uint64{}}
 }
 
+// Counts is Stats' packets (none: a subscriber's are its peer's) without
+// its map, for the capacity governor's twice-a-second sum.
+func (m recvMedia) Counts() (in, out, queueFull uint64) { return 0, 0, 0 }
+
 // Close leaves the room; a receiving link closes when its member leaves or
 // the session stops, and then the peer hangs up.
 func (m recvMedia) Close() {
