@@ -53,7 +53,7 @@ func (m pubMedia) Close() { m.u.closed.Store(true); m.u.room.Leave(m.u.link) }
 
 // Counts is Stats' packets without its map: the capacity governor asks
 // every link twice a second (session.Service.Counts), and a thousand
-XX
+// publishers' maps were about 8 % of what a node at 1,000 streams allocated.
 func (m pubMedia) Counts() (in, out, queueFull uint64) { return m.u.packets.Load(), 0, 0 }
 
 // publish applies a publisher offer and returns the answer; it runs on the
