@@ -28,9 +28,8 @@ import (
 type fsSync struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
-	started  uint64 // rounds begun
+	started  uint64 // rounds begun; one runs while started > finished
 	finished uint64 // rounds ended
-	running  bool
 	failed   uint64 // the last round that failed (0: none)
 	err      error  // its error
 }
@@ -73,17 +72,15 @@ func (s *fsSync) sync(f *os.File) error {
 	defer s.mu.Unlock()
 	want := s.started + 1 // a running round began before this call
 	for s.finished < want {
-		if s.running {
+		if s.started > s.finished { // a round runs
 			s.cond.Wait()
 			continue
 		}
-		s.running = true
 		s.started++
 		round := s.started
 		s.mu.Unlock()
 		err := syncfsCall(f)
 		s.mu.Lock()
-		s.running = false
 		s.finished = round
 		if err != nil {
 			s.failed, s.err = round, err
